@@ -1,0 +1,51 @@
+"""Junction core: the three retention decisions of hybrid-model prefix caches.
+
+Pure functions and frozen value types, standard library + attrs only, relative
+imports only: copy this package into an engine unchanged.
+
+* Decision 1, hit reconciliation: :func:`reconcile_hits`,
+  :func:`shared_prefix_boundary`, the finders, :func:`reachable_boundaries`.
+* Decision 2, chunk stop point: :func:`mamba_block_aligned_split`.
+* Decision 3, reachable-block mask: :func:`reachable_block_mask`.
+
+Every function raises :class:`InvalidArgument` (a ``ValueError``) naming the
+argument, the value and the rule when its input is invalid.
+"""
+
+from .boundaries import reachable_boundaries, replay_boundary
+from .errors import InvalidArgument
+from .finders import (
+    Finder,
+    group_finder,
+    longest_full_attention_hit,
+    longest_mamba_hit,
+    longest_sliding_window_hit,
+)
+from .geometry import GroupKind, GroupSpec, HybridGeometry
+from .grid import cdiv, floor_to, lcm
+from .mask import reachable_block_mask
+from .reconcile import HitReconciliation, reconcile_hits, shared_prefix_boundary
+from .split import last_cacheable_position, mamba_block_aligned_split
+
+__all__ = [
+    "Finder",
+    "GroupKind",
+    "GroupSpec",
+    "HitReconciliation",
+    "HybridGeometry",
+    "InvalidArgument",
+    "cdiv",
+    "floor_to",
+    "group_finder",
+    "last_cacheable_position",
+    "lcm",
+    "longest_full_attention_hit",
+    "longest_mamba_hit",
+    "longest_sliding_window_hit",
+    "mamba_block_aligned_split",
+    "reachable_block_mask",
+    "reachable_boundaries",
+    "reconcile_hits",
+    "replay_boundary",
+    "shared_prefix_boundary",
+]

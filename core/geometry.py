@@ -1,0 +1,187 @@
+"""Cache geometry: the groups of a hybrid model and the grids they imply.
+
+Why value types: every decision is a pure function of a handful of integers,
+and the classic bug is passing the wrong group's block size (vLLM #54076). A
+frozen ``GroupSpec`` names the kind and sizes of one KV-cache group, and a
+frozen ``HybridGeometry`` derives the two grids that everyone else must agree
+on — the scheduler block ``L`` (lcm of all block sizes) and the hit alignment
+``A`` (``L``, or the hash unit ``H`` when partial hits are on) — exactly once.
+Construction validates everything, so a geometry that exists is a geometry the
+decisions can trust. Rejected: loose dicts/kwargs (no single place to
+validate) and mutable config objects (a decision could see two geometries).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+import attrs
+
+from .errors import InvalidArgument
+from .grid import cdiv, lcm
+
+__all__ = ["GroupKind", "GroupSpec", "HybridGeometry"]
+
+
+class GroupKind(enum.Enum):
+    """What a KV-cache group's layers need to resume at a position."""
+
+    FULL = "full"
+    SLIDING_WINDOW = "sliding_window"
+    MAMBA = "mamba"
+
+
+def _positive_int(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if type(value) is not int or value < 1:
+        raise InvalidArgument(attribute.name, value, "must be an int >= 1")
+
+
+def _window(instance: GroupSpec, attribute: attrs.Attribute[int | None], value: object) -> None:
+    if instance.kind is GroupKind.SLIDING_WINDOW:
+        if type(value) is not int or value < 1:
+            raise InvalidArgument(attribute.name, value, "a sliding window must be an int >= 1")
+    elif value is not None:
+        raise InvalidArgument(
+            attribute.name, value, f"only sliding-window groups have a window, not {instance.kind}"
+        )
+
+
+def _kind(instance: object, attribute: attrs.Attribute[GroupKind], value: object) -> None:
+    if not isinstance(value, GroupKind):
+        raise InvalidArgument(attribute.name, value, "must be a GroupKind")
+
+
+@attrs.frozen
+class GroupSpec:
+    """One KV-cache group: its kind, block size ``B_g`` and (SWA only) window ``W``.
+
+    Build with :meth:`full`, :meth:`sliding_window` or :meth:`mamba`.
+    Guarantees: ``block_size >= 1``; ``window >= 1`` exactly for sliding-window
+    groups and ``None`` otherwise. Raises :class:`InvalidArgument` otherwise.
+    """
+
+    kind: GroupKind = attrs.field(validator=_kind)
+    block_size: int = attrs.field(validator=_positive_int)
+    window: int | None = attrs.field(default=None, validator=_window)
+
+    @classmethod
+    def full(cls, block_size: int) -> GroupSpec:
+        """A full-attention group: any cached prefix is reusable."""
+        return cls(GroupKind.FULL, block_size)
+
+    @classmethod
+    def sliding_window(cls, block_size: int, window: int) -> GroupSpec:
+        """A sliding-window group: a hit at ``a`` needs tokens ``[a - W + 1, a)``."""
+        return cls(GroupKind.SLIDING_WINDOW, block_size, window)
+
+    @classmethod
+    def mamba(cls, block_size: int) -> GroupSpec:
+        """A Mamba (state-space) group: a hit at ``a`` needs the state after exactly ``a``."""
+        return cls(GroupKind.MAMBA, block_size)
+
+    def blocks_for_hit(self, use_eagle: bool) -> int:
+        """``need``: contiguous blocks a sliding-window hit needs at a grid point.
+
+        ``cdiv(W - 1, B)`` window blocks, plus the one block past the boundary
+        that an EAGLE lookup matches and drops. Only defined for SWA groups.
+        """
+        if self.window is None:
+            raise InvalidArgument(
+                "spec", self, "blocks_for_hit is defined for sliding-window groups"
+            )
+        return cdiv(self.window - 1, self.block_size) + (1 if use_eagle else 0)
+
+    def eagle_drop_tokens(self, alignment_tokens: int) -> int:
+        """Tokens an EAGLE lookup of this group matches past a hit and drops.
+
+        Full attention drops one alignment unit (``min(A, B)``), sliding window
+        one block, Mamba nothing (draft heads have no Mamba layers).
+        """
+        if self.kind is GroupKind.FULL:
+            return min(alignment_tokens, self.block_size)
+        if self.kind is GroupKind.SLIDING_WINDOW:
+            return self.block_size
+        return 0
+
+
+def _to_groups(value: Iterable[GroupSpec]) -> tuple[GroupSpec, ...]:
+    return tuple(value)
+
+
+def _groups(
+    instance: object, attribute: attrs.Attribute[tuple[GroupSpec, ...]], value: tuple[object, ...]
+) -> None:
+    if not value:
+        raise InvalidArgument(attribute.name, value, "a geometry needs at least one group")
+    for index, group in enumerate(value):
+        if not isinstance(group, GroupSpec):
+            raise InvalidArgument(f"{attribute.name}[{index}]", group, "must be a GroupSpec")
+
+
+def _hash_block_size(
+    instance: HybridGeometry, attribute: attrs.Attribute[int], value: object
+) -> None:
+    if type(value) is not int or value < 1:
+        raise InvalidArgument(attribute.name, value, "must be an int >= 1")
+    for index, group in enumerate(instance.groups):
+        if group.block_size % value:
+            raise InvalidArgument(
+                attribute.name,
+                value,
+                f"the hash unit must divide every block size; groups[{index}] has "
+                f"block_size={group.block_size}",
+            )
+
+
+def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if type(value) is not bool:
+        raise InvalidArgument(attribute.name, value, "must be a bool")
+
+
+def _retention_interval(
+    instance: HybridGeometry, attribute: attrs.Attribute[int | None], value: object
+) -> None:
+    if value is None:
+        return
+    block = instance.scheduler_block_size
+    if type(value) is not int or value < 0 or value % block:
+        raise InvalidArgument(
+            attribute.name,
+            value,
+            f"must be None (dense), 0 (semantic checkpoints only) or a positive multiple "
+            f"of the scheduler block L={block}",
+        )
+
+
+@attrs.frozen
+class HybridGeometry:
+    """The groups of a hybrid model plus the request-independent cache settings.
+
+    Attributes:
+        groups: the KV-cache groups (at least one).
+        hash_block_size: ``H``, the hash-chain unit; divides every block size.
+        partial_hits: sub-block (hash-unit) hits on/off.
+        use_eagle: EAGLE/MTP speculative decoding on/off.
+        retention_interval: ``R``: ``None`` dense, ``0`` semantic checkpoints
+            only, or a positive multiple of ``L``.
+
+    Derived: :attr:`scheduler_block_size` (``L``) and :attr:`alignment_tokens`
+    (``A``). Construction raises :class:`InvalidArgument` naming the attribute.
+    """
+
+    groups: tuple[GroupSpec, ...] = attrs.field(converter=_to_groups, validator=_groups)
+    hash_block_size: int = attrs.field(validator=_hash_block_size)
+    partial_hits: bool = attrs.field(default=False, validator=_flag)
+    use_eagle: bool = attrs.field(default=False, validator=_flag)
+    retention_interval: int | None = attrs.field(default=None, validator=_retention_interval)
+
+    @property
+    def scheduler_block_size(self) -> int:
+        """``L``: lcm of every group's block size; chunk and hit grids live on it."""
+        return lcm(*(group.block_size for group in self.groups))
+
+    @property
+    def alignment_tokens(self) -> int:
+        """``A``: hits land on multiples of it (``H`` with partial hits, else ``L``)."""
+        return self.hash_block_size if self.partial_hits else self.scheduler_block_size

@@ -1,0 +1,121 @@
+"""Decision 1: hit reconciliation and the shared-prefix boundary (junction).
+
+A request admitted with no computed tokens may reuse ``[0, h)`` only if every
+group can serve ``h``. Each group has a finder (``core.finders``) returning its
+longest servable hit below a bound; reconciliation is the fixed point that
+starts at ``M = N - 1`` and lets each group accept the candidate or shorten
+it until nobody shortens it. Because each finder returns the *largest*
+servable length below its bound, the fixed point is the largest length every
+group serves (``reference.oracle`` enumerates exactly that).
+
+Full attention is looked up first and once: its servable set is downward
+closed, so later rounds only clip to it. Its answer is ``ℓ``, the longest
+single-group hit; when ``ℓ > h`` the prefix ``[h, ℓ)`` is proven shared by
+another request but some sparse group holds no state there, and ``ℓ`` becomes
+the request's junction (Marconi: cache on the second sighting).
+
+EAGLE: a non-Mamba group proves a candidate ``c`` by matching up to
+``min(c + d, M)`` and dropping ``d`` tokens. A group that proved ``c`` is not
+asked again while the candidate stays ``c``; any new candidate is proved
+afresh, with the drop. Rejected: vLLM 0.33's "verified" set, which is cleared
+only when a non-dropping lookup shortens the candidate, so with two EAGLE
+sliding-window groups one can accept a shorter candidate without its peek
+block — that variant belongs to the ``vllm-0.33`` compatibility policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from .errors import InvalidArgument, require_int
+from .finders import Finder
+from .geometry import GroupKind, HybridGeometry
+
+__all__ = ["HitReconciliation", "reconcile_hits", "shared_prefix_boundary"]
+
+
+def shared_prefix_boundary(hit_length: int, longest_hit_length: int) -> int:
+    """The junction ``J``: ``longest_hit_length`` if it exceeds the reconciled hit, else 0.
+
+    Raises :class:`InvalidArgument` when either length is negative or the
+    reconciled hit exceeds the longest single-group hit (``h <= ℓ`` always).
+    """
+    require_int("hit_length", hit_length, 0)
+    require_int("longest_hit_length", longest_hit_length, hit_length, "hit_length")
+    return longest_hit_length if longest_hit_length > hit_length else 0
+
+
+@attrs.frozen
+class HitReconciliation:
+    """The outcome of reconciliation for one admission.
+
+    Guarantees ``0 <= hit_length <= longest_hit_length`` and
+    ``shared_prefix_boundary in (0, longest_hit_length)`` — it is
+    ``longest_hit_length`` exactly when the groups disagree.
+    """
+
+    hit_length: int
+    longest_hit_length: int
+    shared_prefix_boundary: int
+
+    @property
+    def uncached_common_prefix(self) -> int:
+        """``U = ℓ - h``: tokens proven shared that some sparse group cannot serve."""
+        return self.longest_hit_length - self.hit_length
+
+
+def reconcile_hits(
+    geometry: HybridGeometry, finders: Sequence[Finder], max_hit_length: int
+) -> HitReconciliation:
+    """Reconcile the groups' hits for a request whose lookup is capped at ``M``.
+
+    ``finders[k]`` is the finder of ``geometry.groups[k]``; ``max_hit_length``
+    is ``M = N - 1`` (the last token is always recomputed). Returns ``h``, the
+    largest ``A``-aligned length ``<= M`` that every group serves (EAGLE groups
+    with their drop), ``ℓ`` (the first full-attention group's hit, or the first
+    group's when there is none) and the junction.
+
+    Raises :class:`InvalidArgument` when the finders do not match the groups,
+    ``M`` is negative, or a finder answers with a length that is not an int,
+    is negative, exceeds the candidate it was asked about, or is not a
+    multiple of ``A``.
+    """
+    groups = geometry.groups
+    if len(finders) != len(groups):
+        raise InvalidArgument(
+            "finders", finders, f"need one finder per group ({len(groups)}), got {len(finders)}"
+        )
+    require_int("max_hit_length", max_hit_length, 0)
+    alignment = geometry.alignment_tokens
+    eagle = geometry.use_eagle
+    order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
+    drops = [group.eagle_drop_tokens(alignment) if eagle else 0 for group in groups]
+    accepted: list[int | None] = [None] * len(groups)
+    longest = 0
+    hit = max_hit_length
+    while True:
+        candidate = hit
+        for index in order:
+            known = accepted[index]
+            if known is not None and (known == candidate or groups[index].kind is GroupKind.FULL):
+                candidate = min(candidate, known)
+                continue
+            drop = drops[index] > 0
+            bound = min(candidate + drops[index], max_hit_length)
+            found = finders[index](bound, drop)
+            if type(found) is not int or not 0 <= found <= candidate or found % alignment:
+                raise InvalidArgument(
+                    f"finders[{index}]",
+                    found,
+                    f"a finder asked about candidate {candidate} (bound {bound}) must return "
+                    f"an int in [0, {candidate}] that is a multiple of A={alignment}",
+                )
+            accepted[index] = found
+            candidate = found
+            longest = max(longest, found)
+        if candidate >= hit:
+            break
+        hit = candidate
+    return HitReconciliation(hit, longest, shared_prefix_boundary(hit, longest))

@@ -1,0 +1,132 @@
+"""Decision 2: where a prefill chunk stops (``mamba_block_aligned_split``).
+
+In Mamba "align" mode a recurrent state is materialised only at the end of a
+scheduled chunk, and a state cannot be rolled back. So every position whose
+state a later request will look up must be a chunk end, or that state never
+exists. This function clips the scheduler's proposed chunk ``[s, s + n)`` to
+the earliest mandatory stop strictly inside it: the next grid point when the
+chunk starts mid-block, the last cacheable position (the replay boundary), the
+prompt's partial tail under partial hits, and the shared-prefix junction.
+
+Why one pure function of plain integers: the scheduler, the oracle, the
+batched kernels and every policy call exactly this, and keyword-only
+arguments with the upstream names make call sites read like the spec. The
+``lcp`` formula is vLLM 0.33's; the one merged in PR #47782 (``N - N mod b``)
+put the only state one token past every lookup (vLLM #50409).
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidArgument, require_int, require_optional_int
+from .grid import floor_to
+
+__all__ = ["last_cacheable_position", "mamba_block_aligned_split"]
+
+
+def last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
+    """The deepest position whose state a later lookup of these tokens can use.
+
+    A resend looks up at most ``num_tokens - 1`` tokens (the last is always
+    recomputed for logits), so without EAGLE this is ``floor_unit(N - 1)``.
+    With EAGLE the lookup also drops one unit it matched past the hit, so it is
+    ``max(floor_unit(N) - unit, 0)``. Callers pass ``num_tokens >= 1`` and
+    ``unit >= 1`` (validated by :func:`mamba_block_aligned_split`).
+    """
+    if use_eagle:
+        return max(num_tokens // unit * unit - unit, 0)
+    return (num_tokens - 1) // unit * unit
+
+
+def mamba_block_aligned_split(
+    *,
+    num_computed_tokens: int,
+    num_new_tokens: int,
+    num_prompt_tokens: int,
+    num_tokens: int,
+    block_size: int,
+    shared_prefix_boundary: int = 0,
+    use_eagle: bool = False,
+    hash_block_size: int | None = None,
+    partial_hits: bool = False,
+    max_prefill_tokens: int | None = None,
+    num_new_local_computed_tokens: int = 0,
+    num_external_computed_tokens: int = 0,
+) -> int:
+    """Tokens to schedule this step for a request in Mamba align mode (0 = skip).
+
+    With ``s = num_computed_tokens + num_new_local_computed_tokens +
+    num_external_computed_tokens``, ``P = num_prompt_tokens``,
+    ``N = num_tokens``, ``b = block_size`` (the Mamba group's block) and
+    ``J = shared_prefix_boundary`` (SPEC section 4):
+
+    * Decode (``s >= max(P, N - 1)``): ``num_new_tokens`` unchanged.
+    * Otherwise the chunk end ``t = s + num_new_tokens`` is floored to the
+      ``b`` grid while it is inside the prefill, unless that makes no progress
+      and ``b`` exceeds ``max_prefill_tokens`` (then it advances sub-block).
+    * The result is ``end - s`` where ``end`` is the smallest of these stops
+      strictly inside ``(s, t)``, else ``t``: the next grid point if ``s`` is
+      mid-block; :func:`last_cacheable_position` of ``N`` on ``b``; with
+      ``partial_hits``, the prompt's partial tail (the same formula on ``P``
+      with unit ``hash_block_size``) when it lies in ``(lcp, P)``; and the
+      junction floored relative to the start, ``s + floor_b(J - s)``, when
+      ``s < J < t``.
+
+    Guarantees ``0 <= result <= num_new_tokens`` during prefill. Raises
+    :class:`InvalidArgument` when a count is negative, ``P < 1``, ``N < P``,
+    the start lies past ``N``, ``b < 1``, ``hash_block_size`` does not divide
+    ``b``, ``max_prefill_tokens < 1``, or a flag is not a bool.
+    """
+    require_int("num_computed_tokens", num_computed_tokens, 0)
+    require_int("num_new_tokens", num_new_tokens, 0)
+    require_int("num_prompt_tokens", num_prompt_tokens, 1)
+    require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+    require_int("block_size", block_size, 1)
+    require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
+    require_optional_int("max_prefill_tokens", max_prefill_tokens, 1)
+    require_int("num_new_local_computed_tokens", num_new_local_computed_tokens, 0)
+    require_int("num_external_computed_tokens", num_external_computed_tokens, 0)
+    if type(use_eagle) is not bool:
+        raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
+    if type(partial_hits) is not bool:
+        raise InvalidArgument("partial_hits", partial_hits, "must be a bool")
+    if hash_block_size is None:
+        hash_block_size = block_size
+    elif require_int("hash_block_size", hash_block_size, 1) and block_size % hash_block_size:
+        raise InvalidArgument(
+            "hash_block_size", hash_block_size, f"must divide block_size={block_size}"
+        )
+    start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
+    if start > num_tokens:
+        raise InvalidArgument(
+            "num_computed_tokens",
+            num_computed_tokens,
+            f"the chunk start (computed + local + external = {start}) must be <= "
+            f"num_tokens={num_tokens}",
+        )
+
+    prefill_end = max(num_prompt_tokens, num_tokens - 1)
+    if start >= prefill_end:
+        return num_new_tokens
+    end = start + num_new_tokens
+    if end < prefill_end:
+        aligned_end = end // block_size * block_size
+        if aligned_end > start or max_prefill_tokens is None or block_size <= max_prefill_tokens:
+            end = aligned_end
+
+    stop = end
+    if start % block_size:
+        stop = _earlier(stop, start, (start // block_size + 1) * block_size)
+    last_cacheable = last_cacheable_position(num_tokens, block_size, use_eagle)
+    stop = _earlier(stop, start, last_cacheable)
+    if partial_hits:
+        tail = last_cacheable_position(num_prompt_tokens, hash_block_size, use_eagle)
+        if last_cacheable < tail < num_prompt_tokens:
+            stop = _earlier(stop, start, tail)
+    if start < shared_prefix_boundary < end:
+        stop = _earlier(stop, start, start + floor_to(shared_prefix_boundary - start, block_size))
+    return max(stop - start, 0)
+
+
+def _earlier(stop: int, start: int, candidate: int) -> int:
+    """``candidate`` if it lies strictly inside ``(start, stop)``, else ``stop``."""
+    return candidate if start < candidate < stop else stop

@@ -1,0 +1,1 @@
+"""Junction reference: the exhaustive oracle (and, later, the engine, policies and CLI)."""
