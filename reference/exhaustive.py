@@ -1,0 +1,207 @@
+"""Bounded-exhaustive check: every input up to a bound, core against oracle.
+
+Hypothesis samples the parameter space; this walks all of it below a bound,
+so small corner cases (a block of 1 token, a window of 1, a junction one
+token past the chunk) are covered by construction rather than by luck. The
+same walk serves the test suite (``tests/properties/test_exhaustive.py``)
+and the CLI (``python -m reference exhaustive --bound N``); ``bound`` scales
+every dimension at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+
+from core import (
+    GroupSpec,
+    HybridGeometry,
+    group_finder,
+    lcm,
+    mamba_block_aligned_split,
+    reachable_block_mask,
+    reconcile_hits,
+)
+
+from .oracle import OracleGroup, oracle_reachable_block_mask, oracle_reconcile, oracle_split
+
+__all__ = ["Coverage", "check_exhaustively"]
+
+
+@attrs.frozen
+class Coverage:
+    """Inputs checked per decision and the disagreements found (at most a few kept)."""
+
+    checked: dict[str, int]
+    mismatches: tuple[str, ...]
+    mismatch_count: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.checked.values())
+
+
+def _group_spec(kind: str, block_size: int, window: int) -> GroupSpec:
+    if kind == "full":
+        return GroupSpec.full(block_size)
+    if kind == "sliding_window":
+        return GroupSpec.sliding_window(block_size, window)
+    return GroupSpec.mamba(block_size)
+
+
+def _mask_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
+    for kind in ("sliding_window", "mamba", "full"):
+        windows = range(1, bound + 3) if kind == "sliding_window" else (1,)
+        for block, alignment, window in itertools.product(
+            range(1, bound + 1), range(1, 2 * bound + 1), windows
+        ):
+            spec = _group_spec(kind, block, window)
+            unit = lcm(alignment, block)
+            boundary_sets = [(), *((x,) for x in range(0, 3 * bound + 1)), (1, 2 * unit)]
+            for eagle, interval, start, length, boundaries in itertools.product(
+                (False, True),
+                (None, 0, unit, 2 * unit),
+                range(bound + 1),
+                range(bound + 1),
+                boundary_sets,
+            ):
+                args = (start, start + length, alignment, spec, eagle, interval, boundaries)
+                oracle_args = (
+                    start,
+                    start + length,
+                    alignment,
+                    kind,
+                    block,
+                    spec.window,
+                    eagle,
+                    interval,
+                    boundaries,
+                )
+
+                def case(args: Any = args, oracle_args: Any = oracle_args) -> tuple[Any, Any, str]:
+                    return (
+                        reachable_block_mask(*args),
+                        oracle_reachable_block_mask(*oracle_args),
+                        f"reachable_block_mask{args}",
+                    )
+
+                yield case
+
+
+def _split_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
+    for block in range(1, bound + 2):
+        hash_units = [h for h in range(1, block + 1) if block % h == 0]
+        for prompt in range(1, 2 * bound + 2):
+            for total, hash_unit, eagle, partial, limit in itertools.product(
+                range(prompt, prompt + 3),
+                hash_units,
+                (False, True),
+                (False, True),
+                (None, 1, block),
+            ):
+                for computed, local in itertools.product(range(total + 1), (0, 1)):
+                    if computed + local > total:
+                        continue
+                    start = computed + local
+                    for new, junction in itertools.product(
+                        range(total - start + 2), range(total + 2)
+                    ):
+                        kwargs = dict(
+                            num_computed_tokens=computed,
+                            num_new_tokens=new,
+                            num_prompt_tokens=prompt,
+                            num_tokens=total,
+                            block_size=block,
+                            shared_prefix_boundary=junction,
+                            use_eagle=eagle,
+                            hash_block_size=hash_unit,
+                            partial_hits=partial,
+                            max_prefill_tokens=limit,
+                            num_new_local_computed_tokens=local,
+                        )
+
+                        def case(kwargs: Any = kwargs) -> tuple[Any, Any, str]:
+                            return (
+                                mamba_block_aligned_split(**kwargs),
+                                oracle_split(**kwargs),
+                                f"mamba_block_aligned_split(**{kwargs})",
+                            )
+
+                        yield case
+
+
+def _reconcile_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
+    kinds = ("full", "sliding_window", "mamba")
+    chain = bound + 1  # blocks of the request's chain a group may have cached
+    layouts = [
+        *(((kind, block),) for kind in kinds for block in (1, 2)),
+        *(
+            ((k1, b1), (k2, b2))
+            for k1, k2 in itertools.product(kinds, repeat=2)
+            for b1, b2 in itertools.product((1, 2), repeat=2)
+        ),
+    ]
+    for layout, window, eagle, partial in itertools.product(
+        layouts, (2, 3), (False, True), (False, True)
+    ):
+        specs = [_group_spec(kind, block, window) for kind, block in layout]
+        geometry = HybridGeometry(specs, 1, partial_hits=partial, use_eagle=eagle)
+        longest_block = max(block for _, block in layout)
+        for cached in itertools.product(range(2**chain), repeat=len(specs)):
+            sets = [frozenset(i for i in range(chain) if mask >> i & 1) for mask in cached]
+            for max_hit in range(chain * longest_block + 1):
+
+                def case(
+                    specs: list[GroupSpec] = specs,
+                    sets: list[frozenset[int]] = sets,
+                    geometry: HybridGeometry = geometry,
+                    max_hit: int = max_hit,
+                ) -> tuple[Any, Any, str]:
+                    finders = [
+                        group_finder(
+                            spec, cached.__contains__, alignment_tokens=geometry.alignment_tokens
+                        )
+                        for spec, cached in zip(specs, sets, strict=True)
+                    ]
+                    got = reconcile_hits(geometry, finders, max_hit)
+                    groups = [
+                        OracleGroup(spec.kind.value, spec.block_size, spec.window, cached)
+                        for spec, cached in zip(specs, sets, strict=True)
+                    ]
+                    want = oracle_reconcile(
+                        groups, geometry.alignment_tokens, geometry.use_eagle, max_hit
+                    )
+                    return (
+                        (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary),
+                        want,
+                        f"reconcile_hits({geometry}, cached={sets}, max_hit_length={max_hit})",
+                    )
+
+                yield case
+
+
+DECISIONS: dict[str, Callable[[int], Iterator[Callable[[], tuple[Any, Any, str]]]]] = {
+    "reachable_block_mask": _mask_cases,
+    "mamba_block_aligned_split": _split_cases,
+    "reconcile_hits": _reconcile_cases,
+}
+
+
+def check_exhaustively(bound: int, keep: int = 5) -> Coverage:
+    """Compare core and oracle on every input up to ``bound``; keep ``keep`` mismatches."""
+    checked: dict[str, int] = {}
+    mismatches: list[str] = []
+    count = 0
+    for name, cases in DECISIONS.items():
+        checked[name] = 0
+        for case in cases(bound):
+            got, want, text = case()
+            checked[name] += 1
+            if got != want:
+                count += 1
+                if len(mismatches) < keep:
+                    mismatches.append(f"{text}: core={got!r} oracle={want!r}")
+    return Coverage(checked, tuple(mismatches), count)

@@ -1,0 +1,233 @@
+"""The exhaustive oracle: each decision restated from first principles.
+
+This module never imports ``core``. It restates the three decisions the slow,
+obvious way, position by position and token by token, so that a property
+"core == oracle" compares two independent derivations of SPEC sections 2b,
+3, 4 and 5 rather than one formula with itself:
+
+* the mask: list the positions the request promises, list for each the
+  blocks a later request resuming there reads (every token of the window,
+  the EAGLE peek block, the one Mamba state), and mark their union;
+* the stop point: walk the chunk token by token and stop at the first
+  position that is a mandatory stop;
+* reconciliation: try every length from ``M`` down and keep the largest that
+  every group serves, checking each token's block against the cached set.
+
+Inputs are plain ints and strings (``"full"``, ``"sliding_window"``,
+``"mamba"``). Slow on purpose; readable first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "OracleGroup",
+    "oracle_reachable_block_mask",
+    "oracle_reconcile",
+    "oracle_split",
+]
+
+FULL = "full"
+SLIDING_WINDOW = "sliding_window"
+MAMBA = "mamba"
+
+
+def _largest_multiple_at_most(value: int, unit: int) -> int:
+    """Walk down from ``value`` to the first multiple of ``unit`` (0 for negative values)."""
+    position = max(value, 0)
+    while position % unit:
+        position -= 1
+    return position
+
+
+# ---------------------------------------------------------------------------
+# Decision 3: the reachable-block mask
+
+
+def _window_blocks(position: int, block_size: int, window: int, use_eagle: bool) -> set[int]:
+    """Blocks a sliding-window group reads to resume at ``position``."""
+    blocks = {token // block_size for token in range(max(position - window + 1, 0), position)}
+    if use_eagle:
+        # The lookup matches the block just past the position, then drops it.
+        blocks.add(position // block_size)
+    return blocks
+
+
+def _state_block(position: int, block_size: int) -> set[int]:
+    """The block holding the deepest Mamba state a lookup bounded by ``position`` uses."""
+    state = _largest_multiple_at_most(position, block_size)
+    return {state // block_size - 1} if state > 0 else set()
+
+
+def oracle_reachable_block_mask(
+    start_block: int,
+    end_block: int,
+    alignment_tokens: int,
+    kind: str,
+    block_size: int,
+    window: int | None,
+    use_eagle: bool,
+    retention_interval: int | None,
+    reachable_boundaries: Sequence[int],
+) -> list[bool] | None:
+    """Which of blocks ``[start_block, end_block)`` some promised position needs.
+
+    ``None`` means "keep every block": full attention, dense Mamba, a sliding
+    window whose alignment is not a whole number of blocks, or periodic
+    promises that already need every block after the first.
+    """
+    if kind == FULL:
+        return None
+    if kind == MAMBA and retention_interval is None:
+        return None
+    if kind == SLIDING_WINDOW and alignment_tokens % block_size:
+        return None
+
+    def needed(position: int) -> set[int]:
+        if kind == SLIDING_WINDOW:
+            assert window is not None
+            return _window_blocks(position, block_size, window, use_eagle)
+        return _state_block(position, block_size)
+
+    # Periodic promises: every A (dense SWA) or every R (R > 0), never 0.
+    segment = alignment_tokens if retention_interval is None else retention_interval
+    periodic: set[int] = set()
+    if segment:
+        # Look a few whole periods past the range too, to decide whether the
+        # periodic promises alone need every block (then keep them all).
+        horizon = max(end_block, 3 * (segment // block_size) + 2)
+        # A position past this needs only blocks at or after the horizon.
+        last_position = (horizon + 1) * block_size + (window or 0)
+        for position in range(segment, last_position + 1, segment):
+            periodic |= needed(position)
+        first = 1 if use_eagle and kind == SLIDING_WINDOW else 0
+        if all(block in periodic for block in range(first, horizon)):
+            return None
+
+    kept = set(periodic)
+    if retention_interval is not None:
+        for boundary in reachable_boundaries:
+            kept |= needed(_largest_multiple_at_most(boundary, alignment_tokens))
+    return [block in kept for block in range(start_block, end_block)]
+
+
+# ---------------------------------------------------------------------------
+# Decision 2: the chunk stop point
+
+
+def _deepest_lookup_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
+    """The deepest ``unit``-grid position a resend of ``num_tokens`` tokens can hit.
+
+    The lookup sees at most ``num_tokens - 1`` tokens; under EAGLE it instead
+    matches whole units up to ``num_tokens`` and then drops one of them.
+    """
+    if use_eagle:
+        return max(_largest_multiple_at_most(num_tokens, unit) - unit, 0)
+    return _largest_multiple_at_most(num_tokens - 1, unit)
+
+
+def oracle_split(
+    *,
+    num_computed_tokens: int,
+    num_new_tokens: int,
+    num_prompt_tokens: int,
+    num_tokens: int,
+    block_size: int,
+    shared_prefix_boundary: int = 0,
+    use_eagle: bool = False,
+    hash_block_size: int | None = None,
+    partial_hits: bool = False,
+    max_prefill_tokens: int | None = None,
+    num_new_local_computed_tokens: int = 0,
+    num_external_computed_tokens: int = 0,
+) -> int:
+    """Tokens to schedule: walk the chunk and stop at the first mandatory stop."""
+    start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
+    prefill_end = max(num_prompt_tokens, num_tokens - 1)
+    if start >= prefill_end:
+        return num_new_tokens
+    chunk_end = start + num_new_tokens
+    if chunk_end < prefill_end:
+        grid_end = _largest_multiple_at_most(chunk_end, block_size)
+        fits = max_prefill_tokens is None or block_size <= max_prefill_tokens
+        if grid_end > start or fits:
+            chunk_end = grid_end
+
+    replay = _deepest_lookup_position(num_tokens, block_size, use_eagle)
+    tail = -1
+    if partial_hits:
+        unit = block_size if hash_block_size is None else hash_block_size
+        tail = _deepest_lookup_position(num_prompt_tokens, unit, use_eagle)
+        if not replay < tail < num_prompt_tokens:
+            tail = -1
+    junction = -1
+    if start < shared_prefix_boundary < chunk_end:
+        junction = start + _largest_multiple_at_most(shared_prefix_boundary - start, block_size)
+
+    for position in range(start + 1, chunk_end):
+        first_grid_point_after_mid_block_start = start % block_size and position % block_size == 0
+        if first_grid_point_after_mid_block_start or position in (replay, tail, junction):
+            return position - start
+    return max(chunk_end - start, 0)
+
+
+# ---------------------------------------------------------------------------
+# Decision 1: reconciliation
+
+
+@dataclass(frozen=True)
+class OracleGroup:
+    """One group and the block indices of the request's chain it has cached."""
+
+    kind: str
+    block_size: int
+    window: int | None
+    cached: frozenset[int]
+
+
+def _serves(group: OracleGroup, length: int, alignment: int, use_eagle: bool, max_hit: int) -> bool:
+    """Whether ``group`` can resume a request at ``length`` tokens."""
+    if length == 0:
+        return True
+    if length % alignment:
+        return False
+    block = group.block_size
+    if group.kind == FULL:
+        # EAGLE: the lookup must also match one unit past the hit, within M.
+        extra = min(alignment, block) if use_eagle else 0
+        if length + extra > max_hit:
+            return False
+        return all(token // block in group.cached for token in range(length + extra))
+    if group.kind == SLIDING_WINDOW:
+        assert group.window is not None
+        if length % block:
+            return False
+        if use_eagle and length + block > max_hit:
+            return False
+        return _window_blocks(length, block, group.window, use_eagle) <= group.cached
+    return length % block == 0 and length // block - 1 in group.cached
+
+
+def oracle_reconcile(
+    groups: Sequence[OracleGroup], alignment_tokens: int, use_eagle: bool, max_hit_length: int
+) -> tuple[int, int, int]:
+    """``(h, ℓ, J)`` by trying every length.
+
+    ``h`` is the largest length ``<= M`` every group serves; ``ℓ`` the largest
+    the first full-attention group (or the first group) serves alone; the
+    junction ``J`` is ``ℓ`` when ``ℓ > h``, else 0.
+    """
+    lengths = range(max_hit_length, -1, -1)
+    hit = next(
+        n
+        for n in lengths
+        if all(_serves(g, n, alignment_tokens, use_eagle, max_hit_length) for g in groups)
+    )
+    fulls = [g for g in groups if g.kind == FULL]
+    leader = fulls[0] if fulls else groups[0]
+    longest = next(
+        n for n in lengths if _serves(leader, n, alignment_tokens, use_eagle, max_hit_length)
+    )
+    return hit, longest, longest if longest > hit else 0
