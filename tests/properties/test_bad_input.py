@@ -1,0 +1,249 @@
+"""Every invalid argument raises ``InvalidArgument`` naming the argument and value.
+
+Each property starts from a valid call (drawn from the same strategies as the
+oracle properties), breaks exactly one argument with a value drawn from that
+argument's invalid domain, and checks the error names that argument, shows
+the value and states a rule. Never a silent wrong answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core import (
+    GroupKind,
+    GroupSpec,
+    HybridGeometry,
+    InvalidArgument,
+    mamba_block_aligned_split,
+    reachable_block_mask,
+    reachable_boundaries,
+    reconcile_hits,
+    shared_prefix_boundary,
+)
+
+from .oracle_adapters import finders_for
+from .strategies import geometries, mask_inputs, reconcile_inputs, split_inputs
+
+not_an_int = st.one_of(
+    st.booleans(), st.floats(allow_nan=False), st.none(), st.text(max_size=3), st.just([1])
+)
+negative = st.integers(max_value=-1)
+not_a_bool = st.one_of(st.integers(0, 1), st.none(), st.text(max_size=2))
+
+
+def assert_rejects(call: Any, argument: str, value: object) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        call()
+    err = info.value
+    assert err.argument == argument, f"expected {argument!r} to be named, got {err}"
+    assert err.value == value or (err.value is value)
+    assert err.rule and argument in str(err) and repr(value) in str(err)
+
+
+def _split_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]:
+    """(argument, invalid value) pairs for a valid split call ``args``."""
+    block = args["block_size"]
+    start = args["num_new_local_computed_tokens"] + args["num_external_computed_tokens"]
+    counts = [
+        "num_computed_tokens",
+        "num_new_tokens",
+        "shared_prefix_boundary",
+        "num_new_local_computed_tokens",
+        "num_external_computed_tokens",
+    ]
+    return st.one_of(
+        st.tuples(st.sampled_from(counts), st.one_of(negative, not_an_int)),
+        st.tuples(st.just("num_prompt_tokens"), st.one_of(st.integers(max_value=0), not_an_int)),
+        st.tuples(
+            st.just("num_tokens"),
+            st.one_of(st.integers(max_value=args["num_prompt_tokens"] - 1), not_an_int),
+        ),
+        st.tuples(st.just("block_size"), st.one_of(st.integers(max_value=0), not_an_int)),
+        st.tuples(st.sampled_from(["use_eagle", "partial_hits"]), not_a_bool),
+        st.tuples(
+            st.just("max_prefill_tokens"),
+            st.one_of(st.integers(max_value=0), st.booleans(), st.floats(allow_nan=False)),
+        ),
+        st.tuples(
+            st.just("hash_block_size"),
+            st.one_of(
+                st.integers(max_value=0),
+                st.integers(1, 4 * block).filter(lambda h: block % h != 0),
+                st.booleans(),
+            ),
+        ),
+        # A start past the request's tokens.
+        st.tuples(
+            st.just("num_computed_tokens"),
+            st.integers(args["num_tokens"] - start + 1, args["num_tokens"] + 50),
+        ),
+    )
+
+
+@given(st.data(), split_inputs())
+def test_split_rejects_each_invalid_argument(data: st.DataObject, args: dict[str, Any]) -> None:
+    argument, value = data.draw(_split_breaks(args))
+    broken = {**args, argument: value}
+    assert_rejects(lambda: mamba_block_aligned_split(**broken), argument, value)
+
+
+def _mask_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]:
+    block = args["spec"].block_size
+    alignment = args["alignment_tokens"]
+    return st.one_of(
+        st.tuples(st.just("start_block"), st.one_of(negative, not_an_int)),
+        st.tuples(
+            st.just("end_block"),
+            st.one_of(st.integers(max_value=args["start_block"] - 1), not_an_int),
+        ),
+        st.tuples(st.just("alignment_tokens"), st.one_of(st.integers(max_value=0), not_an_int)),
+        st.tuples(st.just("spec"), st.one_of(st.none(), st.integers(), st.just("full"))),
+        st.tuples(st.just("use_eagle"), not_a_bool),
+        st.tuples(
+            st.just("retention_interval"),
+            st.one_of(
+                negative,
+                st.integers(1, 200).filter(lambda r: r % block or r % alignment),
+                st.booleans(),
+                st.floats(allow_nan=False),
+            ),
+        ),
+    )
+
+
+@given(st.data(), mask_inputs())
+def test_mask_rejects_each_invalid_argument(data: st.DataObject, args: dict[str, Any]) -> None:
+    argument, value = data.draw(_mask_breaks(args))
+    broken = {**args, argument: value}
+    assert_rejects(lambda: reachable_block_mask(**broken), argument, value)
+
+
+@given(st.data(), mask_inputs())
+def test_mask_rejects_each_invalid_boundary(data: st.DataObject, args: dict[str, Any]) -> None:
+    boundaries = list(args["reachable_boundaries"])
+    index = data.draw(st.integers(0, len(boundaries)))
+    value = data.draw(st.one_of(negative, not_an_int))
+    boundaries.insert(index, value)
+    broken = {**args, "reachable_boundaries": boundaries}
+    assert_rejects(lambda: reachable_block_mask(**broken), f"reachable_boundaries[{index}]", value)
+
+
+@given(
+    st.sampled_from(["full", "sliding_window", "mamba"]),
+    st.one_of(st.integers(max_value=0), not_an_int),
+)
+def test_group_spec_rejects_bad_block_size(kind: str, value: object) -> None:
+    def build() -> GroupSpec:
+        if kind == "sliding_window":
+            return GroupSpec.sliding_window(value, 4)  # type: ignore[arg-type]
+        return getattr(GroupSpec, kind)(value)  # type: ignore[no-any-return]
+
+    assert_rejects(build, "block_size", value)
+
+
+@given(st.integers(1, 8), st.one_of(st.integers(max_value=0), not_an_int))
+def test_group_spec_rejects_bad_window(block: int, value: object) -> None:
+    assert_rejects(lambda: GroupSpec.sliding_window(block, value), "window", value)  # type: ignore[arg-type]
+
+
+@given(st.sampled_from([GroupKind.FULL, GroupKind.MAMBA]), st.integers(1, 8), st.integers(1, 64))
+def test_group_spec_rejects_window_on_other_kinds(kind: GroupKind, block: int, window: int) -> None:
+    assert_rejects(lambda: GroupSpec(kind, block, window), "window", window)
+
+
+@given(geometries(), st.data())
+def test_geometry_rejects_each_invalid_attribute(
+    geometry: HybridGeometry, data: st.DataObject
+) -> None:
+    sizes = [g.block_size for g in geometry.groups]
+    L = geometry.scheduler_block_size
+    argument, value = data.draw(
+        st.one_of(
+            st.tuples(st.just("groups"), st.just(())),
+            st.tuples(
+                st.just("hash_block_size"),
+                st.one_of(
+                    st.integers(max_value=0),
+                    st.integers(1, 2 * max(sizes)).filter(lambda h: any(b % h for b in sizes)),
+                    not_an_int,
+                ),
+            ),
+            st.tuples(st.sampled_from(["partial_hits", "use_eagle"]), not_a_bool),
+            st.tuples(
+                st.just("retention_interval"),
+                st.one_of(
+                    negative,
+                    st.integers(1, 10 * L).filter(lambda r: r % L != 0),
+                    st.booleans(),
+                    st.floats(allow_nan=False),
+                ),
+            ),
+        )
+    )
+    fields = {
+        "groups": geometry.groups,
+        "hash_block_size": geometry.hash_block_size,
+        "partial_hits": geometry.partial_hits,
+        "use_eagle": geometry.use_eagle,
+        "retention_interval": None,
+        argument: value,
+    }
+    assert_rejects(lambda: HybridGeometry(**fields), argument, value)
+
+
+@given(geometries(), st.integers(0, 3), st.one_of(st.none(), st.integers(), st.just("full")))
+def test_geometry_rejects_non_specs(geometry: HybridGeometry, index: int, value: object) -> None:
+    groups = list(geometry.groups)
+    index = min(index, len(groups))
+    groups.insert(index, value)  # type: ignore[arg-type]
+    assert_rejects(
+        lambda: HybridGeometry(groups, geometry.hash_block_size), f"groups[{index}]", value
+    )
+
+
+@given(reconcile_inputs(), st.data())
+def test_reconcile_rejects_bad_calls_and_bad_finders(
+    case: tuple[HybridGeometry, list[frozenset[int]], int], data: st.DataObject
+) -> None:
+    geometry, cached, max_hit = case
+    finders = finders_for(geometry, cached)
+    assert_rejects(lambda: reconcile_hits(geometry, finders[:-1], max_hit), "finders", finders[:-1])
+    bad_m = data.draw(st.one_of(negative, not_an_int))
+    assert_rejects(lambda: reconcile_hits(geometry, finders, bad_m), "max_hit_length", bad_m)
+    # A finder that answers out of range, off the alignment grid, or not an int.
+    index = data.draw(st.integers(0, len(finders) - 1))
+    alignment = geometry.alignment_tokens
+    answer = data.draw(
+        st.one_of(
+            negative,
+            st.integers(max_hit + 1, max_hit + 100),
+            st.integers(1, max(max_hit, 1)).filter(lambda v: v % alignment != 0),
+            st.floats(allow_nan=False),
+            st.none(),
+        )
+    )
+    broken = list(finders)
+    broken[index] = lambda bound, drop: answer  # type: ignore[assignment, return-value]
+    with pytest.raises(InvalidArgument) as info:
+        reconcile_hits(geometry, broken, max_hit)
+    # An earlier finder may shorten the candidate first; then any later finder
+    # returning more than that candidate is rejected too, always by name.
+    assert info.value.argument.startswith("finders[")
+
+
+@given(st.integers(0, 10**6), st.integers(1, 10**6))
+def test_shared_prefix_boundary_rejects_hit_longer_than_longest(longest: int, extra: int) -> None:
+    hit = longest + extra
+    assert_rejects(lambda: shared_prefix_boundary(hit, longest), "longest_hit_length", longest)
+    assert_rejects(lambda: shared_prefix_boundary(-extra, longest), "hit_length", -extra)
+
+
+@given(st.one_of(st.integers(max_value=0), not_an_int), st.integers(max_value=-1))
+def test_reachable_boundaries_reject_bad_positions(prompt: object, junction: int) -> None:
+    assert_rejects(lambda: reachable_boundaries(prompt), "num_prompt_tokens", prompt)  # type: ignore[arg-type]
+    assert_rejects(lambda: reachable_boundaries(5, junction), "shared_prefix_boundary", junction)
