@@ -1,0 +1,74 @@
+"""Per-call cost of the core decisions (a benchmark, not a test).
+
+Prints the median per-call time in microseconds over many repeats of a timed
+loop, for the stop-point split and for 64-block masks of each sparse kind.
+Run: ``make bench`` (``python -m benchmarks.bench_core``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import timeit
+from collections.abc import Callable
+
+from core import GroupSpec, mamba_block_aligned_split, reachable_block_mask
+
+BLOCK = 16
+SWA = GroupSpec.sliding_window(BLOCK, 4 * BLOCK)
+MAMBA = GroupSpec.mamba(BLOCK)
+BOUNDARIES = (64 * BLOCK - 1, 40 * BLOCK + 3)
+
+
+def _split() -> int:
+    return mamba_block_aligned_split(
+        num_computed_tokens=5 * BLOCK + 3,
+        num_new_tokens=20 * BLOCK,
+        num_prompt_tokens=64 * BLOCK + 7,
+        num_tokens=64 * BLOCK + 7,
+        block_size=BLOCK,
+        shared_prefix_boundary=17 * BLOCK + 5,
+        use_eagle=True,
+        hash_block_size=BLOCK // 4,
+        partial_hits=True,
+        max_prefill_tokens=2048,
+    )
+
+
+CASES: dict[str, Callable[[], object]] = {
+    "split (mid-block start, junction, partial hits, EAGLE)": _split,
+    "mask 64 blocks, sliding window, R=None (periodic)": lambda: reachable_block_mask(
+        0, 64, 8 * BLOCK, SWA, False, None, BOUNDARIES
+    ),
+    "mask 64 blocks, sliding window, R=0 (boundaries)": lambda: reachable_block_mask(
+        0, 64, BLOCK, SWA, True, 0, BOUNDARIES
+    ),
+    "mask 64 blocks, sliding window, R=8L (segments + boundaries)": lambda: reachable_block_mask(
+        3, 67, BLOCK, SWA, False, 8 * BLOCK, BOUNDARIES
+    ),
+    "mask 64 blocks, mamba, R=0 (boundaries)": lambda: reachable_block_mask(
+        0, 64, BLOCK, MAMBA, False, 0, BOUNDARIES
+    ),
+    "mask 64 blocks, mamba, R=4L (segments + boundaries)": lambda: reachable_block_mask(
+        0, 64, BLOCK, MAMBA, False, 4 * BLOCK, BOUNDARIES
+    ),
+}
+
+
+def median_microseconds(call: Callable[[], object], repeats: int, number: int) -> float:
+    times = timeit.repeat(call, repeat=repeats, number=number)
+    return statistics.median(times) / number * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=31)
+    parser.add_argument("--number", type=int, default=20_000)
+    args = parser.parse_args()
+    print(f"median per call over {args.repeats} repeats x {args.number:,} calls")
+    for name, call in CASES.items():
+        print(f"  {median_microseconds(call, args.repeats, args.number):6.2f} us  {name}")
+
+
+if __name__ == "__main__":
+    main()
