@@ -64,12 +64,11 @@ def reachable_block_mask(
     if type(use_eagle) is not bool:
         raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
     block = spec.block_size
-    if require_optional_int("retention_interval", retention_interval, 0) and (
-        retention_interval % block or retention_interval % alignment_tokens  # type: ignore[operator]
-    ):
+    interval = require_optional_int("retention_interval", retention_interval, 0)
+    if interval and (interval % block or interval % alignment_tokens):
         raise InvalidArgument(
             "retention_interval",
-            retention_interval,
+            interval,
             f"must be a multiple of alignment_tokens={alignment_tokens} and of the "
             f"group's block_size={block}",
         )
@@ -86,12 +85,10 @@ def reachable_block_mask(
             alignment_tokens,
             spec,
             use_eagle,
-            retention_interval,
+            interval,
             boundaries,
         )
-    return _mamba_mask(
-        start_block, end_block, alignment_tokens, block, retention_interval, boundaries
-    )
+    return _mamba_mask(start_block, end_block, alignment_tokens, block, interval, boundaries)
 
 
 def _sliding_window_mask(

@@ -51,9 +51,9 @@ def shared_prefix_boundary(hit_length: int, longest_hit_length: int) -> int:
 class HitReconciliation:
     """The outcome of reconciliation for one admission.
 
-    Guarantees ``0 <= hit_length <= longest_hit_length`` and
-    ``shared_prefix_boundary in (0, longest_hit_length)`` — it is
-    ``longest_hit_length`` exactly when the groups disagree.
+    Guarantees ``0 <= hit_length <= longest_hit_length``, and
+    ``shared_prefix_boundary`` is ``longest_hit_length`` when the two differ
+    (the groups disagree) and 0 when they are equal.
     """
 
     hit_length: int
