@@ -109,6 +109,9 @@ def _mask_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]:
             st.one_of(
                 negative,
                 st.integers(1, 200).filter(lambda r: r % block or r % alignment),
+                # On one grid but not the other.
+                st.integers(1, 50).map(lambda k: k * block).filter(lambda r: r % alignment),
+                st.integers(1, 50).map(lambda k: k * alignment).filter(lambda r: r % block),
                 st.booleans(),
                 st.floats(allow_nan=False),
             ),
