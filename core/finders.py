@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .errors import InvalidArgument, require_int
 from .geometry import GroupKind, GroupSpec
 from .grid import cdiv, floor_to, lcm
 
@@ -97,7 +98,16 @@ def longest_mamba_hit(
 
 
 def group_finder(spec: GroupSpec, is_cached: IsCached, *, alignment_tokens: int) -> Finder:
-    """The :data:`Finder` of one group whose cached blocks are ``is_cached``."""
+    """The :data:`Finder` of one group whose cached blocks are ``is_cached``.
+
+    Raises :class:`InvalidArgument` when ``spec`` is not a :class:`GroupSpec`,
+    ``is_cached`` is not callable or ``alignment_tokens < 1``.
+    """
+    if not isinstance(spec, GroupSpec):
+        raise InvalidArgument("spec", spec, "must be a GroupSpec")
+    if not callable(is_cached):
+        raise InvalidArgument("is_cached", is_cached, "must be callable: block index -> bool")
+    require_int("alignment_tokens", alignment_tokens, 1)
     if spec.kind is GroupKind.FULL:
         drop = spec.eagle_drop_tokens(alignment_tokens)
 

@@ -77,11 +77,14 @@ def reconcile_hits(
     with their drop), ``ℓ`` (the first full-attention group's hit, or the first
     group's when there is none) and the junction.
 
-    Raises :class:`InvalidArgument` when the finders do not match the groups,
+    Raises :class:`InvalidArgument` when ``geometry`` is not a
+    :class:`HybridGeometry`, the finders do not match the groups,
     ``M`` is negative, or a finder answers with a length that is not an int,
     is negative, exceeds the candidate it was asked about, or is not a
     multiple of ``A``.
     """
+    if not isinstance(geometry, HybridGeometry):
+        raise InvalidArgument("geometry", geometry, "must be a HybridGeometry")
     groups = geometry.groups
     if len(finders) != len(groups):
         raise InvalidArgument(

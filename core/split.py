@@ -29,9 +29,17 @@ def last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
     A resend looks up at most ``num_tokens - 1`` tokens (the last is always
     recomputed for logits), so without EAGLE this is ``floor_unit(N - 1)``.
     With EAGLE the lookup also drops one unit it matched past the hit, so it is
-    ``max(floor_unit(N) - unit, 0)``. Callers pass ``num_tokens >= 1`` and
-    ``unit >= 1`` (validated by :func:`mamba_block_aligned_split`).
+    ``max(floor_unit(N) - unit, 0)``. Raises :class:`InvalidArgument` when
+    ``num_tokens < 1``, ``unit < 1`` or ``use_eagle`` is not a bool.
     """
+    require_int("num_tokens", num_tokens, 1)
+    require_int("unit", unit, 1)
+    if type(use_eagle) is not bool:
+        raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
+    return _last_cacheable_position(num_tokens, unit, use_eagle)
+
+
+def _last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
     if use_eagle:
         return max(num_tokens // unit * unit - unit, 0)
     return (num_tokens - 1) // unit * unit
@@ -116,10 +124,10 @@ def mamba_block_aligned_split(
     stop = end
     if start % block_size:
         stop = _earlier(stop, start, (start // block_size + 1) * block_size)
-    last_cacheable = last_cacheable_position(num_tokens, block_size, use_eagle)
+    last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle)
     stop = _earlier(stop, start, last_cacheable)
     if partial_hits:
-        tail = last_cacheable_position(num_prompt_tokens, hash_block_size, use_eagle)
+        tail = _last_cacheable_position(num_prompt_tokens, hash_block_size, use_eagle)
         if last_cacheable < tail < num_prompt_tokens:
             stop = _earlier(stop, start, tail)
     if start < shared_prefix_boundary < end:

@@ -19,6 +19,8 @@ from core import (
     GroupSpec,
     HybridGeometry,
     InvalidArgument,
+    group_finder,
+    last_cacheable_position,
     mamba_block_aligned_split,
     reachable_block_mask,
     reachable_boundaries,
@@ -250,3 +252,43 @@ def test_shared_prefix_boundary_rejects_hit_longer_than_longest(longest: int, ex
 def test_reachable_boundaries_reject_bad_positions(prompt: object, junction: int) -> None:
     assert_rejects(lambda: reachable_boundaries(prompt), "num_prompt_tokens", prompt)  # type: ignore[arg-type]
     assert_rejects(lambda: reachable_boundaries(5, junction), "shared_prefix_boundary", junction)
+
+
+@given(st.integers(1, 10**4), st.integers(1, 64), st.data())
+def test_last_cacheable_position_rejects_bad_arguments(
+    tokens: int, unit: int, data: st.DataObject
+) -> None:
+    argument, value = data.draw(
+        st.one_of(
+            st.tuples(
+                st.sampled_from(["num_tokens", "unit"]),
+                st.one_of(st.integers(max_value=0), not_an_int),
+            ),
+            st.tuples(st.just("use_eagle"), not_a_bool),
+        )
+    )
+    args = {"num_tokens": tokens, "unit": unit, "use_eagle": False, argument: value}
+    assert_rejects(lambda: last_cacheable_position(**args), argument, value)
+
+
+@given(geometries(max_groups=1), st.data())
+def test_group_finder_rejects_bad_arguments(geometry: HybridGeometry, data: st.DataObject) -> None:
+    argument, value = data.draw(
+        st.one_of(
+            st.tuples(st.just("spec"), st.one_of(st.none(), st.integers(), st.just("mamba"))),
+            st.tuples(st.just("is_cached"), st.one_of(st.none(), st.integers(), st.just({1}))),
+            st.tuples(st.just("alignment_tokens"), st.one_of(st.integers(max_value=0), not_an_int)),
+        )
+    )
+    args = {
+        "spec": geometry.groups[0],
+        "is_cached": frozenset().__contains__,
+        "alignment_tokens": geometry.alignment_tokens,
+        argument: value,
+    }
+    assert_rejects(lambda: group_finder(**args), argument, value)
+
+
+@given(st.one_of(st.none(), st.integers(), st.just([GroupSpec.full(4)])))
+def test_reconcile_rejects_a_non_geometry(value: object) -> None:
+    assert_rejects(lambda: reconcile_hits(value, [], 0), "geometry", value)  # type: ignore[arg-type]
