@@ -6,6 +6,8 @@ numbers a reader can check by hand against the spec's formulas.
 
 from __future__ import annotations
 
+import pytest
+
 from core import (
     GroupSpec,
     HybridGeometry,
@@ -35,31 +37,26 @@ def test_block_aligned_prompt_keeps_its_state_where_a_resend_looks_up() -> None:
     assert mamba_block_aligned_split(num_computed_tokens=0, **chunk) == 48
 
 
-def test_split_honours_the_junction_on_later_chunks() -> None:
-    # Pre-#47782 the junction only shaped the first chunk. Here the request is
-    # already 64 tokens in; the chunk must still end at the junction, 160.
+@pytest.mark.parametrize(
+    ("junction", "why"),
+    [
+        # Pre-#47782 the junction only shaped the first chunk. Here the request
+        # is already 64 tokens in; the chunk must still end at the junction.
+        (160, "on the grid: stop exactly there"),
+        # Mid-block junction: the stop is s + floor_b(J - s) = 64 + 96 = 160.
+        (170, "mid-block: floored relative to the start"),
+    ],
+)
+def test_split_honours_the_junction_on_later_chunks(junction: int, why: str) -> None:
     step = mamba_block_aligned_split(
         num_computed_tokens=64,
         num_new_tokens=256,
         num_prompt_tokens=1000,
         num_tokens=1000,
         block_size=16,
-        shared_prefix_boundary=160,
+        shared_prefix_boundary=junction,
     )
-    assert step == 96
-
-
-def test_sub_block_junction_floors_relative_to_the_start() -> None:
-    # J = 170 is mid-block; the stop is s + floor_b(J - s) = 64 + 96 = 160.
-    step = mamba_block_aligned_split(
-        num_computed_tokens=64,
-        num_new_tokens=256,
-        num_prompt_tokens=1000,
-        num_tokens=1000,
-        block_size=16,
-        shared_prefix_boundary=170,
-    )
-    assert step == 96
+    assert step == 96, why
 
 
 def test_budget_smaller_than_a_block_advances_sub_block() -> None:
