@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from .errors import InvalidArgument, require_int, require_optional_int
 from .geometry import GroupKind, GroupSpec
+from .grid import floor_to
 
 __all__ = ["reachable_block_mask"]
 
@@ -107,23 +108,17 @@ def _sliding_window_mask(
         return None
     need = spec.blocks_for_hit(use_eagle)
     shift = 1 if use_eagle else 0
-    length = end - start
     segment = alignment if retention_interval is None else retention_interval
     if segment:
         period = segment // block
         if need >= period:
             return None
-        # Template over one period, indexed by (i - shift) mod period.
-        template = [False] * (period - need) + [True] * need
-        phase = (start - shift) % period
-        mask = (template * ((phase + length) // period + 1))[phase : phase + length]
-        if start < shift and length:
-            mask[0] = False  # block 0 precedes the first tail under EAGLE
+        mask = _periodic_tails(start, end, period, need, shift)
     else:
-        mask = [False] * length
+        mask = [False] * (end - start)
     if retention_interval is not None:
         for boundary in boundaries:
-            tail_end = boundary // alignment * alignment // block + shift
+            tail_end = floor_to(boundary, alignment) // block + shift
             lo = max(start, tail_end - need)
             hi = min(end, tail_end)
             if lo < hi:
@@ -141,19 +136,41 @@ def _mamba_mask(
 ) -> list[bool] | None:
     if retention_interval is None:
         return None
-    length = end - start
     if retention_interval:
         period = retention_interval // block
         if period <= 1:
             return None
-        # Block i ends a segment iff (i + 1) mod period == 0.
-        template = [False] * (period - 1) + [True]
-        phase = start % period
-        mask = (template * ((phase + length) // period + 1))[phase : phase + length]
+        mask = _periodic_tails(start, end, period, 1, 0)
     else:
-        mask = [False] * length
+        mask = [False] * (end - start)
     for boundary in boundaries:
-        state_block = boundary // alignment * alignment // block - 1
+        state_block = floor_to(boundary, alignment) // block - 1
         if start <= state_block < end:
             mask[state_block - start] = True
+    return mask
+
+
+def _periodic_tails(start: int, end: int, period: int, run: int, shift: int) -> list[bool]:
+    """Mark blocks ``[k*period + shift - run, k*period + shift)``, all ``k >= 1``, in range.
+
+    ``0 < run < period``. Short ranges (fewer blocks than a period) assign
+    each intersecting run as a slice; longer ones tile a one-period template,
+    so the cost never depends on how large the period is.
+    """
+    length = end - start
+    if period > length:
+        mask = [False] * length
+        k = max((start - shift) // period + 1, 1)
+        while (tail_end := k * period + shift) - run < end:
+            lo = max(start, tail_end - run)
+            hi = min(end, tail_end)
+            mask[lo - start : hi - start] = [True] * (hi - lo)
+            k += 1
+        return mask
+    # Template indexed by (i - shift) mod period; tile it and cut at the phase.
+    template = [False] * (period - run) + [True] * run
+    phase = (start - shift) % period
+    mask = (template * (length // period + 2))[phase : phase + length]
+    if start < shift:
+        mask[0] = False  # block 0 precedes the first tail (k = 0 is no promise)
     return mask
