@@ -23,7 +23,7 @@ from .finders import (
 )
 from .geometry import GroupKind, GroupSpec, HybridGeometry
 from .grid import cdiv, floor_to, lcm
-from .mask import reachable_block_mask
+from .mask import MaskPlan, mask_plan, reachable_block_mask
 from .reconcile import HitReconciliation, reconcile_hits, shared_prefix_boundary
 from .split import last_cacheable_position, mamba_block_aligned_split
 
@@ -34,6 +34,7 @@ __all__ = [
     "HitReconciliation",
     "HybridGeometry",
     "InvalidArgument",
+    "MaskPlan",
     "cdiv",
     "floor_to",
     "group_finder",
@@ -43,6 +44,7 @@ __all__ = [
     "longest_mamba_hit",
     "longest_sliding_window_hit",
     "mamba_block_aligned_split",
+    "mask_plan",
     "reachable_block_mask",
     "reachable_boundaries",
     "reconcile_hits",

@@ -9,22 +9,91 @@ periodic segment boundaries (every ``A`` when dense, every ``R`` when
 ``R > 0``, none when ``R == 0``) and the request's reachable boundaries
 (replay boundary, junction) floored to ``A``.
 
+Both sparse kinds reduce to one shape, a :class:`MaskPlan`: keep a run of
+``run`` blocks ending at block ``k * period + shift`` for every ``k >= 1``,
+and (if ``keeps_boundaries``) the run ending at ``floor_A(x) / B + shift`` for
+every boundary ``x``. The plan is request-independent, so the batched paths
+in ``kernels/`` take it from here instead of re-deriving the dense cases.
+
 Why slices instead of a per-block loop: engines call this on every step for
 every request and group, and a 64-block mask must cost a few microseconds.
-The periodic pattern is built once per call as a ``p``-long template, tiled
-with list repetition and cut at the right phase; boundaries are slice
-assignments. ``reference.oracle`` restates the same decision block by block.
+The periodic part tiles a one-period template (or, for periods longer than
+the range, assigns the few runs that intersect it); boundaries are slice
+assignments. ``MaskPlan`` is a ``NamedTuple``, not an attrs class, because it
+is built on every call. ``reference.oracle`` restates the decision block by
+block.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from .errors import InvalidArgument, require_int, require_optional_int
 from .geometry import GroupKind, GroupSpec
 from .grid import floor_to
 
-__all__ = ["reachable_block_mask"]
+__all__ = ["MaskPlan", "mask_plan", "reachable_block_mask"]
+
+
+class MaskPlan(NamedTuple):
+    """The request-independent shape of a sparse group's mask.
+
+    Block ``i`` is kept iff ``period > 0``, ``i >= shift`` and
+    ``(i - shift) mod period >= period - run`` (a periodic run), or
+    ``keeps_boundaries`` and ``e - run <= i < e`` with
+    ``e = floor_A(x) // block_size + shift`` for a reachable boundary ``x``.
+    Guarantees ``0 <= run < period`` when ``period > 0``.
+    """
+
+    period: int
+    run: int
+    shift: int
+    block_size: int
+    alignment_tokens: int
+    keeps_boundaries: bool
+
+
+def mask_plan(
+    alignment_tokens: int, spec: GroupSpec, use_eagle: bool, retention_interval: int | None
+) -> MaskPlan | None:
+    """The :class:`MaskPlan` of a group, or ``None`` when it caches every block.
+
+    Arguments are those of :func:`reachable_block_mask` and are validated the
+    same way.
+    """
+    require_int("alignment_tokens", alignment_tokens, 1)
+    if not isinstance(spec, GroupSpec):
+        raise InvalidArgument("spec", spec, "must be a GroupSpec")
+    if type(use_eagle) is not bool:
+        raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
+    block = spec.block_size
+    interval = require_optional_int("retention_interval", retention_interval, 0)
+    if interval and (interval % block or interval % alignment_tokens):
+        raise InvalidArgument(
+            "retention_interval",
+            interval,
+            f"must be a multiple of alignment_tokens={alignment_tokens} and of the "
+            f"group's block_size={block}",
+        )
+    if spec.kind is GroupKind.FULL:
+        return None
+    if spec.kind is GroupKind.MAMBA:
+        if interval is None or interval == block:
+            return None  # dense, or every block ends a segment
+        return MaskPlan(interval // block, 1, 0, block, alignment_tokens, True)
+    if alignment_tokens % block:
+        # A hit may land mid-block; a block-granular mask cannot say which
+        # tail it needs, so keep everything rather than drop a reachable block.
+        return None
+    need = spec.blocks_for_hit(use_eagle)
+    segment = alignment_tokens if interval is None else interval
+    period = segment // block
+    if segment and need >= period:
+        return None  # the periodic tails already cover every block
+    return MaskPlan(
+        period, need, 1 if use_eagle else 0, block, alignment_tokens, interval is not None
+    )
 
 
 def reachable_block_mask(
@@ -50,7 +119,7 @@ def reachable_block_mask(
       tails), or, when ``R is not None``, ``i`` lies in
       ``[e - need, e)`` with ``e = floor_A(x) / B + shift`` for a boundary ``x``.
     * Mamba: with ``R > 0`` block ``i`` is marked iff ``(i + 1) mod (R / B) == 0``
-      (``None`` when ``R <= B``); block ``floor_A(x) // B - 1`` is marked for
+      (``None`` when ``R == B``); block ``floor_A(x) // B - 1`` is marked for
       every boundary ``x``.
 
     Raises :class:`InvalidArgument` for negative or reversed block ranges, a
@@ -59,98 +128,28 @@ def reachable_block_mask(
     """
     require_int("start_block", start_block, 0)
     require_int("end_block", end_block, start_block, "start_block")
-    require_int("alignment_tokens", alignment_tokens, 1)
-    if not isinstance(spec, GroupSpec):
-        raise InvalidArgument("spec", spec, "must be a GroupSpec")
-    if type(use_eagle) is not bool:
-        raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
-    block = spec.block_size
-    interval = require_optional_int("retention_interval", retention_interval, 0)
-    if interval and (interval % block or interval % alignment_tokens):
-        raise InvalidArgument(
-            "retention_interval",
-            interval,
-            f"must be a multiple of alignment_tokens={alignment_tokens} and of the "
-            f"group's block_size={block}",
-        )
+    plan = mask_plan(alignment_tokens, spec, use_eagle, retention_interval)
     boundaries = tuple(reachable_boundaries)
     for index, boundary in enumerate(boundaries):
         require_int(f"reachable_boundaries[{index}]", boundary, 0)
-
-    if spec.kind is GroupKind.FULL:
+    if plan is None:
         return None
-    if spec.kind is GroupKind.SLIDING_WINDOW:
-        return _sliding_window_mask(
-            start_block,
-            end_block,
-            alignment_tokens,
-            spec,
-            use_eagle,
-            interval,
-            boundaries,
-        )
-    return _mamba_mask(start_block, end_block, alignment_tokens, block, interval, boundaries)
-
-
-def _sliding_window_mask(
-    start: int,
-    end: int,
-    alignment: int,
-    spec: GroupSpec,
-    use_eagle: bool,
-    retention_interval: int | None,
-    boundaries: tuple[int, ...],
-) -> list[bool] | None:
-    block = spec.block_size
-    if alignment % block:
-        # A hit may land mid-block; a block-granular mask cannot say which
-        # tail it needs, so keep everything rather than drop a reachable block.
-        return None
-    need = spec.blocks_for_hit(use_eagle)
-    shift = 1 if use_eagle else 0
-    segment = alignment if retention_interval is None else retention_interval
-    if segment:
-        period = segment // block
-        if need >= period:
-            return None
-        mask = _periodic_tails(start, end, period, need, shift)
+    period, run, shift, block, alignment, keeps_boundaries = plan
+    if period:
+        mask = _periodic_runs(start_block, end_block, period, run, shift)
     else:
-        mask = [False] * (end - start)
-    if retention_interval is not None:
+        mask = [False] * (end_block - start_block)
+    if keeps_boundaries:
         for boundary in boundaries:
-            tail_end = floor_to(boundary, alignment) // block + shift
-            lo = max(start, tail_end - need)
-            hi = min(end, tail_end)
+            run_end = floor_to(boundary, alignment) // block + shift
+            lo = max(start_block, run_end - run)
+            hi = min(end_block, run_end)
             if lo < hi:
-                mask[lo - start : hi - start] = [True] * (hi - lo)
+                mask[lo - start_block : hi - start_block] = [True] * (hi - lo)
     return mask
 
 
-def _mamba_mask(
-    start: int,
-    end: int,
-    alignment: int,
-    block: int,
-    retention_interval: int | None,
-    boundaries: tuple[int, ...],
-) -> list[bool] | None:
-    if retention_interval is None:
-        return None
-    if retention_interval:
-        period = retention_interval // block
-        if period <= 1:
-            return None
-        mask = _periodic_tails(start, end, period, 1, 0)
-    else:
-        mask = [False] * (end - start)
-    for boundary in boundaries:
-        state_block = floor_to(boundary, alignment) // block - 1
-        if start <= state_block < end:
-            mask[state_block - start] = True
-    return mask
-
-
-def _periodic_tails(start: int, end: int, period: int, run: int, shift: int) -> list[bool]:
+def _periodic_runs(start: int, end: int, period: int, run: int, shift: int) -> list[bool]:
     """Mark blocks ``[k*period + shift - run, k*period + shift)``, all ``k >= 1``, in range.
 
     ``0 < run < period``. Short ranges (fewer blocks than a period) assign
@@ -161,9 +160,9 @@ def _periodic_tails(start: int, end: int, period: int, run: int, shift: int) -> 
     if period > length:
         mask = [False] * length
         k = max((start - shift) // period + 1, 1)
-        while (tail_end := k * period + shift) - run < end:
-            lo = max(start, tail_end - run)
-            hi = min(end, tail_end)
+        while (run_end := k * period + shift) - run < end:
+            lo = max(start, run_end - run)
+            hi = min(end, run_end)
             mask[lo - start : hi - start] = [True] * (hi - lo)
             k += 1
         return mask
@@ -172,5 +171,5 @@ def _periodic_tails(start: int, end: int, period: int, run: int, shift: int) -> 
     phase = (start - shift) % period
     mask = (template * (length // period + 2))[phase : phase + length]
     if start < shift:
-        mask[0] = False  # block 0 precedes the first tail (k = 0 is no promise)
+        mask[0] = False  # block 0 precedes the first run (k = 0 is no promise)
     return mask
