@@ -2,17 +2,17 @@
 
 Hypothesis samples the parameter space; this walks all of it below a bound,
 so small corner cases (a block of 1 token, a window of 1, a junction one
-token past the chunk) are covered by construction rather than by luck. The
-same walk serves the test suite (``tests/properties/test_exhaustive.py``)
-and the CLI (``python -m reference exhaustive --bound N``); ``bound`` scales
-every dimension at once.
+token past the chunk) are covered by construction rather than by luck.
+``bound`` scales every dimension at once. The enumerations are public so the
+batched paths can sweep the same inputs (``python -m kernels.sweep``); the
+walk serves the test suite and ``python -m reference exhaustive``.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -28,23 +28,30 @@ from core import (
 
 from .oracle import OracleGroup, oracle_reachable_block_mask, oracle_reconcile, oracle_split
 
-__all__ = ["Coverage", "check_exhaustively"]
+__all__ = [
+    "Coverage",
+    "MaskInput",
+    "check_exhaustively",
+    "mask_inputs",
+    "reconcile_inputs",
+    "split_inputs",
+]
 
 
-@attrs.frozen
-class Coverage:
-    """Inputs checked per decision and the disagreements found (at most a few kept)."""
+class MaskInput(NamedTuple):
+    """The positional arguments of ``core.reachable_block_mask``."""
 
-    checked: dict[str, int]
-    mismatches: tuple[str, ...]
-    mismatch_count: int
+    start_block: int
+    end_block: int
+    alignment_tokens: int
+    spec: GroupSpec
+    use_eagle: bool
+    retention_interval: int | None
+    reachable_boundaries: tuple[int, ...]
 
-    @property
-    def total(self) -> int:
-        return sum(self.checked.values())
 
-
-def _group_spec(kind: str, block_size: int, window: int) -> GroupSpec:
+def group_spec(kind: str, block_size: int, window: int) -> GroupSpec:
+    """A group of ``kind`` (``window`` only matters for sliding-window groups)."""
     if kind == "full":
         return GroupSpec.full(block_size)
     if kind == "sliding_window":
@@ -52,13 +59,14 @@ def _group_spec(kind: str, block_size: int, window: int) -> GroupSpec:
     return GroupSpec.mamba(block_size)
 
 
-def _mask_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
+def mask_inputs(bound: int) -> Iterator[MaskInput]:
+    """Every mask input with block sizes, windows, ranges and boundaries up to ``bound``."""
     for kind in ("sliding_window", "mamba", "full"):
         windows = range(1, bound + 3) if kind == "sliding_window" else (1,)
         for block, alignment, window in itertools.product(
             range(1, bound + 1), range(1, 2 * bound + 1), windows
         ):
-            spec = _group_spec(kind, block, window)
+            spec = group_spec(kind, block, window)
             unit = lcm(alignment, block)
             boundary_sets = [(), *((x,) for x in range(0, 3 * bound + 1)), (1, 2 * unit)]
             for eagle, interval, start, length, boundaries in itertools.product(
@@ -68,30 +76,11 @@ def _mask_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
                 range(bound + 1),
                 boundary_sets,
             ):
-                args = (start, start + length, alignment, spec, eagle, interval, boundaries)
-                oracle_args = (
-                    start,
-                    start + length,
-                    alignment,
-                    kind,
-                    block,
-                    spec.window,
-                    eagle,
-                    interval,
-                    boundaries,
-                )
-
-                def case(args: Any = args, oracle_args: Any = oracle_args) -> tuple[Any, Any, str]:
-                    return (
-                        reachable_block_mask(*args),
-                        oracle_reachable_block_mask(*oracle_args),
-                        f"reachable_block_mask{args}",
-                    )
-
-                yield case
+                yield MaskInput(start, start + length, alignment, spec, eagle, interval, boundaries)
 
 
-def _split_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
+def split_inputs(bound: int) -> Iterator[dict[str, Any]]:
+    """Every split input (as keyword arguments) with sizes up to ``bound``."""
     for block in range(1, bound + 2):
         hash_units = [h for h in range(1, block + 1) if block % h == 0]
         for prompt in range(1, 2 * bound + 2):
@@ -109,7 +98,7 @@ def _split_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
                     for new, junction in itertools.product(
                         range(total - start + 2), range(total + 2)
                     ):
-                        kwargs = dict(
+                        yield dict(
                             num_computed_tokens=computed,
                             num_new_tokens=new,
                             num_prompt_tokens=prompt,
@@ -123,17 +112,11 @@ def _split_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
                             num_new_local_computed_tokens=local,
                         )
 
-                        def case(kwargs: Any = kwargs) -> tuple[Any, Any, str]:
-                            return (
-                                mamba_block_aligned_split(**kwargs),
-                                oracle_split(**kwargs),
-                                f"mamba_block_aligned_split(**{kwargs})",
-                            )
 
-                        yield case
-
-
-def _reconcile_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]:
+def reconcile_inputs(
+    bound: int,
+) -> Iterator[tuple[HybridGeometry, list[frozenset[int]], int]]:
+    """Every one- and two-group geometry, cache state of ``bound + 1`` blocks, and ``M``."""
     kinds = ("full", "sliding_window", "mamba")
     chain = bound + 1  # blocks of the request's chain a group may have cached
     layouts = [
@@ -147,43 +130,70 @@ def _reconcile_cases(bound: int) -> Iterator[Callable[[], tuple[Any, Any, str]]]
     for layout, window, eagle, partial in itertools.product(
         layouts, (2, 3), (False, True), (False, True)
     ):
-        specs = [_group_spec(kind, block, window) for kind, block in layout]
+        specs = [group_spec(kind, block, window) for kind, block in layout]
         geometry = HybridGeometry(specs, 1, partial_hits=partial, use_eagle=eagle)
         longest_block = max(block for _, block in layout)
         for cached in itertools.product(range(2**chain), repeat=len(specs)):
             sets = [frozenset(i for i in range(chain) if mask >> i & 1) for mask in cached]
             for max_hit in range(chain * longest_block + 1):
-
-                def case(
-                    specs: list[GroupSpec] = specs,
-                    sets: list[frozenset[int]] = sets,
-                    geometry: HybridGeometry = geometry,
-                    max_hit: int = max_hit,
-                ) -> tuple[Any, Any, str]:
-                    finders = [
-                        group_finder(
-                            spec, cached.__contains__, alignment_tokens=geometry.alignment_tokens
-                        )
-                        for spec, cached in zip(specs, sets, strict=True)
-                    ]
-                    got = reconcile_hits(geometry, finders, max_hit)
-                    groups = [
-                        OracleGroup(spec.kind.value, spec.block_size, spec.window, cached)
-                        for spec, cached in zip(specs, sets, strict=True)
-                    ]
-                    want = oracle_reconcile(
-                        groups, geometry.alignment_tokens, geometry.use_eagle, max_hit
-                    )
-                    return (
-                        (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary),
-                        want,
-                        f"reconcile_hits({geometry}, cached={sets}, max_hit_length={max_hit})",
-                    )
-
-                yield case
+                yield geometry, sets, max_hit
 
 
-DECISIONS: dict[str, Callable[[int], Iterator[Callable[[], tuple[Any, Any, str]]]]] = {
+@attrs.frozen
+class Coverage:
+    """Inputs checked per decision and the disagreements found (at most a few kept)."""
+
+    checked: dict[str, int]
+    mismatches: tuple[str, ...]
+    mismatch_count: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.checked.values())
+
+
+def _mask_cases(bound: int) -> Iterator[tuple[object, object, object]]:
+    for case in mask_inputs(bound):
+        spec = case.spec
+        want = oracle_reachable_block_mask(
+            case.start_block,
+            case.end_block,
+            case.alignment_tokens,
+            spec.kind.value,
+            spec.block_size,
+            spec.window,
+            case.use_eagle,
+            case.retention_interval,
+            case.reachable_boundaries,
+        )
+        yield reachable_block_mask(*case), want, case
+
+
+def _split_cases(bound: int) -> Iterator[tuple[object, object, object]]:
+    for kwargs in split_inputs(bound):
+        yield mamba_block_aligned_split(**kwargs), oracle_split(**kwargs), kwargs
+
+
+def _reconcile_cases(bound: int) -> Iterator[tuple[object, object, object]]:
+    for geometry, sets, max_hit in reconcile_inputs(bound):
+        alignment = geometry.alignment_tokens
+        finders = [
+            group_finder(spec, cached.__contains__, alignment_tokens=alignment)
+            for spec, cached in zip(geometry.groups, sets, strict=True)
+        ]
+        got = reconcile_hits(geometry, finders, max_hit)
+        groups = [
+            OracleGroup(spec.kind.value, spec.block_size, spec.window, cached)
+            for spec, cached in zip(geometry.groups, sets, strict=True)
+        ]
+        yield (
+            (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary),
+            oracle_reconcile(groups, alignment, geometry.use_eagle, max_hit),
+            (geometry, sets, max_hit),
+        )
+
+
+DECISIONS: dict[str, Callable[[int], Iterator[tuple[object, object, object]]]] = {
     "reachable_block_mask": _mask_cases,
     "mamba_block_aligned_split": _split_cases,
     "reconcile_hits": _reconcile_cases,
@@ -197,11 +207,10 @@ def check_exhaustively(bound: int, keep: int = 5) -> Coverage:
     count = 0
     for name, cases in DECISIONS.items():
         checked[name] = 0
-        for case in cases(bound):
-            got, want, text = case()
+        for got, want, case in cases(bound):
             checked[name] += 1
             if got != want:
                 count += 1
                 if len(mismatches) < keep:
-                    mismatches.append(f"{text}: core={got!r} oracle={want!r}")
+                    mismatches.append(f"{name} {case!r}: core={got!r} oracle={want!r}")
     return Coverage(checked, tuple(mismatches), count)
