@@ -1,0 +1,77 @@
+"""Batched inputs: Python scalars or 1-D tensors, validated like ``core``.
+
+A batch is a set of requests, one row each. Every per-request argument is a
+1-D integer tensor with one entry per row, or a Python scalar that applies to
+every row. Rules are core's rules, checked with one vectorised comparison
+each; a violation raises :class:`core.InvalidArgument` naming the argument
+*and the first offending row* (``num_tokens[3]``), its value and the rule.
+Rejected: silently clamping or skipping bad rows (a silent wrong answer).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from core import InvalidArgument
+
+__all__ = ["BatchShape", "flag_rows", "int_rows", "require_rows"]
+
+_INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+class BatchShape:
+    """The number of rows and the device shared by every tensor argument."""
+
+    def __init__(self, arguments: dict[str, object]) -> None:
+        rows: int | None = None
+        device: torch.device | None = None
+        for name, value in arguments.items():
+            if not isinstance(value, torch.Tensor):
+                continue
+            if value.dim() != 1:
+                raise InvalidArgument(
+                    name, tuple(value.shape), "a batched argument must be a 1-D tensor"
+                )
+            if rows is None:
+                rows, device = value.shape[0], value.device
+            elif value.shape[0] != rows:
+                raise InvalidArgument(
+                    name, value.shape[0], f"every batched argument needs {rows} rows"
+                )
+            elif value.device != device:
+                raise InvalidArgument(name, str(value.device), f"must be on {device}")
+        if rows is None or device is None:
+            raise InvalidArgument(
+                "arguments", sorted(arguments), "at least one must be a 1-D tensor (the batch)"
+            )
+        self.rows = rows
+        self.device = device
+
+
+def int_rows(name: str, value: object, shape: BatchShape) -> torch.Tensor:
+    """``value`` as an int64 tensor of ``shape.rows`` rows (scalars broadcast)."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype not in _INTEGER_DTYPES:
+            raise InvalidArgument(name, str(value.dtype), "must be an integer tensor")
+        return value.to(torch.int64)
+    if type(value) is not int:
+        raise InvalidArgument(name, value, "must be an int or a 1-D integer tensor")
+    return torch.full((shape.rows,), value, dtype=torch.int64, device=shape.device)
+
+
+def flag_rows(name: str, value: object, shape: BatchShape) -> torch.Tensor:
+    """``value`` as a bool tensor of ``shape.rows`` rows (a Python bool broadcasts)."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype is not torch.bool:
+            raise InvalidArgument(name, str(value.dtype), "must be a bool tensor")
+        return value
+    if type(value) is not bool:
+        raise InvalidArgument(name, value, "must be a bool or a 1-D bool tensor")
+    return torch.full((shape.rows,), value, dtype=torch.bool, device=shape.device)
+
+
+def require_rows(name: str, values: torch.Tensor, bad: torch.Tensor, rule: str) -> None:
+    """Raise for the first row where ``bad`` holds."""
+    if bool(bad.any()):
+        row = int(bad.nonzero()[0, 0])
+        raise InvalidArgument(f"{name}[{row}]", int(values[row]), rule)

@@ -1,0 +1,134 @@
+"""Decision 3, batched: reachable-block masks for many requests of one group.
+
+Rows are requests; each has its own block range ``[start_block, end_block)``
+and reachable boundaries, while the group, alignment, EAGLE and retention
+interval are shared, so ``core.mask_plan`` decides once for the whole batch
+whether the group is dense (the result is then ``None``, as in core) and
+what shape its runs have. The result is a ``rows x width`` bool tensor with
+``width = max(end_block - start_block)``: row ``r``'s first
+``end_block[r] - start_block[r]`` entries are core's mask, the rest False.
+
+Boundaries come as a ``rows x K`` integer tensor padded with ``-1`` (no
+boundary). The torch path works on column offsets ``j`` relative to each
+row's start, so no ``rows x width`` int64 block-index tensor is built: the
+periodic test uses a per-row phase and the boundary runs become per-row
+column intervals.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from core import GroupSpec, InvalidArgument, MaskPlan, mask_plan
+
+from .backend import resolve_backend
+from .batch import BatchShape, int_rows, require_rows
+
+__all__ = ["MaskBatch", "mask_torch", "reachable_block_mask"]
+
+
+class MaskBatch:
+    """Validated rows of a batched mask: starts, lengths, boundaries, width."""
+
+    def __init__(
+        self, start_block: object, end_block: object, reachable_boundaries: object
+    ) -> None:
+        shape = BatchShape({"start_block": start_block, "end_block": end_block})
+        self.shape = shape
+        start = int_rows("start_block", start_block, shape)
+        end = int_rows("end_block", end_block, shape)
+        require_rows("start_block", start, start < 0, "must be >= 0")
+        require_rows("end_block", end, end < start, "must be >= start_block")
+        if reachable_boundaries is None:
+            boundaries = torch.empty((shape.rows, 0), dtype=torch.int64, device=shape.device)
+        elif not isinstance(reachable_boundaries, torch.Tensor):
+            raise InvalidArgument(
+                "reachable_boundaries",
+                type(reachable_boundaries).__name__,
+                "must be None or a rows x K integer tensor padded with -1",
+            )
+        else:
+            if reachable_boundaries.dim() != 2 or reachable_boundaries.shape[0] != shape.rows:
+                raise InvalidArgument(
+                    "reachable_boundaries",
+                    tuple(reachable_boundaries.shape),
+                    f"must have shape ({shape.rows}, K)",
+                )
+            if reachable_boundaries.device != shape.device:
+                raise InvalidArgument(
+                    "reachable_boundaries",
+                    str(reachable_boundaries.device),
+                    f"must be on {shape.device}",
+                )
+            if (
+                reachable_boundaries.dtype.is_floating_point
+                or reachable_boundaries.dtype is torch.bool
+            ):
+                raise InvalidArgument(
+                    "reachable_boundaries",
+                    str(reachable_boundaries.dtype),
+                    "must be an integer tensor",
+                )
+            boundaries = reachable_boundaries.to(torch.int64)
+            bad = (boundaries < -1).any(dim=1)
+            require_rows(
+                "reachable_boundaries",
+                boundaries.min(dim=1).values if boundaries.shape[1] else start,
+                bad,
+                "a boundary must be >= 0, or -1 for none",
+            )
+        self.start = start
+        self.length = end - start
+        self.boundaries = boundaries.contiguous()
+        self.width = int(self.length.max()) if shape.rows else 0
+
+
+def mask_torch(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
+    """The ``rows x width`` bool mask of a non-dense plan, vectorised with torch."""
+    columns = torch.arange(batch.width, device=batch.shape.device)
+    start = batch.start[:, None]
+    keep = torch.zeros((batch.shape.rows, batch.width), dtype=torch.bool, device=columns.device)
+    period, run, shift, block, alignment, keeps_boundaries = plan
+    if period:
+        phase = (start - shift).remainder(period)
+        keep = (columns + phase).remainder(period) >= period - run
+        if shift and batch.width:
+            keep[:, 0] &= batch.start >= shift  # block 0 precedes the first run
+    if keeps_boundaries:
+        for boundary in batch.boundaries.unbind(dim=1):
+            run_end = boundary // alignment * alignment // block + shift - batch.start
+            inside = (columns >= (run_end - run)[:, None]) & (columns < run_end[:, None])
+            keep |= inside & (boundary >= 0)[:, None]
+    return keep & (columns < batch.length[:, None])
+
+
+def reachable_block_mask(
+    start_block: object,
+    end_block: object,
+    alignment_tokens: int,
+    spec: GroupSpec,
+    use_eagle: bool,
+    retention_interval: int | None = None,
+    reachable_boundaries: torch.Tensor | None = None,
+    *,
+    backend: str = "auto",
+) -> torch.Tensor | None:
+    """``core.reachable_block_mask`` for a batch of requests of one group.
+
+    ``start_block`` and ``end_block`` are 1-D tensors (or a scalar for one of
+    them); ``reachable_boundaries`` is ``None`` or a ``rows x K`` tensor padded
+    with ``-1``. Returns ``None`` when the group caches every block, else a
+    ``rows x max(end - start)`` bool tensor whose row ``r`` starts with core's
+    mask for that row and is False after it. Raises
+    :class:`core.InvalidArgument` like core, naming the offending row.
+    """
+    plan = mask_plan(alignment_tokens, spec, use_eagle, retention_interval)
+    batch = MaskBatch(start_block, end_block, reachable_boundaries)
+    backend = resolve_backend(backend, batch.shape.device)
+    if plan is None:
+        return None
+    if backend == "triton":
+        from .triton_kernels import mask_triton
+
+        return mask_triton(batch, plan)
+    return mask_torch(batch, plan)
