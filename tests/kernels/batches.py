@@ -1,0 +1,105 @@
+"""Batches of requests for the batched paths, built from the core strategies.
+
+A batch is a list of rows drawn with ``tests.properties.strategies`` (so it
+covers the same space as the core properties: every group kind, EAGLE,
+retention None / 0 / > 0, partial hits, mid-block starts, small budgets),
+plus ragged block ranges and empty batches.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+
+from core import mamba_block_aligned_split, reachable_block_mask
+
+from ..properties.strategies import mask_inputs, split_inputs
+
+FLAGS = ("use_eagle", "partial_hits")
+SPLIT_ARGUMENTS = tuple(inspect.signature(mamba_block_aligned_split).parameters)
+
+
+@st.composite
+def split_batches(draw: st.DrawFn, max_rows: int = 24) -> list[dict[str, Any]]:
+    """Rows of split arguments; ``max_prefill_tokens`` is None for all rows or none."""
+    rows = draw(st.lists(split_inputs(), max_size=max_rows))
+    if any(row["max_prefill_tokens"] is not None for row in rows):
+        # A tensor has no None: "no limit" rows get a limit no block reaches.
+        rows = [{**row, "max_prefill_tokens": row["max_prefill_tokens"] or 10**9} for row in rows]
+    return rows
+
+
+def split_tensors(rows: list[dict[str, Any]], device: str = "cpu") -> dict[str, Any]:
+    tensors: dict[str, Any] = {}
+    for name in SPLIT_ARGUMENTS:
+        values = [row[name] for row in rows]
+        if name == "max_prefill_tokens" and (not rows or values[0] is None):
+            tensors[name] = None
+        elif name in FLAGS:
+            tensors[name] = torch.tensor(values, dtype=torch.bool, device=device)
+        else:
+            tensors[name] = torch.tensor(values, dtype=torch.int64, device=device)
+    return tensors
+
+
+def core_splits(rows: list[dict[str, Any]]) -> list[int]:
+    return [mamba_block_aligned_split(**row) for row in rows]
+
+
+@st.composite
+def mask_batches(
+    draw: st.DrawFn, max_rows: int = 12
+) -> tuple[dict[str, Any], list[tuple[int, int, list[int]]]]:
+    """One group configuration and ragged rows ``(start, end, boundaries)``."""
+    config = draw(mask_inputs())
+    rows = [(config["start_block"], config["end_block"], list(config["reachable_boundaries"]))]
+    for _ in range(draw(st.integers(0, max_rows))):
+        start = draw(st.integers(0, 60))
+        end = draw(st.integers(start, start + 80))
+        bound = (end + 4) * config["spec"].block_size + 2 * config["alignment_tokens"]
+        rows.append((start, end, draw(st.lists(st.integers(0, bound), max_size=3))))
+    if draw(st.booleans()) and draw(st.booleans()):
+        rows = []  # an empty batch
+    return config, rows
+
+
+def mask_tensors(
+    rows: list[tuple[int, int, list[int]]], device: str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    width = max((len(b) for _, _, b in rows), default=0)
+    padded = [b + [-1] * (width - len(b)) for _, _, b in rows]
+    return (
+        torch.tensor([s for s, _, _ in rows], dtype=torch.int64, device=device),
+        torch.tensor([e for _, e, _ in rows], dtype=torch.int64, device=device),
+        torch.tensor(padded, dtype=torch.int64, device=device).reshape(len(rows), width),
+    )
+
+
+def assert_mask_matches_core(
+    got: torch.Tensor | None, config: dict[str, Any], rows: list[tuple[int, int, list[int]]]
+) -> None:
+    wants = [
+        reachable_block_mask(
+            start,
+            end,
+            config["alignment_tokens"],
+            config["spec"],
+            config["use_eagle"],
+            config["retention_interval"],
+            boundaries,
+        )
+        for start, end, boundaries in rows
+    ]
+    if got is None:
+        assert all(want is None for want in wants), f"batched dense, core sparse: {wants}"
+        return
+    width = max((end - start for start, end, _ in rows), default=0)
+    assert tuple(got.shape) == (len(rows), width)
+    assert got.dtype is torch.bool
+    for row, ((start, end, _), want) in enumerate(zip(rows, wants, strict=True)):
+        assert want is not None, f"row {row}: core dense, batched sparse"
+        assert got[row, : end - start].tolist() == want, f"row {row}: {rows[row]}"
+        assert not got[row, end - start :].any(), f"row {row}: marks past its range"
