@@ -5,11 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BOUND ?= 4
 
-.PHONY: setup verify lint typecheck test fuzz bench exhaustive clean
+.PHONY: setup verify verify-gpu lint typecheck test fuzz bench bench-kernels exhaustive sweep clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,kernels]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -27,6 +27,10 @@ test: $(STAMP)
 
 verify: lint typecheck test
 
+# On a GPU machine, with its own torch and triton plus pytest, hypothesis and attrs.
+verify-gpu:
+	HYPOTHESIS_PROFILE=ci $(PYTHON) -m pytest -rs -m cuda tests/kernels
+
 # Many more examples and a larger exhaustive bound (BOUND=5 takes several minutes).
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz JUNCTION_EXHAUSTIVE_BOUND=$(BOUND) $(PY) -m pytest -s \
@@ -37,6 +41,12 @@ exhaustive: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_core
+
+bench-kernels: $(STAMP)
+	$(PY) -m benchmarks.bench_kernels
+
+sweep: $(STAMP)
+	$(PY) -m kernels.sweep
 
 clean:
 	rm -rf $(VENV) .hypothesis .mypy_cache .pytest_cache .ruff_cache *.egg-info

@@ -1,0 +1,141 @@
+"""``python -m kernels.sweep``: every input up to a bound, batched path against core.
+
+Walks the same enumerations as ``reference.exhaustive`` (every split input;
+every mask input, batched per group configuration), answers each batch with
+the chosen backend and each input with ``core``, and compares them element
+by element. Prints the bound reached and inputs per second; exits 1 on any
+disagreement. ``--seconds`` stops after the bound whose sweep ends past it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from collections.abc import Iterator
+
+import torch
+
+from core import mamba_block_aligned_split as core_split
+from core import reachable_block_mask as core_mask
+from reference.exhaustive import MaskInput, mask_inputs, split_inputs
+
+from .mask import reachable_block_mask
+from .split import mamba_block_aligned_split
+
+SPLIT_BATCH = 65_536
+
+
+def _split_batches(bound: int) -> Iterator[list[dict[str, object]]]:
+    """Split inputs in batches that share ``max_prefill_tokens`` being None or not."""
+    inputs = split_inputs(bound)
+    while chunk := list(itertools.islice(inputs, SPLIT_BATCH)):
+        for no_limit, rows in itertools.groupby(
+            chunk, key=lambda r: r["max_prefill_tokens"] is None
+        ):
+            yield list(rows)
+            del no_limit
+
+
+def sweep_split(bound: int, device: torch.device, backend: str) -> tuple[int, int]:
+    checked = failed = 0
+    for rows in _split_batches(bound):
+        tensors: dict[str, object] = {}
+        for name in rows[0]:
+            values = [row[name] for row in rows]
+            if name == "max_prefill_tokens" and values[0] is None:
+                tensors[name] = None
+            else:
+                dtype = torch.bool if isinstance(values[0], bool) else torch.int64
+                tensors[name] = torch.tensor(values, dtype=dtype, device=device)
+        got = mamba_block_aligned_split(**tensors, backend=backend).tolist()
+        want = [core_split(**row) for row in rows]  # type: ignore[arg-type]
+        checked += len(rows)
+        failed += sum(g != w for g, w in zip(got, want, strict=True))
+    return checked, failed
+
+
+def _group_configuration(case: MaskInput) -> tuple[object, ...]:
+    """What a batch shares: alignment, group, EAGLE and retention interval."""
+    return (case.alignment_tokens, case.spec, case.use_eagle, case.retention_interval)
+
+
+def sweep_mask(bound: int, device: torch.device, backend: str) -> tuple[int, int]:
+    checked = failed = 0
+    for _, group in itertools.groupby(mask_inputs(bound), key=_group_configuration):
+        cases: list[MaskInput] = list(group)
+        width = max(len(case.reachable_boundaries) for case in cases)
+        start = torch.tensor([c.start_block for c in cases], device=device)
+        end = torch.tensor([c.end_block for c in cases], device=device)
+        boundaries = torch.tensor(
+            [
+                [*c.reachable_boundaries, *[-1] * (width - len(c.reachable_boundaries))]
+                for c in cases
+            ],
+            dtype=torch.int64,
+            device=device,
+        ).reshape(len(cases), width)
+        first = cases[0]
+        got = reachable_block_mask(
+            start,
+            end,
+            first.alignment_tokens,
+            first.spec,
+            first.use_eagle,
+            first.retention_interval,
+            boundaries,
+            backend=backend,
+        )
+        rows = None if got is None else got.cpu().tolist()
+        for index, case in enumerate(cases):
+            want = core_mask(*case)
+            length = case.end_block - case.start_block
+            if rows is None:
+                failed += want is not None
+            else:
+                row = rows[index]
+                failed += want is None or row[:length] != want or any(row[length:])
+        checked += len(cases)
+    return checked, failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernels.sweep", description=__doc__)
+    parser.add_argument("--bound", type=int, default=3, help="largest bound to sweep (default 3)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--backend", default="auto", choices=("auto", "torch", "triton"))
+    parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    args = parser.parse_args(argv)
+    if (
+        args.backend == "triton"
+        and args.device == "cpu"
+        and os.environ.get("TRITON_INTERPRET") != "1"
+    ):
+        parser.error("--backend triton on --device cpu needs TRITON_INTERPRET=1 (slow)")
+    device = torch.device(args.device)
+    started = time.perf_counter()
+    total = failures = 0
+    reached = 0
+    for bound in range(1, args.bound + 1):
+        for name, sweep in (("split", sweep_split), ("mask", sweep_mask)):
+            checked, failed = sweep(bound, device, args.backend)
+            total += checked
+            failures += failed
+            print(
+                f"bound {bound} {name:<5} {checked:>10,} inputs, {failed} disagreements", flush=True
+            )
+        reached = bound
+        if args.seconds is not None and time.perf_counter() - started > args.seconds:
+            break
+    elapsed = time.perf_counter() - started
+    print(
+        f"bound reached {reached} on {device} ({args.backend}): {total:,} inputs in "
+        f"{elapsed:.1f} s, {total / elapsed:,.0f} inputs/s, {failures} disagreements"
+    )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
