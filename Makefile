@@ -19,7 +19,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict core reference kernels
+	$(VENV)/bin/mypy --strict core reference kernels benchmarks
 
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP)

@@ -14,7 +14,7 @@ import torch
 
 from core import InvalidArgument
 
-__all__ = ["BatchShape", "flag_rows", "int_rows", "require_rows"]
+__all__ = ["BatchShape", "flag_rows", "int_rows", "require_at_least", "require_rows"]
 
 _INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -49,25 +49,36 @@ class BatchShape:
 
 
 def int_rows(name: str, value: object, shape: BatchShape) -> torch.Tensor:
-    """``value`` as an int64 tensor of ``shape.rows`` rows (scalars broadcast)."""
+    """``value`` as an int64 tensor of ``shape.rows`` rows.
+
+    A scalar becomes a stride-0 view of one element, so a shared argument
+    costs no memory traffic in the vectorised formulas.
+    """
     if isinstance(value, torch.Tensor):
         if value.dtype not in _INTEGER_DTYPES:
             raise InvalidArgument(name, str(value.dtype), "must be an integer tensor")
         return value.to(torch.int64)
     if type(value) is not int:
         raise InvalidArgument(name, value, "must be an int or a 1-D integer tensor")
-    return torch.full((shape.rows,), value, dtype=torch.int64, device=shape.device)
+    return torch.full((1,), value, dtype=torch.int64, device=shape.device).expand(shape.rows)
 
 
-def flag_rows(name: str, value: object, shape: BatchShape) -> torch.Tensor:
-    """``value`` as a bool tensor of ``shape.rows`` rows (a Python bool broadcasts)."""
+def flag_rows(name: str, value: object, shape: BatchShape) -> tuple[torch.Tensor, bool | None]:
+    """``value`` as bool rows, plus the flag itself when one bool applies to every row."""
     if isinstance(value, torch.Tensor):
         if value.dtype is not torch.bool:
             raise InvalidArgument(name, str(value.dtype), "must be a bool tensor")
-        return value
+        return value, None
     if type(value) is not bool:
         raise InvalidArgument(name, value, "must be a bool or a 1-D bool tensor")
-    return torch.full((shape.rows,), value, dtype=torch.bool, device=shape.device)
+    rows = torch.full((1,), value, dtype=torch.bool, device=shape.device).expand(shape.rows)
+    return rows, value
+
+
+def require_at_least(name: str, values: torch.Tensor, minimum: int, rule: str) -> None:
+    """Raise for the first row below ``minimum`` (one reduction when all rows pass)."""
+    if values.numel() and int(values.min()) < minimum:
+        require_rows(name, values, values < minimum, rule)
 
 
 def require_rows(name: str, values: torch.Tensor, bad: torch.Tensor, rule: str) -> None:

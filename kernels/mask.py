@@ -10,9 +10,10 @@ what shape its runs have. The result is a ``rows x width`` bool tensor with
 
 Boundaries come as a ``rows x K`` integer tensor padded with ``-1`` (no
 boundary). The torch path works on column offsets ``j`` relative to each
-row's start, so no ``rows x width`` int64 block-index tensor is built: the
-periodic test uses a per-row phase and the boundary runs become per-row
-column intervals.
+row's start, so no ``rows x width`` int64 block-index tensor is built: each
+row's periodic part is gathered from a small table of the ``period`` possible
+patterns (indexed by the row's phase), and each boundary run is a per-row
+column interval.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from .backend import resolve_backend
 from .batch import BatchShape, int_rows, require_rows
 
 __all__ = ["MaskBatch", "mask_torch", "reachable_block_mask"]
+
+# Largest periods x width table of periodic patterns worth building (bools).
+PHASE_TABLE_LIMIT = 1 << 22
 
 
 class MaskBatch:
@@ -85,21 +89,30 @@ class MaskBatch:
 
 def mask_torch(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
     """The ``rows x width`` bool mask of a non-dense plan, vectorised with torch."""
-    columns = torch.arange(batch.width, device=batch.shape.device)
-    start = batch.start[:, None]
-    keep = torch.zeros((batch.shape.rows, batch.width), dtype=torch.bool, device=columns.device)
+    rows, width = batch.shape.rows, batch.width
+    columns = torch.arange(width, device=batch.shape.device)
     period, run, shift, block, alignment, keeps_boundaries = plan
     if period:
-        phase = (start - shift).remainder(period)
-        keep = (columns + phase).remainder(period) >= period - run
-        if shift and batch.width:
+        phase = (batch.start - shift).remainder(period)
+        if period * width <= PHASE_TABLE_LIMIT:
+            # Every row's periodic part is one of `period` patterns: build them
+            # once and gather, instead of rows x width int64 arithmetic.
+            patterns = (columns + torch.arange(period, device=columns.device)[:, None]) % period
+            keep = (patterns >= period - run)[phase]
+        else:
+            keep = (columns + phase[:, None]).remainder(period) >= period - run
+        if shift and width:
             keep[:, 0] &= batch.start >= shift  # block 0 precedes the first run
+    else:
+        keep = torch.zeros((rows, width), dtype=torch.bool, device=columns.device)
     if keeps_boundaries:
         for boundary in batch.boundaries.unbind(dim=1):
             run_end = boundary // alignment * alignment // block + shift - batch.start
-            inside = (columns >= (run_end - run)[:, None]) & (columns < run_end[:, None])
-            keep |= inside & (boundary >= 0)[:, None]
-    return keep & (columns < batch.length[:, None])
+            run_end = torch.where(boundary >= 0, run_end, 0)  # -1 pads: an empty run
+            keep |= (columns >= (run_end - run)[:, None]) & (columns < run_end[:, None])
+    if rows and int(batch.length.min()) < width:
+        keep &= columns < batch.length[:, None]
+    return keep
 
 
 def reachable_block_mask(

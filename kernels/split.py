@@ -5,8 +5,8 @@ Python scalar (every row) or a 1-D tensor (one entry per request). The torch
 path is a straight-line vectorisation of core's formula: every candidate stop
 is computed for every row and the earliest one strictly inside the chunk wins,
 through a chain of ``where``s in the same order as core's ``_earlier`` calls.
-``max_prefill_tokens=None`` (no limit) becomes the largest int64, which makes
-"the block fits the budget" true for every row without a branch.
+Candidate stops that do not apply become the largest int64 and fold in with
+``minimum``; a flag passed as one Python bool computes only its own branch.
 """
 
 from __future__ import annotations
@@ -16,15 +16,21 @@ import torch
 from core import InvalidArgument
 
 from .backend import resolve_backend
-from .batch import BatchShape, flag_rows, int_rows, require_rows
+from .batch import BatchShape, flag_rows, int_rows, require_at_least, require_rows
 
 __all__ = ["SplitBatch", "mamba_block_aligned_split", "split_torch"]
 
-NO_LIMIT = torch.iinfo(torch.int64).max
+LARGEST = torch.iinfo(torch.int64).max
 
 
 class SplitBatch:
-    """Validated int64 rows of a batched split (flags as bool tensors)."""
+    """Validated int64 rows of a batched split.
+
+    Scalars arrive as stride-0 views; a flag passed as one Python bool is also
+    kept as ``eagle`` / ``partial`` so the formulas can skip the other branch.
+    ``max_prefill_tokens`` is ``None`` for "no limit" (the Triton launcher
+    turns it into the largest int64).
+    """
 
     def __init__(self, **arguments: object) -> None:
         shape = BatchShape(arguments)
@@ -41,25 +47,29 @@ class SplitBatch:
             "num_new_local_computed_tokens",
             "num_external_computed_tokens",
         ):
-            require_rows(name, rows[name], rows[name] < 0, "must be >= 0")
+            require_at_least(name, rows[name], 0, "must be >= 0")
         prompt, total, block = rows["num_prompt_tokens"], rows["num_tokens"], rows["block_size"]
-        require_rows("num_prompt_tokens", prompt, prompt < 1, "must be >= 1")
+        require_at_least("num_prompt_tokens", prompt, 1, "must be >= 1")
         require_rows("num_tokens", total, total < prompt, "must be >= num_prompt_tokens")
-        require_rows("block_size", block, block < 1, "must be >= 1")
-        self.use_eagle = flag_rows("use_eagle", arguments["use_eagle"], shape)
-        self.partial_hits = flag_rows("partial_hits", arguments["partial_hits"], shape)
+        require_at_least("block_size", block, 1, "must be >= 1")
+        self.use_eagle, self.eagle = flag_rows("use_eagle", arguments["use_eagle"], shape)
+        self.partial_hits, self.partial = flag_rows(
+            "partial_hits", arguments["partial_hits"], shape
+        )
         unit = arguments["hash_block_size"]
         hash_unit = block if unit is None else int_rows("hash_block_size", unit, shape)
-        require_rows("hash_block_size", hash_unit, hash_unit < 1, "must be >= 1")
-        require_rows("hash_block_size", hash_unit, block % hash_unit != 0, "must divide block_size")
+        if unit is not None:
+            require_at_least("hash_block_size", hash_unit, 1, "must be >= 1")
+            require_rows(
+                "hash_block_size", hash_unit, block % hash_unit != 0, "must divide block_size"
+            )
         limit = arguments["max_prefill_tokens"]
-        if limit is None:
-            limit_rows = torch.full_like(block, NO_LIMIT)
-        else:
+        self.max_prefill_tokens: torch.Tensor | None = None
+        if limit is not None:
             if isinstance(limit, bool):
                 raise InvalidArgument("max_prefill_tokens", limit, "must be None or an int >= 1")
-            limit_rows = int_rows("max_prefill_tokens", limit, shape)
-            require_rows("max_prefill_tokens", limit_rows, limit_rows < 1, "must be >= 1")
+            self.max_prefill_tokens = int_rows("max_prefill_tokens", limit, shape)
+            require_at_least("max_prefill_tokens", self.max_prefill_tokens, 1, "must be >= 1")
         computed = rows["num_computed_tokens"]
         start = computed + rows["num_new_local_computed_tokens"]
         start = start + rows["num_external_computed_tokens"]
@@ -73,43 +83,73 @@ class SplitBatch:
         self.num_new_tokens = rows["num_new_tokens"]
         self.num_prompt_tokens = prompt
         self.num_tokens = total
-        self.block_size = block
+        self.block_size = Grid(block, arguments["block_size"])
         self.shared_prefix_boundary = rows["shared_prefix_boundary"]
-        self.hash_block_size = hash_unit
-        self.max_prefill_tokens = limit_rows
+        self.hash_block_size = Grid(hash_unit, arguments["block_size"] if unit is None else unit)
+
+
+class Grid:
+    """A per-row grid size; a shared power of two takes remainders with a bit mask."""
+
+    def __init__(self, rows: torch.Tensor, shared: object) -> None:
+        self.rows = rows
+        power_of_two = type(shared) is int and shared > 0 and shared & (shared - 1) == 0
+        self.low_bits = shared - 1 if power_of_two else None  # type: ignore[operator]
+
+    def remainder(self, values: torch.Tensor) -> torch.Tensor:
+        if self.low_bits is not None:
+            return values & self.low_bits  # floor-mod, negatives included (two's complement)
+        return values % self.rows
+
+    def floor(self, values: torch.Tensor) -> torch.Tensor:
+        return values - self.remainder(values)
+
+
+def _last_cacheable(
+    tokens: torch.Tensor, unit: Grid, eagle: torch.Tensor, uniform: bool | None
+) -> torch.Tensor:
+    """``core.last_cacheable_position`` per row, computing only the branch in use."""
+    if uniform is not True:
+        without = unit.floor(tokens - 1)
+        if uniform is False:
+            return without
+    with_eagle = (unit.floor(tokens) - unit.rows).clamp_(min=0)
+    return with_eagle if uniform else torch.where(eagle, with_eagle, without)
 
 
 def split_torch(batch: SplitBatch) -> torch.Tensor:
-    """Tokens to schedule per row (int64), vectorised with torch."""
+    """Tokens to schedule per row (int64), vectorised with torch.
+
+    Each candidate stop that is not strictly after the start is replaced by
+    the largest int64 and folded in with ``minimum``: the earliest candidate
+    inside the chunk wins, as in core.
+    """
     start, new, block = batch.start, batch.num_new_tokens, batch.block_size
-    prompt, total, eagle = batch.num_prompt_tokens, batch.num_tokens, batch.use_eagle
+    prompt, total = batch.num_prompt_tokens, batch.num_tokens
     prefill_end = torch.maximum(prompt, total - 1)
     end = start + new
-    aligned = end // block * block
-    take = (end < prefill_end) & ((aligned > start) | (block <= batch.max_prefill_tokens))
+    aligned = block.floor(end)
+    take = end < prefill_end
+    if batch.max_prefill_tokens is not None:
+        take &= (aligned > start) | (block.rows <= batch.max_prefill_tokens)
     end = torch.where(take, aligned, end)
 
-    def earlier(
-        stop: torch.Tensor, candidate: torch.Tensor, allowed: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        inside = (start < candidate) & (candidate < stop)
-        return torch.where(inside if allowed is None else allowed & inside, candidate, stop)
-
-    stop = end
-    stop = earlier(stop, (start // block + 1) * block, start % block != 0)
-    last_cacheable = torch.where(
-        eagle, (total // block * block - block).clamp(min=0), (total - 1) // block * block
-    )
-    stop = earlier(stop, last_cacheable)
-    unit = batch.hash_block_size
-    tail = torch.where(
-        eagle, (prompt // unit * unit - unit).clamp(min=0), (prompt - 1) // unit * unit
-    )
-    stop = earlier(stop, tail, batch.partial_hits & (last_cacheable < tail) & (tail < prompt))
+    never = torch.full((1,), LARGEST, dtype=torch.int64, device=start.device)
+    offset = block.remainder(start)
+    stop = torch.minimum(end, torch.where(offset != 0, start - offset + block.rows, never))
+    last_cacheable = _last_cacheable(total, block, batch.use_eagle, batch.eagle)
+    stop = torch.minimum(stop, torch.where(last_cacheable > start, last_cacheable, never))
+    if batch.partial is not False:
+        unit = batch.hash_block_size
+        tail = _last_cacheable(prompt, unit, batch.use_eagle, batch.eagle)
+        usable = batch.partial_hits & (last_cacheable < tail) & (tail < prompt) & (tail > start)
+        stop = torch.minimum(stop, torch.where(usable, tail, never))
     junction = batch.shared_prefix_boundary
-    junction_stop = start + (junction - start).clamp(min=0) // block * block
-    stop = earlier(stop, junction_stop, (start < junction) & (junction < end))
-    return torch.where(start >= prefill_end, new, (stop - start).clamp(min=0))
+    inside = (start < junction) & (junction < end)
+    junction_stop = junction - block.remainder(junction - start)
+    usable = inside & (junction_stop > start)
+    stop = torch.minimum(stop, torch.where(usable, junction_stop, never))
+    return torch.where(start >= prefill_end, new, (stop - start).clamp_(min=0))
 
 
 def mamba_block_aligned_split(

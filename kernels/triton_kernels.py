@@ -21,7 +21,7 @@ import triton.language as tl
 from core import MaskPlan
 
 from .mask import MaskBatch
-from .split import SplitBatch
+from .split import LARGEST, SplitBatch
 
 __all__ = ["mask_triton", "split_triton"]
 
@@ -86,6 +86,12 @@ def _split_kernel(
     tl.store(out_ptr + offsets, result, mask=live)
 
 
+def _limit_rows(batch: SplitBatch) -> torch.Tensor:
+    if batch.max_prefill_tokens is None:
+        return torch.full_like(batch.start, LARGEST)
+    return batch.max_prefill_tokens.contiguous()
+
+
 def split_triton(batch: SplitBatch) -> torch.Tensor:
     """Tokens to schedule per row, computed by :func:`_split_kernel`."""
     rows = batch.shape.rows
@@ -96,12 +102,12 @@ def split_triton(batch: SplitBatch) -> torch.Tensor:
             batch.num_new_tokens.contiguous(),
             batch.num_prompt_tokens.contiguous(),
             batch.num_tokens.contiguous(),
-            batch.block_size.contiguous(),
+            batch.block_size.rows.contiguous(),
             batch.shared_prefix_boundary.contiguous(),
-            batch.use_eagle.to(torch.int8),
-            batch.hash_block_size.contiguous(),
-            batch.partial_hits.to(torch.int8),
-            batch.max_prefill_tokens.contiguous(),
+            batch.use_eagle.to(torch.int8).contiguous(),
+            batch.hash_block_size.rows.contiguous(),
+            batch.partial_hits.to(torch.int8).contiguous(),
+            _limit_rows(batch),
             out,
             rows,
             BLOCK=SPLIT_BLOCK,
