@@ -26,18 +26,28 @@ SPLIT_ARGUMENTS = tuple(inspect.signature(mamba_block_aligned_split).parameters)
 def split_batches(draw: st.DrawFn, max_rows: int = 24) -> list[dict[str, Any]]:
     """Rows of split arguments; ``max_prefill_tokens`` is None for all rows or none."""
     rows = draw(st.lists(split_inputs(), max_size=max_rows))
+    if rows and draw(st.booleans()):
+        # An engine's batch: one Mamba block size, hash unit and set of flags.
+        shared = ("block_size", "hash_block_size", "use_eagle", "partial_hits")
+        rows = [{**row, **{name: rows[0][name] for name in shared}} for row in rows]
     if any(row["max_prefill_tokens"] is not None for row in rows):
         # A tensor has no None: "no limit" rows get a limit no block reaches.
         rows = [{**row, "max_prefill_tokens": row["max_prefill_tokens"] or 10**9} for row in rows]
     return rows
 
 
-def split_tensors(rows: list[dict[str, Any]], device: str = "cpu") -> dict[str, Any]:
+def split_tensors(
+    rows: list[dict[str, Any]], device: str = "cpu", shared_as_scalars: bool = False
+) -> dict[str, Any]:
+    """One tensor per argument; with ``shared_as_scalars``, a value every row shares
+    is passed as a Python scalar (as an engine passes its one Mamba block size)."""
     tensors: dict[str, Any] = {}
     for name in SPLIT_ARGUMENTS:
         values = [row[name] for row in rows]
         if name == "max_prefill_tokens" and (not rows or values[0] is None):
             tensors[name] = None
+        elif shared_as_scalars and rows and len(set(values)) == 1:
+            tensors[name] = values[0]
         elif name in FLAGS:
             tensors[name] = torch.tensor(values, dtype=torch.bool, device=device)
         else:
@@ -56,9 +66,14 @@ def mask_batches(
     """One group configuration and ragged rows ``(start, end, boundaries)``."""
     config = draw(mask_inputs())
     rows = [(config["start_block"], config["end_block"], list(config["reachable_boundaries"]))]
+    # Ragged ranges, or ranges one block apart (the shape of an engine's step).
+    base = draw(st.one_of(st.none(), st.integers(1, 80)))
     for _ in range(draw(st.integers(0, max_rows))):
         start = draw(st.integers(0, 60))
-        end = draw(st.integers(start, start + 80))
+        if base is None:
+            end = draw(st.integers(start, start + 80))
+        else:
+            end = start + base - draw(st.integers(0, 1))
         bound = (end + 4) * config["spec"].block_size + 2 * config["alignment_tokens"]
         rows.append((start, end, draw(st.lists(st.integers(0, bound), max_size=3))))
     if draw(st.booleans()) and draw(st.booleans()):

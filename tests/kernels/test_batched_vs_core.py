@@ -29,9 +29,14 @@ BACKENDS = ["torch", "triton"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@given(rows=split_batches())
-def test_split_matches_core(backend: str, rows: list[dict[str, Any]]) -> None:
-    got = kernels.mamba_block_aligned_split(**split_tensors(rows), backend=backend)
+@given(rows=split_batches(), shared_as_scalars=st.booleans())
+def test_split_matches_core(
+    backend: str, rows: list[dict[str, Any]], shared_as_scalars: bool
+) -> None:
+    arguments = split_tensors(rows, shared_as_scalars=shared_as_scalars)
+    if shared_as_scalars and not any(isinstance(v, torch.Tensor) for v in arguments.values()):
+        arguments["num_tokens"] = torch.tensor([row["num_tokens"] for row in rows])
+    got = kernels.mamba_block_aligned_split(**arguments, backend=backend)
     assert got.dtype is torch.int64
     assert got.tolist() == core_splits(rows)
 
