@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+import kernels
 from core import mamba_block_aligned_split, reachable_block_mask
 
 from ..properties.strategies import mask_inputs, split_inputs
@@ -93,19 +94,34 @@ def mask_tensors(
     )
 
 
+def group_arguments(config: dict[str, Any]) -> tuple[Any, ...]:
+    """What every row of a mask batch shares: alignment, group, EAGLE, interval."""
+    return (
+        config["alignment_tokens"],
+        config["spec"],
+        config["use_eagle"],
+        config["retention_interval"],
+    )
+
+
+def batched_mask(
+    config: dict[str, Any],
+    rows: list[tuple[int, int, list[int]]],
+    backend: str,
+    device: str = "cpu",
+) -> torch.Tensor | None:
+    start, end, boundaries = mask_tensors(rows, device)
+    got = kernels.reachable_block_mask(
+        start, end, *group_arguments(config), boundaries, backend=backend
+    )
+    return None if got is None else got.cpu()
+
+
 def assert_mask_matches_core(
     got: torch.Tensor | None, config: dict[str, Any], rows: list[tuple[int, int, list[int]]]
 ) -> None:
     wants = [
-        reachable_block_mask(
-            start,
-            end,
-            config["alignment_tokens"],
-            config["spec"],
-            config["use_eagle"],
-            config["retention_interval"],
-            boundaries,
-        )
+        reachable_block_mask(start, end, *group_arguments(config), boundaries)
         for start, end, boundaries in rows
     ]
     if got is None:

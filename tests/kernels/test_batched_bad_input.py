@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import kernels
 from core import GroupSpec, InvalidArgument
 
-from .batches import mask_batches, mask_tensors, split_batches, split_tensors
+from .batches import batched_mask, mask_batches, split_batches, split_tensors
 
 # (argument, a value that breaks core's rule for it, given the row)
 SPLIT_BREAKS = {
@@ -71,17 +71,8 @@ def test_mask_names_the_argument_and_row(
     else:
         boundaries[row] = [*boundaries[row], -7]
     broken = list(zip(start, end, boundaries, strict=True))
-    args = mask_tensors(broken)
     with pytest.raises(InvalidArgument) as info:
-        kernels.reachable_block_mask(
-            *args[:2],
-            config["alignment_tokens"],
-            config["spec"],
-            config["use_eagle"],
-            config["retention_interval"],
-            args[2],
-            backend="torch",
-        )
+        batched_mask(config, broken, "torch")
     assert info.value.argument == f"{argument}[{row}]"
 
 

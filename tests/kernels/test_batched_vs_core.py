@@ -18,9 +18,9 @@ from core import shared_prefix_boundary
 
 from .batches import (
     assert_mask_matches_core,
+    batched_mask,
     core_splits,
     mask_batches,
-    mask_tensors,
     split_batches,
     split_tensors,
 )
@@ -47,18 +47,7 @@ def test_mask_matches_core(
     backend: str, case: tuple[dict[str, Any], list[tuple[int, int, list[int]]]]
 ) -> None:
     config, rows = case
-    start, end, boundaries = mask_tensors(rows)
-    got = kernels.reachable_block_mask(
-        start,
-        end,
-        config["alignment_tokens"],
-        config["spec"],
-        config["use_eagle"],
-        config["retention_interval"],
-        boundaries,
-        backend=backend,
-    )
-    assert_mask_matches_core(got, config, rows)
+    assert_mask_matches_core(batched_mask(config, rows, backend), config, rows)
 
 
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=50))

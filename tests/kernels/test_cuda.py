@@ -13,9 +13,9 @@ from kernels.backend import resolve_backend
 
 from .batches import (
     assert_mask_matches_core,
+    batched_mask,
     core_splits,
     mask_batches,
-    mask_tensors,
     split_batches,
     split_tensors,
 )
@@ -43,15 +43,4 @@ def test_mask_matches_core_on_cuda(
     backend: str, case: tuple[dict[str, Any], list[tuple[int, int, list[int]]]]
 ) -> None:
     config, rows = case
-    start, end, boundaries = mask_tensors(rows, "cuda")
-    got = kernels.reachable_block_mask(
-        start,
-        end,
-        config["alignment_tokens"],
-        config["spec"],
-        config["use_eagle"],
-        config["retention_interval"],
-        boundaries,
-        backend=backend,
-    )
-    assert_mask_matches_core(None if got is None else got.cpu(), config, rows)
+    assert_mask_matches_core(batched_mask(config, rows, backend, "cuda"), config, rows)
