@@ -1,0 +1,27 @@
+"""The command lines: what they print and how they exit."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernels.sweep import main as sweep
+from reference.__main__ import main as reference
+
+
+def test_exhaustive_prints_counts_and_agrees(capsys: pytest.CaptureFixture[str]) -> None:
+    assert reference(["exhaustive", "--bound", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "reachable_block_mask" in out and "every input agrees" in out
+
+
+def test_exhaustive_rejects_a_bad_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        reference(["exhaustive", "--bound", "0"])
+    assert info.value.code == 2
+    assert "--bound must be >= 1" in capsys.readouterr().err
+
+
+def test_sweep_reports_the_bound_and_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert sweep(["--bound", "1", "--device", "cpu", "--backend", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert "bound reached 1" in out and "inputs/s, 0 disagreements" in out
