@@ -1,0 +1,189 @@
+"""The block pool: a fixed set of KV-cache blocks shared by every group.
+
+Blocks carry a reference count (one per request and group holding them) and,
+once cached, the hash that identifies the prefix they end. Free blocks wait
+in an LRU queue split in two: blocks with no hash are recycled first, since
+nobody can ever hit them; cached blocks are recycled least recently freed
+first, and recycling one evicts it (its hash leaves the cache map). Block 0
+is the null block: it stands in for blocks a request skips (out-of-window
+sliding-window blocks, Mamba positions without a state) and is never
+allocated, freed or counted.
+
+``check`` verifies every pool invariant from scratch and is called after
+every step of every stress test; on failure it raises with a dump.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+
+from .hash_chain import unit_hash
+
+__all__ = ["Block", "BlockPool", "NoFreeBlocks"]
+
+
+class NoFreeBlocks(Exception):
+    """Raised by ``allocate`` when the pool cannot supply the blocks asked for."""
+
+
+class Block:
+    """One KV-cache block. ``key`` is ``(group_id, hash)`` while it is cached."""
+
+    __slots__ = ("block_id", "key", "parent", "ref_count", "state_position", "tokens", "unit")
+
+    def __init__(self, block_id: int) -> None:
+        self.block_id = block_id
+        self.ref_count = 0
+        self.key: tuple[int, int] | None = None
+        # What the hash was computed from, so check() can recompute it.
+        self.parent = 0
+        self.tokens: tuple[int, ...] = ()
+        self.unit = 1
+        # Mamba: the position whose state this block holds (None: no state).
+        self.state_position: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Block({self.block_id}, ref={self.ref_count}, key={self.key})"
+
+
+class BlockPool:
+    """``num_blocks`` blocks (block 0 is the null block)."""
+
+    def __init__(self, num_blocks: int) -> None:
+        if num_blocks < 2:
+            raise ValueError(f"num_blocks={num_blocks}: a pool needs the null block and one more")
+        self.blocks = [Block(i) for i in range(num_blocks)]
+        self.null_block = self.blocks[0]
+        self.free_unhashed: OrderedDict[int, Block] = OrderedDict(
+            (b.block_id, b) for b in self.blocks[1:]
+        )
+        self.free_hashed: OrderedDict[int, Block] = OrderedDict()
+        self.cached: dict[tuple[int, int], Block] = {}
+        self.evictions = 0
+        self.operations = 0  # allocations, frees, touches, cachings, lookups
+
+    @property
+    def num_usable(self) -> int:
+        return len(self.blocks) - 1
+
+    @property
+    def num_free(self) -> int:
+        return len(self.free_unhashed) + len(self.free_hashed)
+
+    def allocate(self, count: int) -> list[Block]:
+        """``count`` blocks with reference count 1; evicts cached blocks if it must."""
+        if count > self.num_free:
+            raise NoFreeBlocks(f"asked for {count} blocks, {self.num_free} free")
+        taken = []
+        for _ in range(count):
+            if self.free_unhashed:
+                _, block = self.free_unhashed.popitem(last=False)
+            else:
+                _, block = self.free_hashed.popitem(last=False)
+                self._evict(block)
+            block.ref_count = 1
+            taken.append(block)
+        self.operations += count
+        return taken
+
+    def _evict(self, block: Block) -> None:
+        assert block.key is not None
+        del self.cached[block.key]
+        block.key = None
+        block.state_position = None
+        self.evictions += 1
+
+    def touch(self, blocks: Iterable[Block]) -> None:
+        """Take a reference to cached blocks (a hit); a free one leaves the queue."""
+        for block in blocks:
+            if block is self.null_block:
+                continue
+            if block.ref_count == 0:
+                del self.free_hashed[block.block_id]
+            block.ref_count += 1
+            self.operations += 1
+
+    def free(self, blocks: Iterable[Block]) -> None:
+        """Drop one reference each; a block reaching 0 joins the back of its free queue."""
+        for block in blocks:
+            if block is self.null_block:
+                continue
+            block.ref_count -= 1
+            self.operations += 1
+            if block.ref_count == 0:
+                queue = self.free_unhashed if block.key is None else self.free_hashed
+                queue[block.block_id] = block
+
+    def cache(
+        self,
+        block: Block,
+        group_id: int,
+        block_hash: int,
+        parent: int,
+        tokens: Sequence[int],
+        unit: int,
+    ) -> None:
+        """Make ``block`` findable under ``(group_id, block_hash)``.
+
+        If another block already holds that prefix, the first one stays the
+        cached copy and this one stays unhashed (it is recycled first).
+        """
+        self.operations += 1
+        key = (group_id, block_hash)
+        if block.key is not None or key in self.cached:
+            return
+        block.key = key
+        block.parent, block.tokens, block.unit = parent, tuple(tokens), unit
+        self.cached[key] = block
+
+    def lookup(self, group_id: int, block_hash: int) -> Block | None:
+        self.operations += 1
+        return self.cached.get((group_id, block_hash))
+
+    def cached_blocks_per_group(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for group_id, _ in self.cached:
+            counts[group_id] = counts.get(group_id, 0) + 1
+        return counts
+
+    def check(self, holders: Mapping[int, int]) -> None:
+        """Every pool invariant; ``holders[block_id]`` is how many (request, group) hold it."""
+        problems = []
+        free_ids = self.free_unhashed.keys() | self.free_hashed.keys()
+        if len(free_ids) != self.num_free:
+            problems.append("a block is in both free queues")
+        if 0 in free_ids or 0 in holders:
+            problems.append("the null block is free or held")
+        held = 0
+        for block in self.blocks[1:]:
+            expected = holders.get(block.block_id, 0)
+            if block.ref_count != expected:
+                problems.append(f"{block}: ref_count != {expected} holders")
+            is_free = block.block_id in free_ids
+            if is_free and expected:
+                problems.append(f"{block} is both free and held")
+            if not is_free and not expected:
+                problems.append(f"{block} is neither free nor held (leaked)")
+            held += bool(expected)
+            if is_free and (block.block_id in self.free_hashed) != (block.key is not None):
+                problems.append(f"{block} sits in the wrong free queue")
+            if block.key is not None:
+                if self.cached.get(block.key) is not block:
+                    problems.append(f"{block}: hashed but not the cached copy of its key")
+                if _chain(block.parent, block.tokens, block.unit) != block.key[1]:
+                    problems.append(f"{block}: hash does not match its tokens")
+        if held + self.num_free != self.num_usable:
+            problems.append(f"held {held} + free {self.num_free} != {self.num_usable} blocks")
+        for key, block in self.cached.items():
+            if block.key != key:
+                problems.append(f"cache map {key} -> {block} disagrees")
+        if problems:
+            raise AssertionError("block pool invariants broken:\n  " + "\n  ".join(problems))
+
+
+def _chain(parent: int, tokens: Sequence[int], unit: int) -> int:
+    """Recompute a block's hash from its parent and tokens, unit by unit."""
+    for start in range(0, len(tokens), unit):
+        parent = unit_hash(parent, tokens[start : start + unit])
+    return parent
