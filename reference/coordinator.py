@@ -1,0 +1,71 @@
+"""The hybrid coordinator: one request's view across every group.
+
+It reconciles the groups' hits (``core.reconcile_hits``) at admission and
+stores the junction on the request, allocates a step's slots in every group
+at once (all or nothing, so a failed allocation leaves nothing half done),
+and hands each group the end of the step (caching through the mask, window
+release, Mamba state hand-over).
+"""
+
+from __future__ import annotations
+
+from core import HitReconciliation, HybridGeometry, reconcile_hits
+
+from .block_pool import BlockPool, NoFreeBlocks
+from .group_managers import GroupManager, make_manager
+from .request import Request
+
+__all__ = ["Coordinator"]
+
+
+class Coordinator:
+    def __init__(self, geometry: HybridGeometry, pool: BlockPool) -> None:
+        self.geometry = geometry
+        self.pool = pool
+        self.managers: list[GroupManager] = [
+            make_manager(group_id, spec, geometry, pool)
+            for group_id, spec in enumerate(geometry.groups)
+        ]
+
+    def lookup(self, request: Request) -> HitReconciliation:
+        """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``)."""
+        finders = [manager.finder(request) for manager in self.managers]
+        return reconcile_hits(self.geometry, finders, request.num_tokens - 1)
+
+    def admit(self, request: Request, caching: bool = True) -> HitReconciliation | None:
+        """Look up and attach the hit; sets ``num_computed_tokens`` and the junction."""
+        hits = self.lookup(request) if caching else None
+        hit = hits.hit_length if hits else 0
+        for manager in self.managers:
+            manager.attach_hit(request, hit)
+        request.num_computed_tokens = hit
+        request.shared_prefix_boundary = hits.shared_prefix_boundary if hits else 0
+        return hits
+
+    def blocks_needed(self, request: Request, num_tokens: int) -> int:
+        return sum(m.blocks_needed(request, num_tokens) for m in self.managers)
+
+    def allocate(self, request: Request, num_tokens: int) -> None:
+        """Slots for ``[0, num_tokens)`` in every group; or ``NoFreeBlocks``, changing nothing."""
+        needed = self.blocks_needed(request, num_tokens)
+        if needed > self.pool.num_free:
+            raise NoFreeBlocks(f"{request} needs {needed} blocks, {self.pool.num_free} free")
+        for manager in self.managers:
+            manager.allocate(request, num_tokens)
+
+    def after_step(self, request: Request, chunk_start: int) -> None:
+        for manager in self.managers:
+            manager.after_step(request, chunk_start)
+
+    def free(self, request: Request) -> None:
+        for manager in self.managers:
+            manager.free(request)
+
+    def holders(self, request_ids: list[int]) -> dict[int, int]:
+        """How many (request, group) pairs hold each block."""
+        counts: dict[int, int] = {}
+        for manager in self.managers:
+            for request_id in request_ids:
+                for block in manager.held(request_id):
+                    counts[block.block_id] = counts.get(block.block_id, 0) + 1
+        return counts

@@ -1,0 +1,253 @@
+"""The reference engine: a deterministic hybrid prefix-cache simulator.
+
+No model runs; what is simulated exactly is the KV-cache management of a
+serving engine for hybrid models: admission with prefix-cache lookup, a token
+budget per step, chunked prefill (with the Mamba align-mode stop point from
+``core``), decode steps that append one output token, preemption when the pool
+runs out, and freeing on finish or abort. Every retention decision comes from
+``core``; this module only schedules.
+
+Determinism: single-threaded; output tokens are a hash of (seed, request,
+position); queues are FIFO. The same config and submissions give the same
+run, step for step. ``check()`` verifies every invariant and is meant to be
+called after every step of a stress test.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+
+from core import GroupKind, HybridGeometry, lcm, mamba_block_aligned_split
+
+from .block_pool import BlockPool, NoFreeBlocks
+from .coordinator import Coordinator
+from .request import Request, RequestStatus
+
+__all__ = ["Engine", "EngineConfig", "Metrics"]
+
+
+def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int or value < 1:
+        raise ValueError(f"{attribute.name}={value!r}: must be an int >= 1")
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{attribute.name}={value!r}: must be an int >= 0")
+
+
+@attrs.frozen
+class EngineConfig:
+    """Everything that shapes a run besides the submitted requests.
+
+    ``long_prefill_token_threshold`` caps one request's prefill chunk per step
+    (0: no cap). Mamba groups run in align mode; their chunk grid is the lcm
+    of the Mamba block sizes.
+    """
+
+    geometry: HybridGeometry
+    num_blocks: int = attrs.field(validator=_positive)
+    max_num_batched_tokens: int = attrs.field(default=2048, validator=_positive)
+    long_prefill_token_threshold: int = attrs.field(default=0, validator=_non_negative)
+    seed: int = attrs.field(default=0, validator=_non_negative)
+    vocab_size: int = attrs.field(default=32_000, validator=_positive)
+
+
+@attrs.define
+class Metrics:
+    """Counters of one run (``retained_*`` are cached blocks per group id)."""
+
+    steps: int = 0
+    chunks: int = 0
+    prefill_tokens_computed: int = 0
+    lookup_tokens: int = 0
+    hit_tokens: int = 0
+    admissions: int = 0
+    preemptions: int = 0
+    finished: int = 0
+    retained_peak: dict[int, int] = attrs.field(factory=dict)
+    retained_final: dict[int, int] = attrs.field(factory=dict)
+
+    @property
+    def token_hit_rate(self) -> float:
+        return self.hit_tokens / self.lookup_tokens if self.lookup_tokens else 0.0
+
+
+class Engine:
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+        self.geometry = config.geometry
+        self.pool = BlockPool(config.num_blocks)
+        self.coordinator = Coordinator(self.geometry, self.pool)
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.requests: dict[int, Request] = {}
+        self.metrics = Metrics()
+        mamba = [g.block_size for g in self.geometry.groups if g.kind is GroupKind.MAMBA]
+        self.mamba_block_size = lcm(*mamba) if mamba else None
+        self._next_id = 0
+
+    # -- requests -------------------------------------------------------------
+    def submit(self, prompt: tuple[int, ...], max_output_tokens: int) -> int:
+        request = Request(
+            self._next_id, tuple(prompt), max_output_tokens, self.geometry.hash_block_size
+        )
+        self._next_id += 1
+        self.requests[request.request_id] = request
+        self.waiting.append(request)
+        return request.request_id
+
+    def abort(self, request_id: int) -> None:
+        request = self.requests[request_id]
+        if request.status is RequestStatus.RUNNING:
+            self.running.remove(request)
+            self.coordinator.free(request)
+        elif request.status is RequestStatus.WAITING:
+            self.waiting.remove(request)
+        request.status = RequestStatus.ABORTED
+
+    @property
+    def idle(self) -> bool:
+        return not self.waiting and not self.running
+
+    # -- one step -------------------------------------------------------------
+    def _tokens_for(self, request: Request, budget: int) -> int:
+        start = request.num_computed_tokens
+        wanted = min(request.num_tokens - start, budget)
+        prefill_end = max(request.num_prompt_tokens, request.num_tokens - 1)
+        threshold = self.config.long_prefill_token_threshold
+        if start < prefill_end and threshold:
+            wanted = min(wanted, threshold)
+        if self.mamba_block_size is None:
+            return wanted
+        limit = min(
+            self.config.max_num_batched_tokens, threshold or self.config.max_num_batched_tokens
+        )
+        return mamba_block_aligned_split(
+            num_computed_tokens=start,
+            num_new_tokens=wanted,
+            num_prompt_tokens=request.num_prompt_tokens,
+            num_tokens=request.num_tokens,
+            block_size=self.mamba_block_size,
+            shared_prefix_boundary=request.shared_prefix_boundary,
+            use_eagle=self.geometry.use_eagle,
+            hash_block_size=self.geometry.hash_block_size,
+            partial_hits=self.geometry.partial_hits,
+            max_prefill_tokens=limit,
+        )
+
+    def _preempt(self, request: Request) -> None:
+        self.coordinator.free(request)
+        request.num_computed_tokens = 0
+        request.shared_prefix_boundary = 0
+        request.status = RequestStatus.WAITING
+        self.waiting.appendleft(request)
+        self.metrics.preemptions += 1
+
+    def step(self) -> list[tuple[int, int, int]]:
+        """Schedule and execute one step; returns ``(request_id, start, tokens)`` per chunk."""
+        budget = self.config.max_num_batched_tokens
+        scheduled: list[tuple[Request, int, int]] = []
+        preempted = False
+        index = 0
+        while index < len(self.running) and budget > 0:
+            request = self.running[index]
+            tokens = self._tokens_for(request, budget)
+            if tokens == 0:
+                index += 1
+                continue
+            try:
+                self.coordinator.allocate(request, request.num_computed_tokens + tokens)
+            except NoFreeBlocks:
+                victim = self.running.pop()
+                self._preempt(victim)
+                preempted = True
+                if victim is request:
+                    break
+                continue
+            scheduled.append((request, request.num_computed_tokens, tokens))
+            budget -= tokens
+            index += 1
+        while self.waiting and budget > 0 and not preempted:
+            request = self.waiting[0]
+            hits = self.coordinator.admit(request)
+            tokens = self._tokens_for(request, budget)
+            try:
+                self.coordinator.allocate(request, request.num_computed_tokens + tokens)
+            except NoFreeBlocks:
+                self.coordinator.free(request)
+                request.num_computed_tokens = 0
+                request.shared_prefix_boundary = 0
+                break
+            self.waiting.popleft()
+            request.status = RequestStatus.RUNNING
+            self.running.append(request)
+            self.metrics.admissions += 1
+            self.metrics.lookup_tokens += request.num_tokens
+            self.metrics.hit_tokens += hits.hit_length if hits else 0
+            if tokens:
+                scheduled.append((request, request.num_computed_tokens, tokens))
+                budget -= tokens
+        self._execute(scheduled)
+        return [(r.request_id, start, tokens) for r, start, tokens in scheduled]
+
+    def _execute(self, scheduled: list[tuple[Request, int, int]]) -> None:
+        metrics = self.metrics
+        metrics.steps += 1
+        for request, start, tokens in scheduled:
+            if start < max(request.num_prompt_tokens, request.num_tokens - 1):
+                metrics.chunks += 1
+                metrics.prefill_tokens_computed += tokens
+            request.num_computed_tokens = start + tokens
+            self.coordinator.after_step(request, start)
+            if request.num_computed_tokens == request.num_tokens:
+                position = request.num_tokens
+                request.append_output(
+                    hash((self.config.seed, request.request_id, position)) % self.config.vocab_size
+                )
+                if request.num_output_tokens >= request.max_output_tokens:
+                    self.running.remove(request)
+                    self.coordinator.free(request)
+                    request.status = RequestStatus.FINISHED
+                    metrics.finished += 1
+        retained = self.pool.cached_blocks_per_group()
+        metrics.retained_final = retained
+        for group_id, count in retained.items():
+            metrics.retained_peak[group_id] = max(metrics.retained_peak.get(group_id, 0), count)
+
+    def run(self, max_steps: int = 1_000_000) -> Metrics:
+        """Step until every request has finished (or ``max_steps``)."""
+        for _ in range(max_steps):
+            if self.idle:
+                break
+            self.step()
+        return self.metrics
+
+    # -- invariants -----------------------------------------------------------
+    def check(self) -> None:
+        """Every engine invariant, from scratch; raises with a state dump on failure."""
+        try:
+            running_ids = [r.request_id for r in self.running]
+            self.pool.check(self.coordinator.holders(running_ids))
+            for request in self.waiting:
+                assert request.status is RequestStatus.WAITING, request
+                for manager in self.coordinator.managers:
+                    assert not manager.held(request.request_id), f"waiting {request} holds blocks"
+            for request in self.running:
+                assert request.status is RequestStatus.RUNNING, request
+                assert 0 <= request.num_computed_tokens < request.num_tokens, request
+            if self.idle:
+                assert self.pool.num_free == self.pool.num_usable, (
+                    "blocks leaked after all finished"
+                )
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{self.dump()}") from None
+
+    def dump(self) -> str:
+        pool = self.pool
+        lines = [f"pool: {pool.num_free}/{pool.num_usable} free, {len(pool.cached)} cached"]
+        lines += [f"running: {r}" for r in self.running]
+        lines += [f"waiting: {r}" for r in self.waiting]
+        return "\n".join(lines)

@@ -1,0 +1,245 @@
+"""Per-group managers: which blocks a request holds in each KV-cache group.
+
+* Full attention holds a block for every ``B`` tokens and can reuse any
+  cached prefix.
+* Sliding window holds only the blocks its window still sees; blocks that
+  leave the window are released while the request runs (after the caching
+  decision, so a kept tail survives in the cache).
+* Mamba, in align mode, holds one recurrent state: a state exists only at the
+  end of a scheduled chunk, a chunk that ends on the block grid leaves a
+  state that may be cached, and the next chunk continues in a fresh block.
+
+Caching goes through ``core.reachable_block_mask`` with the request's
+``core.reachable_boundaries``; lookups go through ``core.group_finder``. The
+managers hold no decision arithmetic of their own.
+"""
+
+from __future__ import annotations
+
+from core import (
+    Finder,
+    GroupKind,
+    GroupSpec,
+    HybridGeometry,
+    cdiv,
+    group_finder,
+    reachable_block_mask,
+    reachable_boundaries,
+)
+
+from .block_pool import Block, BlockPool
+from .request import Request
+
+__all__ = ["GroupManager", "MambaStateMissing", "make_manager"]
+
+
+class MambaStateMissing(AssertionError):
+    """A hit would resume a Mamba group without the state saved exactly there."""
+
+
+class GroupManager:
+    """Blocks of one group, per request (index = block index in the request's chain)."""
+
+    def __init__(self, group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool):
+        self.group_id = group_id
+        self.spec = spec
+        self.block_size = spec.block_size
+        self.geometry = geometry
+        self.pool = pool
+        self.blocks: dict[int, list[Block]] = {}
+        self.num_cached: dict[int, int] = {}
+
+    # -- lookup ---------------------------------------------------------------
+    def finder(self, request: Request) -> Finder:
+        chain, pool, group_id, size = request.chain, self.pool, self.group_id, self.block_size
+
+        def is_cached(index: int) -> bool:
+            block_hash = chain.block_hash(index, size)
+            return block_hash is not None and pool.lookup(group_id, block_hash) is not None
+
+        return group_finder(self.spec, is_cached, alignment_tokens=self.geometry.alignment_tokens)
+
+    def cached_block(self, request: Request, index: int) -> Block:
+        block_hash = request.chain.block_hash(index, self.block_size)
+        block = None if block_hash is None else self.pool.lookup(self.group_id, block_hash)
+        if block is None:
+            raise AssertionError(f"group {self.group_id}: block {index} of {request} is not cached")
+        return block
+
+    def attach_hit(self, request: Request, hit_length: int) -> None:
+        """Take references to the cached blocks a hit of ``hit_length`` tokens reuses."""
+        full = hit_length // self.block_size
+        hit = [self.cached_block(request, i) for i in range(full)]
+        self.pool.touch(hit)
+        self.blocks[request.request_id] = hit
+        self.num_cached[request.request_id] = full
+
+    # -- slots ----------------------------------------------------------------
+    def blocks_needed(self, request: Request, num_tokens: int) -> int:
+        """New blocks needed so tokens ``[0, num_tokens)`` have slots."""
+        held = len(self.blocks.get(request.request_id, ()))
+        return max(cdiv(num_tokens, self.block_size) - held, 0)
+
+    def allocate(self, request: Request, num_tokens: int) -> None:
+        count = self.blocks_needed(request, num_tokens)
+        self.blocks.setdefault(request.request_id, []).extend(self.pool.allocate(count))
+        self.num_cached.setdefault(request.request_id, 0)
+
+    # -- after a step ---------------------------------------------------------
+    def after_step(self, request: Request, chunk_start: int) -> None:
+        self.cache_full_blocks(request)
+
+    def cache_full_blocks(self, request: Request) -> None:
+        """Offer the newly full blocks to the cache, through the mask."""
+        rid, size = request.request_id, self.block_size
+        blocks = self.blocks[rid]
+        first = self.num_cached[rid]
+        full = min(request.num_computed_tokens, request.chain.num_hashed_tokens) // size
+        full = min(full, len(blocks))
+        if full <= first:
+            return
+        mask = reachable_block_mask(
+            first,
+            full,
+            self.geometry.alignment_tokens,
+            self.spec,
+            self.geometry.use_eagle,
+            self.geometry.retention_interval,
+            reachable_boundaries(request.num_prompt_tokens, request.shared_prefix_boundary),
+        )
+        for index in range(first, full):
+            block = blocks[index]
+            if block is self.pool.null_block or (mask is not None and not mask[index - first]):
+                continue
+            self.cache_block(request, block, index)
+        self.num_cached[rid] = full
+
+    def cache_block(self, request: Request, block: Block, index: int) -> None:
+        size, chain = self.block_size, request.chain
+        block_hash = chain.block_hash(index, size)
+        assert block_hash is not None
+        tokens = request.tokens[index * size : (index + 1) * size]
+        self.pool.cache(
+            block, self.group_id, block_hash, chain.parent_of_block(index, size), tokens, chain.unit
+        )
+
+    def free(self, request: Request) -> None:
+        blocks = self.blocks.pop(request.request_id, [])
+        self.num_cached.pop(request.request_id, None)
+        self.pool.free(reversed(blocks))  # tail first: evicted first
+
+    def held(self, request_id: int) -> list[Block]:
+        return [b for b in self.blocks.get(request_id, ()) if b is not self.pool.null_block]
+
+
+class SlidingWindowManager(GroupManager):
+    def attach_hit(self, request: Request, hit_length: int) -> None:
+        full = hit_length // self.block_size
+        first = self._first_in_window(hit_length)
+        hit = [self.cached_block(request, i) for i in range(first, full)]
+        self.pool.touch(hit)
+        self.blocks[request.request_id] = [self.pool.null_block] * first + hit
+        self.num_cached[request.request_id] = full
+
+    def _first_in_window(self, position: int) -> int:
+        """The first block the next token's window (``[pos - W + 1, pos)``) still sees."""
+        assert self.spec.window is not None
+        return max(position - self.spec.window + 1, 0) // self.block_size
+
+    def after_step(self, request: Request, chunk_start: int) -> None:
+        self.cache_full_blocks(request)
+        blocks = self.blocks[request.request_id]
+        first = min(self._first_in_window(request.num_computed_tokens), len(blocks))
+        gone = [b for b in blocks[:first] if b is not self.pool.null_block]
+        blocks[:first] = [self.pool.null_block] * first
+        self.pool.free(reversed(gone))
+
+
+class MambaManager(GroupManager):
+    """Align mode: per request, the latest state and, during a step, the running one.
+
+    A chunk continues in the latest state's block when that block is private
+    and uncached (overwriting it loses nothing); otherwise it starts in a
+    fresh block, into which the latest state is copied, and the old block is
+    released after the step (staying in the cache if it was cached).
+    """
+
+    def __init__(self, group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool):
+        super().__init__(group_id, spec, geometry, pool)
+        self.latest: dict[int, Block] = {}
+        self.running: dict[int, Block] = {}
+
+    def attach_hit(self, request: Request, hit_length: int) -> None:
+        rid = request.request_id
+        self.num_cached[rid] = hit_length // self.block_size
+        if hit_length == 0:
+            return
+        state = self.cached_block(request, hit_length // self.block_size - 1)
+        if state.state_position != hit_length:
+            raise MambaStateMissing(
+                f"group {self.group_id}: {request} would resume at {hit_length} from a state "
+                f"saved at {state.state_position}"
+            )
+        self.pool.touch([state])
+        self.latest[rid] = state
+
+    def _continues_in_place(self, request_id: int) -> bool:
+        latest = self.latest.get(request_id)
+        return latest is not None and latest.key is None and latest.ref_count == 1
+
+    def blocks_needed(self, request: Request, num_tokens: int) -> int:
+        rid = request.request_id
+        return 0 if rid in self.running or self._continues_in_place(rid) else 1
+
+    def allocate(self, request: Request, num_tokens: int) -> None:
+        rid = request.request_id
+        self.num_cached.setdefault(rid, 0)
+        if rid in self.running:
+            return
+        if self._continues_in_place(rid):
+            self.running[rid] = self.latest.pop(rid)
+        else:
+            self.running[rid] = self.pool.allocate(1)[0]
+
+    def after_step(self, request: Request, chunk_start: int) -> None:
+        rid, size = request.request_id, self.block_size
+        end = request.num_computed_tokens
+        running = self.running.pop(rid)
+        previous = self.latest.pop(rid, None)
+        running.state_position = end
+        self.latest[rid] = running
+        if previous is not None:
+            self.pool.free([previous])  # its state was copied into the running block
+        first = self.num_cached[rid]
+        if end % size or end > request.chain.num_hashed_tokens or end // size <= first:
+            return
+        mask = reachable_block_mask(
+            first,
+            end // size,
+            self.geometry.alignment_tokens,
+            self.spec,
+            self.geometry.use_eagle,
+            self.geometry.retention_interval,
+            reachable_boundaries(request.num_prompt_tokens, request.shared_prefix_boundary),
+        )
+        if mask is None or mask[-1]:
+            self.cache_block(request, running, end // size - 1)
+        self.num_cached[rid] = end // size
+
+    def free(self, request: Request) -> None:
+        rid = request.request_id
+        self.num_cached.pop(rid, None)
+        self.pool.free([b for b in (self.running.pop(rid, None), self.latest.pop(rid, None)) if b])
+
+    def held(self, request_id: int) -> list[Block]:
+        return [b for b in (self.running.get(request_id), self.latest.get(request_id)) if b]
+
+
+def make_manager(
+    group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool
+) -> GroupManager:
+    if spec.kind is GroupKind.SLIDING_WINDOW:
+        return SlidingWindowManager(group_id, spec, geometry, pool)
+    if spec.kind is GroupKind.MAMBA:
+        return MambaManager(group_id, spec, geometry, pool)
+    return GroupManager(group_id, spec, geometry, pool)
