@@ -1,0 +1,121 @@
+"""Stateful stress test: submit, abort and step requests; check every invariant after each.
+
+Hypothesis drives an engine over random geometries (every group kind, EAGLE,
+retention None / 0 / > 0, partial hits), pool sizes that force eviction and
+preemption, and prompts that share prefixes. After every rule ``check()``
+verifies reference counts against holders, free + held = total, no block both
+free and held, every cached block's hash against its tokens, no leak once all
+requests finish; admission itself refuses a Mamba hit without its exact state.
+On failure Hypothesis prints the shrunk step sequence.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    invariant,
+    rule,
+)
+
+from core import GroupKind, GroupSpec, HybridGeometry, cdiv
+from reference.engine import Engine, EngineConfig
+from reference.request import RequestStatus
+
+MAX_PROMPT = 48
+MAX_OUTPUT = 6
+
+
+@st.composite
+def engine_configs(draw: st.DrawFn) -> EngineConfig:
+    block_sizes = st.sampled_from([2, 4, 8])
+    groups = [GroupSpec.full(draw(block_sizes))]
+    for kind in draw(st.lists(st.sampled_from(["sliding_window", "mamba"]), max_size=2)):
+        block = draw(block_sizes)
+        if kind == "sliding_window":
+            groups.append(GroupSpec.sliding_window(block, draw(st.integers(1, 20))))
+        else:
+            groups.append(GroupSpec.mamba(block))
+    hash_unit = draw(
+        st.sampled_from([h for h in (1, 2) if all(g.block_size % h == 0 for g in groups)])
+    )
+    probe = HybridGeometry(groups, hash_unit)
+    interval = draw(
+        st.sampled_from([None, 0, probe.scheduler_block_size, 2 * probe.scheduler_block_size])
+    )
+    geometry = HybridGeometry(
+        groups,
+        hash_unit,
+        partial_hits=draw(st.booleans()),
+        use_eagle=draw(st.booleans()),
+        retention_interval=interval,
+    )
+    # Enough blocks for the largest request alone, times a small factor: tight pools
+    # force eviction and preemption.
+    per_request = sum(
+        2 if g.kind is GroupKind.MAMBA else cdiv(MAX_PROMPT + MAX_OUTPUT, g.block_size)
+        for g in groups
+    )
+    return EngineConfig(
+        geometry,
+        num_blocks=per_request * draw(st.integers(1, 4)) + 1,
+        max_num_batched_tokens=draw(st.integers(8, 64)),
+        long_prefill_token_threshold=draw(st.sampled_from([0, 8, 24])),
+        seed=draw(st.integers(0, 3)),
+    )
+
+
+class EngineMachine(RuleBasedStateMachine):
+    requests = Bundle("requests")
+
+    @initialize(
+        config=engine_configs(),
+        prefix=st.lists(st.integers(0, 9), min_size=MAX_PROMPT, max_size=MAX_PROMPT),
+    )
+    def start(self, config: EngineConfig, prefix: list[int]) -> None:
+        self.engine = Engine(config)
+        self.prefix = tuple(prefix)
+
+    @rule(
+        target=requests,
+        shared=st.integers(0, MAX_PROMPT),
+        suffix=st.lists(st.integers(0, 9), max_size=24),
+        max_output=st.integers(1, MAX_OUTPUT),
+    )
+    def submit(self, shared: int, suffix: list[int], max_output: int) -> int:
+        prompt = (self.prefix[:shared] + tuple(suffix))[:MAX_PROMPT] or (1,)
+        return self.engine.submit(prompt, max_output)
+
+    @rule(request_id=consumes(requests))
+    def abort(self, request_id: int) -> None:
+        if self.engine.requests[request_id].status in (
+            RequestStatus.WAITING,
+            RequestStatus.RUNNING,
+        ):
+            self.engine.abort(request_id)
+
+    @rule(steps=st.integers(1, 8))
+    def step(self, steps: int) -> None:
+        for _ in range(steps):
+            self.engine.step()
+            self.engine.check()
+
+    @rule()
+    def drain(self) -> None:
+        for _ in range(10_000):
+            if self.engine.idle:
+                break
+            self.engine.step()
+            self.engine.check()
+        assert self.engine.idle, f"no progress:\n{self.engine.dump()}"
+
+    @invariant()
+    def invariants_hold(self) -> None:
+        if hasattr(self, "engine"):
+            self.engine.check()
+
+
+TestEngineMachine = EngineMachine.TestCase
