@@ -19,7 +19,7 @@ from collections import deque
 
 import attrs
 
-from core import GroupKind, HybridGeometry, lcm, mamba_block_aligned_split
+from core import GroupKind, HybridGeometry, mamba_block_aligned_split
 
 from .block_pool import BlockPool, NoFreeBlocks
 from .coordinator import Coordinator
@@ -43,8 +43,8 @@ class EngineConfig:
     """Everything that shapes a run besides the submitted requests.
 
     ``long_prefill_token_threshold`` caps one request's prefill chunk per step
-    (0: no cap). Mamba groups run in align mode; their chunk grid is the lcm
-    of the Mamba block sizes.
+    (0: no cap). Mamba groups run in align mode, chunking on the scheduler
+    block ``L``.
     """
 
     geometry: HybridGeometry
@@ -85,8 +85,10 @@ class Engine:
         self.running: list[Request] = []
         self.requests: dict[int, Request] = {}
         self.metrics = Metrics()
-        mamba = [g.block_size for g in self.geometry.groups if g.kind is GroupKind.MAMBA]
-        self.mamba_block_size = lcm(*mamba) if mamba else None
+        # Align mode chunks on the scheduler block L: a chunk end there is a
+        # Mamba block end that is also a hit-aligned position (A divides L).
+        has_mamba = any(g.kind is GroupKind.MAMBA for g in self.geometry.groups)
+        self.chunk_grid = self.geometry.scheduler_block_size if has_mamba else None
         self._next_id = 0
 
     # -- requests -------------------------------------------------------------
@@ -120,7 +122,7 @@ class Engine:
         threshold = self.config.long_prefill_token_threshold
         if start < prefill_end and threshold:
             wanted = min(wanted, threshold)
-        if self.mamba_block_size is None:
+        if self.chunk_grid is None:
             return wanted
         limit = min(
             self.config.max_num_batched_tokens, threshold or self.config.max_num_batched_tokens
@@ -130,7 +132,7 @@ class Engine:
             num_new_tokens=wanted,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
-            block_size=self.mamba_block_size,
+            block_size=self.chunk_grid,
             shared_prefix_boundary=request.shared_prefix_boundary,
             use_eagle=self.geometry.use_eagle,
             hash_block_size=self.geometry.hash_block_size,
