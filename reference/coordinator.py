@@ -38,7 +38,7 @@ class Coordinator:
         hit = hits.hit_length if hits else 0
         for manager in self.managers:
             manager.attach_hit(request, hit)
-        request.num_computed_tokens = hit
+        request.num_computed_tokens = request.hit_length = hit
         request.shared_prefix_boundary = hits.shared_prefix_boundary if hits else 0
         return hits
 

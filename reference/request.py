@@ -37,6 +37,7 @@ class Request:
         self.tokens: list[int] = list(prompt)
         self.num_computed_tokens = 0
         self.shared_prefix_boundary = 0
+        self.hit_length = 0  # tokens reused at the last admission
         self.status = RequestStatus.WAITING
         self.chain = HashChain(hash_unit)
         self.chain.extend(self.tokens)
