@@ -6,6 +6,14 @@ looks up at most ``N - 1`` tokens, so its hit floors ``P - 1``) and the
 junction ``J`` when one was detected. The mask floors each to the hit
 alignment itself. Keeping this in one function is the point of SPEC section
 6: the split, the mask and the finder must all talk about the same positions.
+
+Under EAGLE a lookup must match ``d`` tokens past its hit (the largest drop of
+any group, :attr:`HybridGeometry.eagle_drop_tokens`), so a resend, or a
+sibling that diverges right after the junction, lands up to one alignment
+unit lower: each boundary ``x`` then also promises ``x - d``. (vLLM 0.33
+keeps only shifted replay positions and the junction shifted by the group's
+block; keeping both the position and its shift is what makes the resend land
+on a kept tail whichever side of the grid point ``P - 1 - d`` falls.)
 """
 
 from __future__ import annotations
@@ -24,13 +32,19 @@ def replay_boundary(num_prompt_tokens: int) -> int:
 
 
 def reachable_boundaries(
-    num_prompt_tokens: int, shared_prefix_boundary: int = 0
+    num_prompt_tokens: int, shared_prefix_boundary: int = 0, eagle_drop_tokens: int = 0
 ) -> tuple[int, ...]:
-    """``(P - 1,)``, plus ``J`` when the request carries a junction (``J != 0``).
+    """``P - 1`` and, when the request carries one (``J != 0``), ``J``; each also
+    shifted down by ``eagle_drop_tokens`` when that is positive (and the shift
+    stays >= 0). Sorted, without repeats.
 
-    Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1`` or ``J < 0``.
+    Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1``, ``J < 0``
+    or ``eagle_drop_tokens < 0``.
     """
     replay = replay_boundary(num_prompt_tokens)
-    if require_int("shared_prefix_boundary", shared_prefix_boundary, 0):
-        return (replay, shared_prefix_boundary)
-    return (replay,)
+    junction = require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
+    drop = require_int("eagle_drop_tokens", eagle_drop_tokens, 0)
+    positions = {replay, junction} if junction else {replay}
+    if drop:
+        positions |= {x - drop for x in positions if x >= drop}
+    return tuple(sorted(positions))

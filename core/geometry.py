@@ -185,3 +185,10 @@ class HybridGeometry:
     def alignment_tokens(self) -> int:
         """``A``: hits land on multiples of it (``H`` with partial hits, else ``L``)."""
         return self.hash_block_size if self.partial_hits else self.scheduler_block_size
+
+    @property
+    def eagle_drop_tokens(self) -> int:
+        """``d``: the most tokens any group's EAGLE lookup matches past a hit (0 without EAGLE)."""
+        if not self.use_eagle:
+            return 0
+        return max(group.eagle_drop_tokens(self.alignment_tokens) for group in self.groups)

@@ -105,7 +105,7 @@ class GroupManager:
             self.spec,
             self.geometry.use_eagle,
             self.geometry.retention_interval,
-            reachable_boundaries(request.num_prompt_tokens, request.shared_prefix_boundary),
+            self.boundaries(request),
         )
         for index in range(first, full):
             block = blocks[index]
@@ -113,6 +113,13 @@ class GroupManager:
                 continue
             self.cache_block(request, block, index)
         self.num_cached[rid] = full
+
+    def boundaries(self, request: Request) -> tuple[int, ...]:
+        return reachable_boundaries(
+            request.num_prompt_tokens,
+            request.shared_prefix_boundary,
+            self.geometry.eagle_drop_tokens,
+        )
 
     def cache_block(self, request: Request, block: Block, index: int) -> None:
         size, chain = self.block_size, request.chain
@@ -220,7 +227,7 @@ class MambaManager(GroupManager):
             self.spec,
             self.geometry.use_eagle,
             self.geometry.retention_interval,
-            reachable_boundaries(request.num_prompt_tokens, request.shared_prefix_boundary),
+            self.boundaries(request),
         )
         if mask is None or mask[-1]:
             self.cache_block(request, running, end // size - 1)
