@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BOUND ?= 4
 
-.PHONY: setup verify verify-gpu lint typecheck test fuzz bench bench-kernels exhaustive sweep clean
+.PHONY: setup verify verify-gpu lint typecheck test fuzz bench bench-kernels bench-engine exhaustive sweep clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ bench: $(STAMP)
 
 bench-kernels: $(STAMP)
 	$(PY) -m benchmarks.bench_kernels
+
+bench-engine: $(STAMP)
+	$(PY) -m benchmarks.bench_engine
 
 sweep: $(STAMP)
 	$(PY) -m kernels.sweep

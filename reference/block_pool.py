@@ -60,6 +60,7 @@ class BlockPool:
         )
         self.free_hashed: OrderedDict[int, Block] = OrderedDict()
         self.cached: dict[tuple[int, int], Block] = {}
+        self.cached_per_group: dict[int, int] = {}
         self.evictions = 0
         self.operations = 0  # allocations, frees, touches, cachings, lookups
 
@@ -90,6 +91,7 @@ class BlockPool:
     def _evict(self, block: Block) -> None:
         assert block.key is not None
         del self.cached[block.key]
+        self.cached_per_group[block.key[0]] -= 1
         block.key = None
         block.state_position = None
         self.evictions += 1
@@ -136,16 +138,15 @@ class BlockPool:
         block.key = key
         block.parent, block.tokens, block.unit = parent, tuple(tokens), unit
         self.cached[key] = block
+        self.cached_per_group[group_id] = self.cached_per_group.get(group_id, 0) + 1
 
     def lookup(self, group_id: int, block_hash: int) -> Block | None:
         self.operations += 1
         return self.cached.get((group_id, block_hash))
 
     def cached_blocks_per_group(self) -> dict[int, int]:
-        counts: dict[int, int] = {}
-        for group_id, _ in self.cached:
-            counts[group_id] = counts.get(group_id, 0) + 1
-        return counts
+        """Cached blocks per group id (kept up to date on every caching and eviction)."""
+        return dict(self.cached_per_group)
 
     def check(self, holders: Mapping[int, int]) -> None:
         """Every pool invariant; ``holders[block_id]`` is how many (request, group) hold it."""
@@ -175,9 +176,13 @@ class BlockPool:
                     problems.append(f"{block}: hash does not match its tokens")
         if held + self.num_free != self.num_usable:
             problems.append(f"held {held} + free {self.num_free} != {self.num_usable} blocks")
+        per_group: dict[int, int] = {}
         for key, block in self.cached.items():
             if block.key != key:
                 problems.append(f"cache map {key} -> {block} disagrees")
+            per_group[key[0]] = per_group.get(key[0], 0) + 1
+        if {g: n for g, n in self.cached_per_group.items() if n} != per_group:
+            problems.append(f"cached counts {self.cached_per_group} != {per_group}")
         if problems:
             raise AssertionError("block pool invariants broken:\n  " + "\n  ".join(problems))
 
