@@ -187,6 +187,17 @@ class HybridGeometry:
         return self.hash_block_size if self.partial_hits else self.scheduler_block_size
 
     @property
+    def hit_grid_tokens(self) -> int:
+        """The grid every reconciled hit lands on: lcm of ``A`` and each sparse group's block.
+
+        A sliding-window or Mamba group serves only lengths on its own block
+        grid, so a hit every group serves is a multiple of all of them. Equals
+        ``A`` without partial hits (``A = L`` is a multiple of every block).
+        """
+        sparse = (g.block_size for g in self.groups if g.kind is not GroupKind.FULL)
+        return lcm(self.alignment_tokens, *sparse)
+
+    @property
     def eagle_drop_tokens(self) -> int:
         """``d``: the most tokens any group's EAGLE lookup matches past a hit (0 without EAGLE)."""
         if not self.use_eagle:

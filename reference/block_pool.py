@@ -61,6 +61,8 @@ class BlockPool:
         self.free_hashed: OrderedDict[int, Block] = OrderedDict()
         self.cached: dict[tuple[int, int], Block] = {}
         self.cached_per_group: dict[int, int] = {}
+        # Hash units strictly inside cached blocks, for sub-block (partial) lookups.
+        self.inner: dict[tuple[int, int], Block] = {}
         self.evictions = 0
         self.operations = 0  # allocations, frees, touches, cachings, lookups
 
@@ -92,6 +94,10 @@ class BlockPool:
         assert block.key is not None
         del self.cached[block.key]
         self.cached_per_group[block.key[0]] -= 1
+        group_id = block.key[0]
+        for inner_hash in _unit_hashes(block.parent, block.tokens, block.unit)[:-1]:
+            if self.inner.get((group_id, inner_hash)) is block:
+                del self.inner[(group_id, inner_hash)]
         block.key = None
         block.state_position = None
         self.evictions += 1
@@ -125,11 +131,14 @@ class BlockPool:
         parent: int,
         tokens: Sequence[int],
         unit: int,
+        index_inner_units: bool = False,
     ) -> None:
         """Make ``block`` findable under ``(group_id, block_hash)``.
 
         If another block already holds that prefix, the first one stays the
-        cached copy and this one stays unhashed (it is recycled first).
+        cached copy and this one stays unhashed (it is recycled first). With
+        ``index_inner_units`` the prefixes ending at its inner hash units are
+        findable too (:meth:`lookup_unit`), the first block to offer one wins.
         """
         self.operations += 1
         key = (group_id, block_hash)
@@ -139,10 +148,19 @@ class BlockPool:
         block.parent, block.tokens, block.unit = parent, tuple(tokens), unit
         self.cached[key] = block
         self.cached_per_group[group_id] = self.cached_per_group.get(group_id, 0) + 1
+        if index_inner_units:
+            for inner_hash in _unit_hashes(parent, block.tokens, unit)[:-1]:
+                self.inner.setdefault((group_id, inner_hash), block)
 
     def lookup(self, group_id: int, block_hash: int) -> Block | None:
         self.operations += 1
         return self.cached.get((group_id, block_hash))
+
+    def lookup_unit(self, group_id: int, unit_hash: int) -> Block | None:
+        """The cached block holding the prefix that ends at this hash unit, if any."""
+        self.operations += 1
+        key = (group_id, unit_hash)
+        return self.cached.get(key) or self.inner.get(key)
 
     def cached_blocks_per_group(self) -> dict[int, int]:
         """Cached blocks per group id (kept up to date on every caching and eviction)."""
@@ -172,7 +190,7 @@ class BlockPool:
             if block.key is not None:
                 if self.cached.get(block.key) is not block:
                     problems.append(f"{block}: hashed but not the cached copy of its key")
-                if _chain(block.parent, block.tokens, block.unit) != block.key[1]:
+                if _unit_hashes(block.parent, block.tokens, block.unit)[-1:] != [block.key[1]]:
                     problems.append(f"{block}: hash does not match its tokens")
         if held + self.num_free != self.num_usable:
             problems.append(f"held {held} + free {self.num_free} != {self.num_usable} blocks")
@@ -183,12 +201,18 @@ class BlockPool:
             per_group[key[0]] = per_group.get(key[0], 0) + 1
         if {g: n for g, n in self.cached_per_group.items() if n} != per_group:
             problems.append(f"cached counts {self.cached_per_group} != {per_group}")
+        for (group_id, inner_hash), block in self.inner.items():
+            inside = _unit_hashes(block.parent, block.tokens, block.unit)[:-1]
+            if block.key is None or block.key[0] != group_id or inner_hash not in inside:
+                problems.append(f"inner unit {inner_hash} -> {block} is not inside that block")
         if problems:
             raise AssertionError("block pool invariants broken:\n  " + "\n  ".join(problems))
 
 
-def _chain(parent: int, tokens: Sequence[int], unit: int) -> int:
-    """Recompute a block's hash from its parent and tokens, unit by unit."""
+def _unit_hashes(parent: int, tokens: Sequence[int], unit: int) -> list[int]:
+    """Recompute the chain through a block's tokens, one hash per unit."""
+    hashes = []
     for start in range(0, len(tokens), unit):
         parent = unit_hash(parent, tokens[start : start + unit])
-    return parent
+        hashes.append(parent)
+    return hashes

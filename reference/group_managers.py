@@ -10,8 +10,11 @@
   state that may be cached, and the next chunk continues in a fresh block.
 
 Caching goes through ``core.reachable_block_mask`` with the request's
-``core.reachable_boundaries``; lookups go through ``core.group_finder``. The
-managers hold no decision arithmetic of their own.
+``core.reachable_boundaries``, on the grid where reconciled hits land
+(:attr:`HybridGeometry.hit_grid_tokens`: with partial hits a hit every group
+serves is also on each sparse group's block grid, so that is where tails are
+kept); lookups go through ``core.group_finder``. The managers hold no
+decision arithmetic of their own.
 """
 
 from __future__ import annotations
@@ -52,12 +55,28 @@ class GroupManager:
     # -- lookup ---------------------------------------------------------------
     def finder(self, request: Request) -> Finder:
         chain, pool, group_id, size = request.chain, self.pool, self.group_id, self.block_size
+        alignment = self.geometry.alignment_tokens
+        if self.sub_block_hits:
+            # Full attention with partial hits matches hash units, inside blocks too.
+            unit = chain.unit
+
+            def unit_is_cached(index: int) -> bool:
+                return index < len(chain.hashes) and (
+                    pool.lookup_unit(group_id, chain.hashes[index]) is not None
+                )
+
+            return group_finder(GroupSpec.full(unit), unit_is_cached, alignment_tokens=alignment)
 
         def is_cached(index: int) -> bool:
             block_hash = chain.block_hash(index, size)
             return block_hash is not None and pool.lookup(group_id, block_hash) is not None
 
-        return group_finder(self.spec, is_cached, alignment_tokens=self.geometry.alignment_tokens)
+        return group_finder(self.spec, is_cached, alignment_tokens=alignment)
+
+    @property
+    def sub_block_hits(self) -> bool:
+        """Whether hits may end inside this group's blocks (full attention, partial hits)."""
+        return self.spec.kind is GroupKind.FULL and self.geometry.alignment_tokens < self.block_size
 
     def cached_block(self, request: Request, index: int) -> Block:
         block_hash = request.chain.block_hash(index, self.block_size)
@@ -101,7 +120,7 @@ class GroupManager:
         mask = reachable_block_mask(
             first,
             full,
-            self.geometry.alignment_tokens,
+            self.geometry.hit_grid_tokens,
             self.spec,
             self.geometry.use_eagle,
             self.geometry.retention_interval,
@@ -127,7 +146,13 @@ class GroupManager:
         assert block_hash is not None
         tokens = request.tokens[index * size : (index + 1) * size]
         self.pool.cache(
-            block, self.group_id, block_hash, chain.parent_of_block(index, size), tokens, chain.unit
+            block,
+            self.group_id,
+            block_hash,
+            chain.parent_of_block(index, size),
+            tokens,
+            chain.unit,
+            index_inner_units=self.sub_block_hits,
         )
 
     def free(self, request: Request) -> None:
@@ -223,7 +248,7 @@ class MambaManager(GroupManager):
         mask = reachable_block_mask(
             first,
             end // size,
-            self.geometry.alignment_tokens,
+            self.geometry.hit_grid_tokens,
             self.spec,
             self.geometry.use_eagle,
             self.geometry.retention_interval,

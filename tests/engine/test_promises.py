@@ -10,11 +10,10 @@ Scope, stated where the literal promise cannot hold for any policy:
   blocks past the hit, which can lie beyond what full attention's smaller
   drop unit needs; there the promise asserted is that sparse retention loses
   nothing: the hit equals the hit of the same history under dense retention.
+  The same holds with partial hits: full attention then lands on hash units
+  inside a block, where a Mamba group (whose finder serves block ends only)
+  has no state.
 * Segments (promise 3) is asserted without EAGLE, for the same reason.
-* Partial (sub-block) hits are not drawn yet: the engine's full-attention
-  lookup matches whole blocks only, so a prompt's partial tail is never
-  found (vLLM matches hash units inside a block); until it does, promises
-  with partial hits would test the engine's limitation, not the policy.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import GroupKind, GroupSpec, HybridGeometry, floor_to
+from core import GroupKind, GroupSpec, HybridGeometry, floor_to, last_cacheable_position
 from reference.engine import Engine, EngineConfig
 from reference.oracle import OracleGroup, oracle_reconcile
 from reference.request import Request
@@ -47,13 +46,14 @@ def geometries(draw: st.DrawFn, retention: bool = True) -> HybridGeometry:
     return HybridGeometry(
         groups,
         2,
+        partial_hits=draw(st.booleans()),
         use_eagle=draw(st.booleans()),
         retention_interval=draw(st.sampled_from([None, 0, unit, 2 * unit])),
     )
 
 
 def literal(geometry: HybridGeometry) -> bool:
-    return not geometry.use_eagle
+    return not geometry.use_eagle and not geometry.partial_hits
 
 
 class History:
@@ -81,6 +81,15 @@ class History:
         groups = []
         for manager in self.engine.coordinator.managers:
             spec, size = manager.spec, manager.block_size
+            if manager.sub_block_hits:  # full attention matching hash units
+                hashes = probe.chain.hashes
+                units = frozenset(
+                    j
+                    for j in range(len(hashes))
+                    if self.engine.pool.lookup_unit(manager.group_id, hashes[j])
+                )
+                groups.append(OracleGroup("full", probe.chain.unit, None, units))
+                continue
             cached = frozenset(
                 i
                 for i in range(probe.chain.num_hashed_tokens // size)
@@ -176,8 +185,12 @@ def test_promise_5_split_soundness(
         request = engine.requests[request_id]
         prompt = request.num_prompt_tokens
         if has_mamba and start + n < prompt:
-            # Not the final prompt chunk: a grid point, or a forced sub-block advance.
-            assert (start + n) % grid == 0 or grid > budget, (request_id, start, n)
+            # Not the final prompt chunk: a grid point, a forced sub-block advance,
+            # or (with partial hits) the prompt's partial tail.
+            tail = last_cacheable_position(prompt, geometry.hash_block_size, geometry.use_eagle)
+            allowed = (start + n) % grid == 0 or grid > budget
+            allowed |= geometry.partial_hits and start + n == tail
+            assert allowed, (request_id, start, n)
     if has_mamba:
         for request in engine.requests.values():
             ends = {s + n for rid, s, n in history.chunks if rid == request.request_id}

@@ -25,6 +25,16 @@ def test_geometry_derives_scheduler_block_and_alignment() -> None:
     assert HybridGeometry(groups, 16).scheduler_block_size == 64
     assert HybridGeometry(groups, 16).alignment_tokens == 64
     assert HybridGeometry(groups, 16, partial_hits=True).alignment_tokens == 16
+    # Reconciled hits also sit on every sparse group's block grid.
+    assert HybridGeometry(groups, 16, partial_hits=True).hit_grid_tokens == 64
+    assert HybridGeometry(groups[:2], 16, partial_hits=True).hit_grid_tokens == 32
+    assert HybridGeometry(groups, 16, use_eagle=True).eagle_drop_tokens == 32
+
+
+def test_eagle_boundaries_also_promise_where_a_lookup_lands() -> None:
+    assert reachable_boundaries(200, 128) == (128, 199)
+    assert reachable_boundaries(200, 128, eagle_drop_tokens=16) == (112, 128, 183, 199)
+    assert reachable_boundaries(10, 0, eagle_drop_tokens=16) == (9,)
 
 
 def test_block_aligned_prompt_keeps_its_state_where_a_resend_looks_up() -> None:

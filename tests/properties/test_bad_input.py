@@ -252,6 +252,7 @@ def test_shared_prefix_boundary_rejects_hit_longer_than_longest(longest: int, ex
 def test_reachable_boundaries_reject_bad_positions(prompt: object, junction: int) -> None:
     assert_rejects(lambda: reachable_boundaries(prompt), "num_prompt_tokens", prompt)  # type: ignore[arg-type]
     assert_rejects(lambda: reachable_boundaries(5, junction), "shared_prefix_boundary", junction)
+    assert_rejects(lambda: reachable_boundaries(5, 0, junction), "eagle_drop_tokens", junction)
 
 
 @given(st.integers(1, 10**4), st.integers(1, 64), st.data())
