@@ -31,10 +31,11 @@ verify: lint typecheck test
 verify-gpu:
 	HYPOTHESIS_PROFILE=ci $(PYTHON) -m pytest -rs -m cuda tests/kernels
 
-# Many more examples and a larger exhaustive bound (BOUND=5 takes several minutes).
+# Many more examples (the engine state machine runs far longer) and a larger
+# exhaustive bound; about an hour at the defaults.
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz JUNCTION_EXHAUSTIVE_BOUND=$(BOUND) $(PY) -m pytest -s \
-		--hypothesis-show-statistics tests/properties
+		--hypothesis-show-statistics tests/properties tests/engine
 
 exhaustive: $(STAMP)
 	$(PY) -m reference exhaustive

@@ -165,6 +165,12 @@ class GroupManager:
 
 
 class SlidingWindowManager(GroupManager):
+    """``released[rid]``: the leading blocks already given back (null in ``blocks``)."""
+
+    def __init__(self, group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool):
+        super().__init__(group_id, spec, geometry, pool)
+        self.released: dict[int, int] = {}
+
     def attach_hit(self, request: Request, hit_length: int) -> None:
         full = hit_length // self.block_size
         first = self._first_in_window(hit_length)
@@ -172,6 +178,7 @@ class SlidingWindowManager(GroupManager):
         self.pool.touch(hit)
         self.blocks[request.request_id] = [self.pool.null_block] * first + hit
         self.num_cached[request.request_id] = full
+        self.released[request.request_id] = first
 
     def _first_in_window(self, position: int) -> int:
         """The first block the next token's window (``[pos - W + 1, pos)``) still sees."""
@@ -180,11 +187,19 @@ class SlidingWindowManager(GroupManager):
 
     def after_step(self, request: Request, chunk_start: int) -> None:
         self.cache_full_blocks(request)
-        blocks = self.blocks[request.request_id]
+        rid = request.request_id
+        blocks = self.blocks[rid]
+        done = self.released.get(rid, 0)
         first = min(self._first_in_window(request.num_computed_tokens), len(blocks))
-        gone = [b for b in blocks[:first] if b is not self.pool.null_block]
-        blocks[:first] = [self.pool.null_block] * first
-        self.pool.free(reversed(gone))
+        if first > done:
+            gone = [b for b in blocks[done:first] if b is not self.pool.null_block]
+            blocks[done:first] = [self.pool.null_block] * (first - done)
+            self.released[rid] = first
+            self.pool.free(reversed(gone))
+
+    def free(self, request: Request) -> None:
+        self.released.pop(request.request_id, None)
+        super().free(request)
 
 
 class MambaManager(GroupManager):
