@@ -63,7 +63,7 @@ def main() -> None:
     print(
         f"{len(arrivals):,} requests, R={args.retention}: {operations:,} block operations in "
         f"{elapsed:.1f} s = {operations / elapsed:,.0f} ops/s; {metrics.steps:,} steps, "
-        f"hit rate {metrics.token_hit_rate:.3f}, evictions {engine.pool.evictions:,}, "
+        f"hit rate {metrics.token_hit_rate:.3f}, evictions {metrics.evictions:,}, "
         f"preemptions {metrics.preemptions}"
     )
     if profiler:

@@ -66,6 +66,7 @@ class Metrics:
     hit_tokens: int = 0
     admissions: int = 0
     preemptions: int = 0
+    evictions: int = 0
     finished: int = 0
     retained_peak: dict[int, int] = attrs.field(factory=dict)
     retained_final: dict[int, int] = attrs.field(factory=dict)
@@ -214,6 +215,7 @@ class Engine:
                     self.coordinator.free(request)
                     request.status = RequestStatus.FINISHED
                     metrics.finished += 1
+        metrics.evictions = self.pool.evictions
         retained = self.pool.cached_blocks_per_group()
         metrics.retained_final = retained
         for group_id, count in retained.items():
