@@ -53,9 +53,9 @@ class Coordinator:
         for manager in self.managers:
             manager.allocate(request, num_tokens)
 
-    def after_step(self, request: Request, chunk_start: int) -> None:
+    def after_step(self, request: Request) -> None:
         for manager in self.managers:
-            manager.after_step(request, chunk_start)
+            manager.after_step(request)
 
     def free(self, request: Request) -> None:
         for manager in self.managers:

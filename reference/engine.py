@@ -204,7 +204,7 @@ class Engine:
                 metrics.chunks += 1
                 metrics.prefill_tokens_computed += tokens
             request.num_computed_tokens = start + tokens
-            self.coordinator.after_step(request, start)
+            self.coordinator.after_step(request)
             if request.num_computed_tokens == request.num_tokens:
                 position = request.num_tokens
                 request.append_output(

@@ -105,7 +105,7 @@ class GroupManager:
         self.num_cached.setdefault(request.request_id, 0)
 
     # -- after a step ---------------------------------------------------------
-    def after_step(self, request: Request, chunk_start: int) -> None:
+    def after_step(self, request: Request) -> None:
         self.cache_full_blocks(request)
 
     def cache_full_blocks(self, request: Request) -> None:
@@ -185,7 +185,7 @@ class SlidingWindowManager(GroupManager):
         assert self.spec.window is not None
         return max(position - self.spec.window + 1, 0) // self.block_size
 
-    def after_step(self, request: Request, chunk_start: int) -> None:
+    def after_step(self, request: Request) -> None:
         self.cache_full_blocks(request)
         rid = request.request_id
         blocks = self.blocks[rid]
@@ -248,7 +248,7 @@ class MambaManager(GroupManager):
         else:
             self.running[rid] = self.pool.allocate(1)[0]
 
-    def after_step(self, request: Request, chunk_start: int) -> None:
+    def after_step(self, request: Request) -> None:
         rid, size = request.request_id, self.block_size
         end = request.num_computed_tokens
         running = self.running.pop(rid)
