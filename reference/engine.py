@@ -23,6 +23,7 @@ from core import GroupKind, HybridGeometry, mamba_block_aligned_split
 
 from .block_pool import BlockPool, NoFreeBlocks
 from .coordinator import Coordinator
+from .group_managers import MambaManager
 from .request import Request, RequestStatus
 
 __all__ = ["Engine", "EngineConfig", "Metrics"]
@@ -242,6 +243,13 @@ class Engine:
             for request in self.running:
                 assert request.status is RequestStatus.RUNNING, request
                 assert 0 <= request.num_computed_tokens < request.num_tokens, request
+                for manager in self.coordinator.managers:
+                    if not isinstance(manager, MambaManager):
+                        continue
+                    # A Mamba group resumes from the state after exactly the computed tokens.
+                    state = manager.state(request.request_id)
+                    at = request.num_computed_tokens
+                    assert state == (at or None), f"{request}: Mamba state at {state}, not {at}"
             if self.idle:
                 assert self.pool.num_free == self.pool.num_usable, (
                     "blocks leaked after all finished"

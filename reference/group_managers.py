@@ -281,6 +281,10 @@ class MambaManager(GroupManager):
     def held(self, request_id: int) -> list[Block]:
         return [b for b in (self.running.get(request_id), self.latest.get(request_id)) if b]
 
+    def state(self, request_id: int) -> int | None:
+        latest = self.latest.get(request_id)
+        return None if latest is None else latest.state_position
+
 
 def make_manager(
     group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool
