@@ -32,19 +32,29 @@ def replay_boundary(num_prompt_tokens: int) -> int:
 
 
 def reachable_boundaries(
-    num_prompt_tokens: int, shared_prefix_boundary: int = 0, eagle_drop_tokens: int = 0
+    num_prompt_tokens: int,
+    shared_prefix_boundary: int = 0,
+    eagle_drop_tokens: int = 0,
+    replay_grid: int = 0,
 ) -> tuple[int, ...]:
-    """``P - 1`` and, when the request carries one (``J != 0``), ``J``; each also
-    shifted down by ``eagle_drop_tokens`` when that is positive (and the shift
-    stays >= 0). Sorted, without repeats.
+    """``P - 1`` and, when the request carries one (``J != 0``), ``J``.
 
-    Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1``, ``J < 0``
-    or ``eagle_drop_tokens < 0``.
+    With ``replay_grid > 0`` (partial hits: the scheduler block ``L``) also
+    ``P - 1`` floored to it: full attention caches whole blocks only, so a
+    resend may reach no further than the last whole block of the prompt.
+    Each position is also shifted down by ``eagle_drop_tokens`` when that is
+    positive (and the shift stays >= 0). Sorted, without repeats.
+
+    Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1``, ``J < 0``,
+    ``eagle_drop_tokens < 0`` or ``replay_grid < 0``.
     """
     replay = replay_boundary(num_prompt_tokens)
     junction = require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
     drop = require_int("eagle_drop_tokens", eagle_drop_tokens, 0)
+    grid = require_int("replay_grid", replay_grid, 0)
     positions = {replay, junction} if junction else {replay}
+    if grid:
+        positions.add(replay // grid * grid)
     if drop:
         positions |= {x - drop for x in positions if x >= drop}
     return tuple(sorted(positions))

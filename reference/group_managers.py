@@ -134,10 +134,12 @@ class GroupManager:
         self.num_cached[rid] = full
 
     def boundaries(self, request: Request) -> tuple[int, ...]:
+        geometry = self.geometry
         return reachable_boundaries(
             request.num_prompt_tokens,
             request.shared_prefix_boundary,
-            self.geometry.eagle_drop_tokens,
+            geometry.eagle_drop_tokens,
+            geometry.scheduler_block_size if geometry.partial_hits else 0,
         )
 
     def cache_block(self, request: Request, block: Block, index: int) -> None:

@@ -19,7 +19,7 @@ Scope, stated where the literal promise cannot hold for any policy:
 from __future__ import annotations
 
 import attrs
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from core import GroupKind, GroupSpec, HybridGeometry, floor_to, last_cacheable_position
@@ -116,6 +116,13 @@ budgets = st.integers(4, 48)
 
 
 @given(geometries(), tokens, budgets)
+@example(  # found by `make fuzz`: full attention caches whole blocks only
+    HybridGeometry(
+        [GroupSpec.full(8), GroupSpec.mamba(2)], 2, partial_hits=True, retention_interval=0
+    ),
+    (0,) * 11,
+    4,
+)
 def test_promise_1_replay(geometry: HybridGeometry, prompt: tuple[int, ...], budget: int) -> None:
     hit, full_attention, _ = History(geometry, budget, [prompt]).lookup(prompt)
     if literal(geometry):

@@ -253,6 +253,7 @@ def test_reachable_boundaries_reject_bad_positions(prompt: object, junction: int
     assert_rejects(lambda: reachable_boundaries(prompt), "num_prompt_tokens", prompt)  # type: ignore[arg-type]
     assert_rejects(lambda: reachable_boundaries(5, junction), "shared_prefix_boundary", junction)
     assert_rejects(lambda: reachable_boundaries(5, 0, junction), "eagle_drop_tokens", junction)
+    assert_rejects(lambda: reachable_boundaries(5, 0, 0, junction), "replay_grid", junction)
 
 
 @given(st.integers(1, 10**4), st.integers(1, 64), st.data())
