@@ -142,10 +142,14 @@ class Engine:
             max_prefill_tokens=limit,
         )
 
-    def _preempt(self, request: Request) -> None:
+    def _release(self, request: Request) -> None:
+        """Give back every block; the request starts over at its next admission."""
         self.coordinator.free(request)
         request.num_computed_tokens = 0
         request.shared_prefix_boundary = 0
+
+    def _preempt(self, request: Request) -> None:
+        self._release(request)
         request.status = RequestStatus.WAITING
         self.waiting.appendleft(request)
         self.metrics.preemptions += 1
@@ -181,9 +185,7 @@ class Engine:
             try:
                 self.coordinator.allocate(request, request.num_computed_tokens + tokens)
             except NoFreeBlocks:
-                self.coordinator.free(request)
-                request.num_computed_tokens = 0
-                request.shared_prefix_boundary = 0
+                self._release(request)
                 break
             self.waiting.popleft()
             request.status = RequestStatus.RUNNING
