@@ -7,13 +7,12 @@ junction ``J`` when one was detected. The mask floors each to the hit
 alignment itself. Keeping this in one function is the point of SPEC section
 6: the split, the mask and the finder must all talk about the same positions.
 
-Under EAGLE a lookup must match ``d`` tokens past its hit (the largest drop of
-any group, :attr:`HybridGeometry.eagle_drop_tokens`), so a resend, or a
-sibling that diverges right after the junction, lands up to one alignment
-unit lower: each boundary ``x`` then also promises ``x - d``. (vLLM 0.33
-keeps only shifted replay positions and the junction shifted by the group's
-block; keeping both the position and its shift is what makes the resend land
-on a kept tail whichever side of the grid point ``P - 1 - d`` falls.)
+Under EAGLE a lookup matches ``d`` tokens past its hit (the largest drop of
+any group, :attr:`HybridGeometry.eagle_drop_tokens`) up to the request's
+hashed tokens, so a resend lands at ``floor(P - d)`` and a sibling that
+diverges right after the junction at ``floor(J - d)``: both are promised too.
+(vLLM 0.33 keeps ``floor_L(P) - L``-style shifted replay positions and the
+junction shifted by the group's block.)
 """
 
 from __future__ import annotations
@@ -42,8 +41,10 @@ def reachable_boundaries(
     With ``replay_grid > 0`` (partial hits: the scheduler block ``L``) also
     ``P - 1`` floored to it: full attention caches whole blocks only, so a
     resend may reach no further than the last whole block of the prompt.
-    Each position is also shifted down by ``eagle_drop_tokens`` when that is
-    positive (and the shift stays >= 0). Sorted, without repeats.
+    Under EAGLE (``eagle_drop_tokens = d > 0``) a lookup matches ``d`` tokens
+    past its hit, so a resend (or a longer sibling) lands at ``P - d`` and a
+    sibling diverging after the junction at ``J - d``: those are promised too
+    (when >= 0). Sorted, without repeats.
 
     Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1``, ``J < 0``,
     ``eagle_drop_tokens < 0`` or ``replay_grid < 0``.
@@ -56,5 +57,5 @@ def reachable_boundaries(
     if grid:
         positions.add(replay // grid * grid)
     if drop:
-        positions |= {x - drop for x in positions if x >= drop}
+        positions |= {x - drop for x in (num_prompt_tokens, junction) if x and x >= drop}
     return tuple(sorted(positions))

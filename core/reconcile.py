@@ -14,13 +14,16 @@ single-group hit; when ``ℓ > h`` the prefix ``[h, ℓ)`` is proven shared by
 another request but some sparse group holds no state there, and ``ℓ`` becomes
 the request's junction (Marconi: cache on the second sighting).
 
-EAGLE: a non-Mamba group proves a candidate ``c`` by matching up to
-``min(c + d, M)`` and dropping ``d`` tokens. A group that proved ``c`` is not
-asked again while the candidate stays ``c``; any new candidate is proved
-afresh, with the drop. Rejected: vLLM 0.33's "verified" set, which is cleared
-only when a non-dropping lookup shortens the candidate, so with two EAGLE
-sliding-window groups one can accept a shorter candidate without its peek
-block — that variant belongs to the ``vllm-0.33`` compatibility policy.
+EAGLE: a non-Mamba group proves a candidate ``c`` by matching up to ``min(c +
+d, limit)`` and dropping ``d`` tokens, where ``limit`` is the request's hashed
+tokens (vLLM's bound; SPEC section 3 says ``M``, which puts a resend of a
+block-aligned prompt one unit below the state the split keeps). A group that
+proved ``c`` is not asked again while the candidate stays ``c``; any new
+candidate is proved afresh, with the drop. Rejected: vLLM 0.33's "verified"
+set, which is cleared only when a non-dropping lookup shortens the candidate,
+so with two EAGLE sliding-window groups one can accept a shorter candidate
+without its peek block — that variant belongs to the ``vllm-0.33``
+compatibility policy.
 """
 
 from __future__ import annotations
@@ -67,12 +70,18 @@ class HitReconciliation:
 
 
 def reconcile_hits(
-    geometry: HybridGeometry, finders: Sequence[Finder], max_hit_length: int
+    geometry: HybridGeometry,
+    finders: Sequence[Finder],
+    max_hit_length: int,
+    lookup_limit: int | None = None,
 ) -> HitReconciliation:
     """Reconcile the groups' hits for a request whose lookup is capped at ``M``.
 
     ``finders[k]`` is the finder of ``geometry.groups[k]``; ``max_hit_length``
-    is ``M = N - 1`` (the last token is always recomputed). Returns ``h``, the
+    is ``M = N - 1`` (the last token is always recomputed); ``lookup_limit``
+    is how far an EAGLE lookup may match before its drop: the request's
+    hashed tokens, as vLLM bounds it (default ``M``, as SPEC section 3 reads;
+    the drop keeps the hit at or below ``M`` either way). Returns ``h``, the
     largest ``A``-aligned length ``<= M`` that every group serves (EAGLE groups
     with their drop), ``ℓ`` (the first full-attention group's hit, or the first
     group's when there is none) and the junction.
@@ -91,6 +100,7 @@ def reconcile_hits(
             "finders", finders, f"need one finder per group ({len(groups)}), got {len(finders)}"
         )
     require_int("max_hit_length", max_hit_length, 0)
+    limit = max_hit_length if lookup_limit is None else require_int("lookup_limit", lookup_limit, 0)
     alignment = geometry.alignment_tokens
     eagle = geometry.use_eagle
     order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
@@ -106,7 +116,7 @@ def reconcile_hits(
                 candidate = min(candidate, known)
                 continue
             drop = drops[index] > 0
-            bound = min(candidate + drops[index], max_hit_length)
+            bound = min(candidate + drops[index], limit) if drop else candidate
             found = finders[index](bound, drop)
             if type(found) is not int or not 0 <= found <= candidate or found % alignment:
                 raise InvalidArgument(

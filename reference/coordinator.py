@@ -30,7 +30,9 @@ class Coordinator:
     def lookup(self, request: Request) -> HitReconciliation:
         """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``)."""
         finders = [manager.finder(request) for manager in self.managers]
-        return reconcile_hits(self.geometry, finders, request.num_tokens - 1)
+        return reconcile_hits(
+            self.geometry, finders, request.num_tokens - 1, request.chain.num_hashed_tokens
+        )
 
     def admit(self, request: Request, caching: bool = True) -> HitReconciliation | None:
         """Look up and attach the hit; sets ``num_computed_tokens`` and the junction."""

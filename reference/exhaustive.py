@@ -115,8 +115,9 @@ def split_inputs(bound: int) -> Iterator[dict[str, Any]]:
 
 def reconcile_inputs(
     bound: int,
-) -> Iterator[tuple[HybridGeometry, list[frozenset[int]], int]]:
-    """Every one- and two-group geometry, cache state of ``bound + 1`` blocks, and ``M``."""
+) -> Iterator[tuple[HybridGeometry, list[frozenset[int]], int, int]]:
+    """Every one- and two-group geometry, cache state of ``bound + 1`` blocks, ``M``, and
+    the EAGLE lookup limit (``M``, or ``M + 1`` as for a fully hashed request)."""
     kinds = ("full", "sliding_window", "mamba")
     chain = bound + 1  # blocks of the request's chain a group may have cached
     layouts = [
@@ -136,7 +137,9 @@ def reconcile_inputs(
         for cached in itertools.product(range(2**chain), repeat=len(specs)):
             sets = [frozenset(i for i in range(chain) if mask >> i & 1) for mask in cached]
             for max_hit in range(chain * longest_block + 1):
-                yield geometry, sets, max_hit
+                yield geometry, sets, max_hit, max_hit
+                if eagle:
+                    yield geometry, sets, max_hit, max_hit + 1
 
 
 @attrs.frozen
@@ -175,21 +178,21 @@ def _split_cases(bound: int) -> Iterator[tuple[object, object, object]]:
 
 
 def _reconcile_cases(bound: int) -> Iterator[tuple[object, object, object]]:
-    for geometry, sets, max_hit in reconcile_inputs(bound):
+    for geometry, sets, max_hit, limit in reconcile_inputs(bound):
         alignment = geometry.alignment_tokens
         finders = [
             group_finder(spec, cached.__contains__, alignment_tokens=alignment)
             for spec, cached in zip(geometry.groups, sets, strict=True)
         ]
-        got = reconcile_hits(geometry, finders, max_hit)
+        got = reconcile_hits(geometry, finders, max_hit, limit)
         groups = [
             OracleGroup(spec.kind.value, spec.block_size, spec.window, cached)
             for spec, cached in zip(geometry.groups, sets, strict=True)
         ]
         yield (
             (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary),
-            oracle_reconcile(groups, alignment, geometry.use_eagle, max_hit),
-            (geometry, sets, max_hit),
+            oracle_reconcile(groups, alignment, geometry.use_eagle, max_hit, limit),
+            (geometry, sets, max_hit, limit),
         )
 
 

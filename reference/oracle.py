@@ -187,7 +187,7 @@ class OracleGroup:
     cached: frozenset[int]
 
 
-def _serves(group: OracleGroup, length: int, alignment: int, use_eagle: bool, max_hit: int) -> bool:
+def _serves(group: OracleGroup, length: int, alignment: int, use_eagle: bool, limit: int) -> bool:
     """Whether ``group`` can resume a request at ``length`` tokens."""
     if length == 0:
         return True
@@ -195,39 +195,41 @@ def _serves(group: OracleGroup, length: int, alignment: int, use_eagle: bool, ma
         return False
     block = group.block_size
     if group.kind == FULL:
-        # EAGLE: the lookup must also match one unit past the hit, within M.
+        # EAGLE: the lookup must also match one unit past the hit, within its limit.
         extra = min(alignment, block) if use_eagle else 0
-        if length + extra > max_hit:
+        if use_eagle and length + extra > limit:
             return False
         return all(token // block in group.cached for token in range(length + extra))
     if group.kind == SLIDING_WINDOW:
         assert group.window is not None
         if length % block:
             return False
-        if use_eagle and length + block > max_hit:
+        if use_eagle and length + block > limit:
             return False
         return _window_blocks(length, block, group.window, use_eagle) <= group.cached
     return length % block == 0 and length // block - 1 in group.cached
 
 
 def oracle_reconcile(
-    groups: Sequence[OracleGroup], alignment_tokens: int, use_eagle: bool, max_hit_length: int
+    groups: Sequence[OracleGroup],
+    alignment_tokens: int,
+    use_eagle: bool,
+    max_hit_length: int,
+    lookup_limit: int | None = None,
 ) -> tuple[int, int, int]:
     """``(h, ℓ, J)`` by trying every length.
 
-    ``h`` is the largest length ``<= M`` every group serves; ``ℓ`` the largest
-    the first full-attention group (or the first group) serves alone; the
-    junction ``J`` is ``ℓ`` when ``ℓ > h``, else 0.
+    ``h`` is the largest length ``<= M`` every group serves (an EAGLE lookup
+    matching past it no further than ``lookup_limit``, default ``M``); ``ℓ`` the
+    largest the first full-attention group (or the first group) serves alone;
+    the junction ``J`` is ``ℓ`` when ``ℓ > h``, else 0.
     """
+    limit = max_hit_length if lookup_limit is None else lookup_limit
     lengths = range(max_hit_length, -1, -1)
     hit = next(
-        n
-        for n in lengths
-        if all(_serves(g, n, alignment_tokens, use_eagle, max_hit_length) for g in groups)
+        n for n in lengths if all(_serves(g, n, alignment_tokens, use_eagle, limit) for g in groups)
     )
     fulls = [g for g in groups if g.kind == FULL]
     leader = fulls[0] if fulls else groups[0]
-    longest = next(
-        n for n in lengths if _serves(leader, n, alignment_tokens, use_eagle, max_hit_length)
-    )
+    longest = next(n for n in lengths if _serves(leader, n, alignment_tokens, use_eagle, limit))
     return hit, longest, longest if longest > hit else 0

@@ -106,9 +106,10 @@ class History:
         block = self.engine.pool.cached[(group_id, probe.chain.block_hash(index, size) or 0)]
         return block.state_position == (index + 1) * size  # promise 7: only exact states serve
 
-    def oracle_settings(self, probe: Request) -> tuple[int, bool, int]:
+    def oracle_settings(self, probe: Request) -> tuple[int, bool, int, int]:
         geometry = self.engine.geometry
-        return geometry.alignment_tokens, geometry.use_eagle, probe.num_tokens - 1
+        limit = probe.chain.num_hashed_tokens
+        return geometry.alignment_tokens, geometry.use_eagle, probe.num_tokens - 1, limit
 
 
 tokens = st.lists(st.integers(0, 40), min_size=1, max_size=60).map(tuple)
@@ -116,6 +117,13 @@ budgets = st.integers(4, 48)
 
 
 @given(geometries(), tokens, budgets)
+@example(  # found by `make fuzz`: the EAGLE resend must land where the split kept a state
+    HybridGeometry(
+        [GroupSpec.full(2), GroupSpec.mamba(2)], 2, use_eagle=True, retention_interval=0
+    ),
+    (0,) * 10,
+    4,
+)
 @example(  # found by `make fuzz`: full attention caches whole blocks only
     HybridGeometry(
         [GroupSpec.full(8), GroupSpec.mamba(2)], 2, partial_hits=True, retention_interval=0

@@ -33,7 +33,7 @@ def test_geometry_derives_scheduler_block_and_alignment() -> None:
 
 def test_eagle_boundaries_also_promise_where_a_lookup_lands() -> None:
     assert reachable_boundaries(200, 128) == (128, 199)
-    assert reachable_boundaries(200, 128, eagle_drop_tokens=16) == (112, 128, 183, 199)
+    assert reachable_boundaries(200, 128, eagle_drop_tokens=16) == (112, 128, 184, 199)
     assert reachable_boundaries(10, 0, eagle_drop_tokens=16) == (9,)
     # Partial hits: full attention caches whole blocks, so P - 1 floored to L too.
     assert reachable_boundaries(11, 0, replay_grid=8) == (8, 10)

@@ -31,10 +31,10 @@ def finders_for(geometry: HybridGeometry, cached: list[frozenset[int]]) -> list[
 
 
 def oracle_hits(
-    geometry: HybridGeometry, cached: list[frozenset[int]], max_hit: int
+    geometry: HybridGeometry, cached: list[frozenset[int]], max_hit: int, limit: int
 ) -> tuple[int, int, int]:
     groups = [
         OracleGroup(spec.kind.value, spec.block_size, spec.window, blocks)
         for spec, blocks in zip(geometry.groups, cached, strict=True)
     ]
-    return oracle_reconcile(groups, geometry.alignment_tokens, geometry.use_eagle, max_hit)
+    return oracle_reconcile(groups, geometry.alignment_tokens, geometry.use_eagle, max_hit, limit)

@@ -111,8 +111,11 @@ def geometries(draw: st.DrawFn, max_groups: int = 4) -> HybridGeometry:
 
 
 @st.composite
-def reconcile_inputs(draw: st.DrawFn) -> tuple[HybridGeometry, list[frozenset[int]], int]:
-    """A geometry, each group's cached blocks of the request's chain, and ``M``."""
+def reconcile_inputs(
+    draw: st.DrawFn,
+) -> tuple[HybridGeometry, list[frozenset[int]], int, int]:
+    """A geometry, each group's cached blocks of the request's chain, ``M``, and the
+    EAGLE lookup limit (the hashed tokens: ``M`` or ``M + 1``, or fewer)."""
     geometry = draw(geometries())
     longest = max(g.block_size for g in geometry.groups)
     max_hit = draw(st.integers(0, 12 * longest))
@@ -122,4 +125,5 @@ def reconcile_inputs(draw: st.DrawFn) -> tuple[HybridGeometry, list[frozenset[in
     cached = [
         frozenset(i for i, hit in enumerate(draw(mostly_cached)) if hit) for _ in geometry.groups
     ]
-    return geometry, cached, max_hit
+    limit = draw(st.sampled_from([max_hit, max_hit + 1, max(max_hit - 1, 0)]))
+    return geometry, cached, max_hit, limit

@@ -213,13 +213,17 @@ def test_geometry_rejects_non_specs(geometry: HybridGeometry, index: int, value:
 
 @given(reconcile_inputs(), st.data())
 def test_reconcile_rejects_bad_calls_and_bad_finders(
-    case: tuple[HybridGeometry, list[frozenset[int]], int], data: st.DataObject
+    case: tuple[HybridGeometry, list[frozenset[int]], int, int], data: st.DataObject
 ) -> None:
-    geometry, cached, max_hit = case
+    geometry, cached, max_hit, _ = case
     finders = finders_for(geometry, cached)
     assert_rejects(lambda: reconcile_hits(geometry, finders[:-1], max_hit), "finders", finders[:-1])
     bad_m = data.draw(st.one_of(negative, not_an_int))
     assert_rejects(lambda: reconcile_hits(geometry, finders, bad_m), "max_hit_length", bad_m)
+    bad_limit = data.draw(st.one_of(negative, not_an_int.filter(lambda v: v is not None)))
+    assert_rejects(
+        lambda: reconcile_hits(geometry, finders, max_hit, bad_limit), "lookup_limit", bad_limit
+    )
     # A finder that answers out of range, off the alignment grid, or not an int.
     index = data.draw(st.integers(0, len(finders) - 1))
     alignment = geometry.alignment_tokens

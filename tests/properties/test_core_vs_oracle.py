@@ -42,11 +42,11 @@ def test_split_matches_oracle(args: dict[str, Any]) -> None:
 
 
 @given(reconcile_inputs())
-def test_reconciliation_matches_oracle(case: tuple[Any, list[frozenset[int]], int]) -> None:
-    geometry, cached, max_hit = case
-    got = reconcile_hits(geometry, finders_for(geometry, cached), max_hit)
-    want = oracle_hits(geometry, cached, max_hit)
+def test_reconciliation_matches_oracle(case: tuple[Any, list[frozenset[int]], int, int]) -> None:
+    geometry, cached, max_hit, limit = case
+    got = reconcile_hits(geometry, finders_for(geometry, cached), max_hit, limit)
+    want = oracle_hits(geometry, cached, max_hit, limit)
     event("junction" if got.shared_prefix_boundary else "no junction")
     assert (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary) == want, (
-        f"{geometry} cached={cached} M={max_hit}: core={got} oracle={want}"
+        f"{geometry} cached={cached} M={max_hit} limit={limit}: core={got} oracle={want}"
     )
