@@ -19,6 +19,7 @@ Scope, stated where the literal promise cannot hold for any policy:
 from __future__ import annotations
 
 import attrs
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -217,3 +218,23 @@ def test_promise_5_split_soundness(
             for position in promised:
                 if first < position < request.num_prompt_tokens and position % grid == 0:
                     assert position in ends, (request, position, sorted(ends))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 3): with partial hits and EAGLE the resend lands at floor_Bf(P) - d, "
+    "where no chunk ended; the split's partial tail assumes full attention reaches P",
+)
+def test_promise_1_replay_partial_hits_with_eagle_known_gap() -> None:
+    geometry = HybridGeometry(
+        [GroupSpec.full(4), GroupSpec.mamba(2)],
+        2,
+        partial_hits=True,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    prompt = (0,) * 10
+    hit, _, _ = History(geometry, 4, [prompt]).lookup(prompt)
+    dense = attrs.evolve(geometry, retention_interval=None)
+    dense_hit, _, _ = History(dense, 4, [prompt]).lookup(prompt)
+    assert hit == dense_hit
