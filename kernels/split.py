@@ -93,8 +93,9 @@ class Grid:
 
     def __init__(self, rows: torch.Tensor, shared: object) -> None:
         self.rows = rows
-        power_of_two = type(shared) is int and shared > 0 and shared & (shared - 1) == 0
-        self.low_bits = shared - 1 if power_of_two else None  # type: ignore[operator]
+        self.low_bits: int | None = None
+        if isinstance(shared, int) and shared > 0 and shared & (shared - 1) == 0:
+            self.low_bits = shared - 1  # shared was validated by int_rows: never a bool
 
     def remainder(self, values: torch.Tensor) -> torch.Tensor:
         if self.low_bits is not None:

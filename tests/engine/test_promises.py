@@ -57,6 +57,12 @@ def literal(geometry: HybridGeometry) -> bool:
     return not geometry.use_eagle and not geometry.partial_hits
 
 
+def _block_hash(probe: Request, index: int, size: int) -> int:
+    block_hash = probe.chain.block_hash(index, size)
+    assert block_hash is not None, f"block {index} of {probe} is not hashed"
+    return block_hash
+
+
 class History:
     """An engine that ran some requests to completion, recording their chunks."""
 
@@ -94,9 +100,7 @@ class History:
             cached = frozenset(
                 i
                 for i in range(probe.chain.num_hashed_tokens // size)
-                if self.engine.pool.cached.get(
-                    (manager.group_id, probe.chain.block_hash(i, size) or 0)
-                )
+                if self.engine.pool.cached.get((manager.group_id, _block_hash(probe, i, size)))
                 and (spec.kind is not GroupKind.MAMBA or self._state_at(manager.group_id, probe, i))
             )
             groups.append(OracleGroup(spec.kind.value, size, spec.window, cached))
@@ -104,7 +108,7 @@ class History:
 
     def _state_at(self, group_id: int, probe: Request, index: int) -> bool:
         size = self.engine.geometry.groups[group_id].block_size
-        block = self.engine.pool.cached[(group_id, probe.chain.block_hash(index, size) or 0)]
+        block = self.engine.pool.cached[(group_id, _block_hash(probe, index, size))]
         return block.state_position == (index + 1) * size  # promise 7: only exact states serve
 
     def oracle_settings(self, probe: Request) -> tuple[int, bool, int, int]:
