@@ -7,12 +7,15 @@ imports only: copy this package into an engine unchanged.
   :func:`shared_prefix_boundary`, the finders, :func:`reachable_boundaries`.
 * Decision 2, chunk stop point: :func:`mamba_block_aligned_split`.
 * Decision 3, reachable-block mask: :func:`reachable_block_mask`.
+* The one source of truth behind all three: :func:`promised_positions` and
+  :func:`checkpoint_stop`.
 
 Every function raises :class:`InvalidArgument` (a ``ValueError``) naming the
 argument, the value and the rule when its input is invalid.
 """
 
 from .boundaries import reachable_boundaries, replay_boundary
+from .checkpoints import checkpoint_stop, promised_positions
 from .errors import InvalidArgument
 from .finders import (
     Finder,
@@ -36,6 +39,7 @@ __all__ = [
     "InvalidArgument",
     "MaskPlan",
     "cdiv",
+    "checkpoint_stop",
     "floor_to",
     "group_finder",
     "last_cacheable_position",
@@ -45,6 +49,7 @@ __all__ = [
     "longest_sliding_window_hit",
     "mamba_block_aligned_split",
     "mask_plan",
+    "promised_positions",
     "reachable_block_mask",
     "reachable_boundaries",
     "reconcile_hits",

@@ -198,6 +198,21 @@ class HybridGeometry:
         return lcm(self.alignment_tokens, *sparse)
 
     @property
+    def sub_block_full_attention_sizes(self) -> tuple[int, ...]:
+        """Block sizes of the full-attention groups whose hits may end inside a block.
+
+        With partial hits ``A = H`` may be finer than a full-attention block;
+        such a group matches hash units, but only inside blocks already cached.
+        Empty without partial hits.
+        """
+        alignment = self.alignment_tokens
+        return tuple(
+            g.block_size
+            for g in self.groups
+            if g.kind is GroupKind.FULL and g.block_size > alignment
+        )
+
+    @property
     def eagle_drop_tokens(self) -> int:
         """``d``: the most tokens any group's EAGLE lookup matches past a hit (0 without EAGLE)."""
         if not self.use_eagle:

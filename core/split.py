@@ -59,6 +59,7 @@ def mamba_block_aligned_split(
     max_prefill_tokens: int | None = None,
     num_new_local_computed_tokens: int = 0,
     num_external_computed_tokens: int = 0,
+    last_cacheable: int | None = None,
 ) -> int:
     """Tokens to schedule this step for a request in Mamba align mode (0 = skip).
 
@@ -79,10 +80,15 @@ def mamba_block_aligned_split(
       junction floored relative to the start, ``s + floor_b(J - s)``, when
       ``s < J < t``.
 
+    ``last_cacheable`` overrides the ``lcp`` formula (a compatibility
+    policy's, e.g. PR #47782's ``N - N mod b``); the prompt's partial tail
+    still uses this module's formula.
+
     Guarantees ``0 <= result <= num_new_tokens`` during prefill. Raises
     :class:`InvalidArgument` when a count is negative, ``P < 1``, ``N < P``,
-    the start lies past ``N``, ``b < 1``, ``hash_block_size`` does not divide
-    ``b``, ``max_prefill_tokens < 1``, or a flag is not a bool.
+    the start lies past ``N``, ``b < 1``, ``last_cacheable < 0``,
+    ``hash_block_size`` does not divide ``b``, ``max_prefill_tokens < 1``, or
+    a flag is not a bool.
     """
     require_int("num_computed_tokens", num_computed_tokens, 0)
     require_int("num_new_tokens", num_new_tokens, 0)
@@ -93,6 +99,7 @@ def mamba_block_aligned_split(
     require_optional_int("max_prefill_tokens", max_prefill_tokens, 1)
     require_int("num_new_local_computed_tokens", num_new_local_computed_tokens, 0)
     require_int("num_external_computed_tokens", num_external_computed_tokens, 0)
+    require_optional_int("last_cacheable", last_cacheable, 0)
     if type(use_eagle) is not bool:
         raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
     if type(partial_hits) is not bool:
@@ -124,7 +131,8 @@ def mamba_block_aligned_split(
     stop = end
     if start % block_size:
         stop = _earlier(stop, start, (start // block_size + 1) * block_size)
-    last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle)
+    if last_cacheable is None:
+        last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle)
     stop = _earlier(stop, start, last_cacheable)
     if partial_hits:
         tail = _last_cacheable_position(num_prompt_tokens, hash_block_size, use_eagle)

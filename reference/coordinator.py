@@ -13,17 +13,18 @@ from core import HitReconciliation, HybridGeometry, reconcile_hits
 
 from .block_pool import BlockPool, NoFreeBlocks
 from .group_managers import GroupManager, make_manager
+from .policy import CheckedPolicy
 from .request import Request
 
 __all__ = ["Coordinator"]
 
 
 class Coordinator:
-    def __init__(self, geometry: HybridGeometry, pool: BlockPool) -> None:
+    def __init__(self, geometry: HybridGeometry, pool: BlockPool, policy: CheckedPolicy) -> None:
         self.geometry = geometry
         self.pool = pool
         self.managers: list[GroupManager] = [
-            make_manager(group_id, spec, geometry, pool)
+            make_manager(group_id, spec, geometry, pool, policy)
             for group_id, spec in enumerate(geometry.groups)
         ]
 

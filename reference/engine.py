@@ -5,7 +5,8 @@ serving engine for hybrid models: admission with prefix-cache lookup, a token
 budget per step, chunked prefill (with the Mamba align-mode stop point from
 ``core``), decode steps that append one output token, preemption when the pool
 runs out, and freeing on finish or abort. Every retention decision comes from
-``core``; this module only schedules.
+``core``, through the retention policy (``reference.policy``; the default is
+``junction``); this module only schedules.
 
 Determinism: single-threaded; output tokens are a hash of (seed, request,
 position); queues are FIFO. The same config and submissions give the same
@@ -19,11 +20,13 @@ from collections import deque
 
 import attrs
 
-from core import GroupKind, HybridGeometry, mamba_block_aligned_split
+from core import GroupKind, HybridGeometry
 
 from .block_pool import BlockPool, NoFreeBlocks
 from .coordinator import Coordinator
 from .group_managers import MambaManager
+from .policies import JunctionPolicy
+from .policy import CheckedPolicy, Policy
 from .request import Request, RequestStatus
 
 __all__ = ["Engine", "EngineConfig", "Metrics"]
@@ -44,12 +47,13 @@ class EngineConfig:
     """Everything that shapes a run besides the submitted requests.
 
     ``long_prefill_token_threshold`` caps one request's prefill chunk per step
-    (0: no cap). Mamba groups run in align mode, chunking on the scheduler
-    block ``L``.
+    (0: no cap). Mamba groups run in align mode; where a prefill chunk stops
+    is the ``policy``'s split, and what is cached its mask.
     """
 
     geometry: HybridGeometry
     num_blocks: int = attrs.field(validator=_positive)
+    policy: Policy = attrs.field(factory=JunctionPolicy, kw_only=True)
     max_num_batched_tokens: int = attrs.field(default=2048, validator=_positive)
     long_prefill_token_threshold: int = attrs.field(default=0, validator=_non_negative)
     seed: int = attrs.field(default=0, validator=_non_negative)
@@ -82,15 +86,14 @@ class Engine:
         self.config = config
         self.geometry = config.geometry
         self.pool = BlockPool(config.num_blocks)
-        self.coordinator = Coordinator(self.geometry, self.pool)
+        self.policy = CheckedPolicy(config.policy)
+        self.coordinator = Coordinator(self.geometry, self.pool, self.policy)
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.requests: dict[int, Request] = {}
         self.metrics = Metrics()
-        # Align mode chunks on the scheduler block L: a chunk end there is a
-        # Mamba block end that is also a hit-aligned position (A divides L).
-        has_mamba = any(g.kind is GroupKind.MAMBA for g in self.geometry.groups)
-        self.chunk_grid = self.geometry.scheduler_block_size if has_mamba else None
+        # Align mode: only a Mamba group makes where a chunk stops matter.
+        self.align_mode = any(g.kind is GroupKind.MAMBA for g in self.geometry.groups)
         self._next_id = 0
 
     # -- requests -------------------------------------------------------------
@@ -124,23 +127,12 @@ class Engine:
         threshold = self.config.long_prefill_token_threshold
         if start < prefill_end and threshold:
             wanted = min(wanted, threshold)
-        if self.chunk_grid is None:
+        if not self.align_mode:
             return wanted
         limit = min(
             self.config.max_num_batched_tokens, threshold or self.config.max_num_batched_tokens
         )
-        return mamba_block_aligned_split(
-            num_computed_tokens=start,
-            num_new_tokens=wanted,
-            num_prompt_tokens=request.num_prompt_tokens,
-            num_tokens=request.num_tokens,
-            block_size=self.chunk_grid,
-            shared_prefix_boundary=request.shared_prefix_boundary,
-            use_eagle=self.geometry.use_eagle,
-            hash_block_size=self.geometry.hash_block_size,
-            partial_hits=self.geometry.partial_hits,
-            max_prefill_tokens=limit,
-        )
+        return self.policy.split(self.geometry, request, wanted, limit)
 
     def _release(self, request: Request) -> None:
         """Give back every block; the request starts over at its next admission."""

@@ -9,28 +9,20 @@
   end of a scheduled chunk, a chunk that ends on the block grid leaves a
   state that may be cached, and the next chunk continues in a fresh block.
 
-Caching goes through ``core.reachable_block_mask`` with the request's
-``core.reachable_boundaries``, on the grid where reconciled hits land
-(:attr:`HybridGeometry.hit_grid_tokens`: with partial hits a hit every group
-serves is also on each sparse group's block grid, so that is where tails are
-kept); lookups go through ``core.group_finder``. The managers hold no
-decision arithmetic of their own.
+Caching goes through the retention policy (``reference.policy``): its
+reachable boundaries for the group and the request, then its block mask;
+lookups go through ``core.group_finder``. The managers hold no decision
+arithmetic of their own.
 """
 
 from __future__ import annotations
 
-from core import (
-    Finder,
-    GroupKind,
-    GroupSpec,
-    HybridGeometry,
-    cdiv,
-    group_finder,
-    reachable_block_mask,
-    reachable_boundaries,
-)
+from collections.abc import Sequence
+
+from core import Finder, GroupKind, GroupSpec, HybridGeometry, cdiv, group_finder
 
 from .block_pool import Block, BlockPool
+from .policy import CheckedPolicy
 from .request import Request
 
 __all__ = ["GroupManager", "MambaStateMissing", "make_manager"]
@@ -43,8 +35,16 @@ class MambaStateMissing(AssertionError):
 class GroupManager:
     """Blocks of one group, per request (index = block index in the request's chain)."""
 
-    def __init__(self, group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool):
+    def __init__(
+        self,
+        group_id: int,
+        spec: GroupSpec,
+        geometry: HybridGeometry,
+        pool: BlockPool,
+        policy: CheckedPolicy,
+    ):
         self.group_id = group_id
+        self.policy = policy
         self.spec = spec
         self.block_size = spec.block_size
         self.geometry = geometry
@@ -117,15 +117,7 @@ class GroupManager:
         full = min(full, len(blocks))
         if full <= first:
             return
-        mask = reachable_block_mask(
-            first,
-            full,
-            self.geometry.hit_grid_tokens,
-            self.spec,
-            self.geometry.use_eagle,
-            self.geometry.retention_interval,
-            self.boundaries(request),
-        )
+        mask = self.mask(request, first, full)
         for index in range(first, full):
             block = blocks[index]
             if block is self.pool.null_block or (mask is not None and not mask[index - first]):
@@ -133,14 +125,11 @@ class GroupManager:
             self.cache_block(request, block, index)
         self.num_cached[rid] = full
 
-    def boundaries(self, request: Request) -> tuple[int, ...]:
-        geometry = self.geometry
-        return reachable_boundaries(
-            request.num_prompt_tokens,
-            request.shared_prefix_boundary,
-            geometry.eagle_drop_tokens,
-            geometry.scheduler_block_size if geometry.partial_hits else 0,
-        )
+    def mask(self, request: Request, start_block: int, end_block: int) -> Sequence[bool] | None:
+        """The policy's mask for blocks ``[start_block, end_block)`` of this group."""
+        geometry, spec, policy = self.geometry, self.spec, self.policy
+        boundaries = policy.reachable_boundaries(geometry, spec, request)
+        return policy.block_mask(geometry, spec, request, start_block, end_block, boundaries)
 
     def cache_block(self, request: Request, block: Block, index: int) -> None:
         size, chain = self.block_size, request.chain
@@ -169,8 +158,15 @@ class GroupManager:
 class SlidingWindowManager(GroupManager):
     """``released[rid]``: the leading blocks already given back (null in ``blocks``)."""
 
-    def __init__(self, group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool):
-        super().__init__(group_id, spec, geometry, pool)
+    def __init__(
+        self,
+        group_id: int,
+        spec: GroupSpec,
+        geometry: HybridGeometry,
+        pool: BlockPool,
+        policy: CheckedPolicy,
+    ):
+        super().__init__(group_id, spec, geometry, pool, policy)
         self.released: dict[int, int] = {}
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
@@ -213,8 +209,15 @@ class MambaManager(GroupManager):
     released after the step (staying in the cache if it was cached).
     """
 
-    def __init__(self, group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool):
-        super().__init__(group_id, spec, geometry, pool)
+    def __init__(
+        self,
+        group_id: int,
+        spec: GroupSpec,
+        geometry: HybridGeometry,
+        pool: BlockPool,
+        policy: CheckedPolicy,
+    ):
+        super().__init__(group_id, spec, geometry, pool, policy)
         self.latest: dict[int, Block] = {}
         self.running: dict[int, Block] = {}
 
@@ -262,15 +265,7 @@ class MambaManager(GroupManager):
         first = self.num_cached[rid]
         if end % size or end > request.chain.num_hashed_tokens or end // size <= first:
             return
-        mask = reachable_block_mask(
-            first,
-            end // size,
-            self.geometry.hit_grid_tokens,
-            self.spec,
-            self.geometry.use_eagle,
-            self.geometry.retention_interval,
-            self.boundaries(request),
-        )
+        mask = self.mask(request, first, end // size)
         if mask is None or mask[-1]:
             self.cache_block(request, running, end // size - 1)
         self.num_cached[rid] = end // size
@@ -289,10 +284,10 @@ class MambaManager(GroupManager):
 
 
 def make_manager(
-    group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool
+    group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool, policy: CheckedPolicy
 ) -> GroupManager:
     if spec.kind is GroupKind.SLIDING_WINDOW:
-        return SlidingWindowManager(group_id, spec, geometry, pool)
+        return SlidingWindowManager(group_id, spec, geometry, pool, policy)
     if spec.kind is GroupKind.MAMBA:
-        return MambaManager(group_id, spec, geometry, pool)
-    return GroupManager(group_id, spec, geometry, pool)
+        return MambaManager(group_id, spec, geometry, pool, policy)
+    return GroupManager(group_id, spec, geometry, pool, policy)

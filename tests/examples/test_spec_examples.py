@@ -36,7 +36,10 @@ def test_eagle_boundaries_also_promise_where_a_lookup_lands() -> None:
     assert reachable_boundaries(200, 128, eagle_drop_tokens=16) == (112, 128, 184, 199)
     assert reachable_boundaries(10, 0, eagle_drop_tokens=16) == (9,)
     # Partial hits: full attention caches whole blocks, so P - 1 floored to L too.
-    assert reachable_boundaries(11, 0, replay_grid=8) == (8, 10)
+    assert reachable_boundaries(11, 0, whole_block_sizes=(8,)) == (8, 10)
+    # ... and under EAGLE a resend lands a drop below that whole block (6), or
+    # below P once output tokens filled the last block (8).
+    assert reachable_boundaries(10, 0, 2, whole_block_sizes=(4,)) == (6, 8, 9)
 
 
 def test_block_aligned_prompt_keeps_its_state_where_a_resend_looks_up() -> None:

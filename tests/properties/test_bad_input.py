@@ -19,9 +19,11 @@ from core import (
     GroupSpec,
     HybridGeometry,
     InvalidArgument,
+    checkpoint_stop,
     group_finder,
     last_cacheable_position,
     mamba_block_aligned_split,
+    promised_positions,
     reachable_block_mask,
     reachable_boundaries,
     reconcile_hits,
@@ -70,6 +72,10 @@ def _split_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]
         st.tuples(
             st.just("max_prefill_tokens"),
             st.one_of(st.integers(max_value=0), st.booleans(), st.floats(allow_nan=False)),
+        ),
+        st.tuples(
+            st.just("last_cacheable"),
+            st.one_of(negative, st.booleans(), st.floats(allow_nan=False)),
         ),
         st.tuples(
             st.just("hash_block_size"),
@@ -257,7 +263,34 @@ def test_reachable_boundaries_reject_bad_positions(prompt: object, junction: int
     assert_rejects(lambda: reachable_boundaries(prompt), "num_prompt_tokens", prompt)  # type: ignore[arg-type]
     assert_rejects(lambda: reachable_boundaries(5, junction), "shared_prefix_boundary", junction)
     assert_rejects(lambda: reachable_boundaries(5, 0, junction), "eagle_drop_tokens", junction)
-    assert_rejects(lambda: reachable_boundaries(5, 0, 0, junction), "replay_grid", junction)
+    assert_rejects(
+        lambda: reachable_boundaries(5, 0, 0, (4, junction)), "whole_block_sizes[1]", junction
+    )
+    assert_rejects(lambda: reachable_boundaries(5, 0, 0, (0,)), "whole_block_sizes[0]", 0)
+
+
+@given(geometries(), st.integers(1, 100), st.integers(0, 100), st.integers(1, 100))
+def test_checkpoints_reject_bad_positions(
+    geometry: HybridGeometry, prompt: int, start: int, back: int
+) -> None:
+    assert_rejects(lambda: promised_positions(geometry, -back), "num_prompt_tokens", -back)
+    assert_rejects(
+        lambda: promised_positions(geometry, prompt, -back), "shared_prefix_boundary", -back
+    )
+    assert_rejects(
+        lambda: promised_positions(geometry, prompt, 0, 1 - back), "prefill_end", 1 - back
+    )
+    bad = start - back
+    assert_rejects(
+        lambda: checkpoint_stop(geometry, start=start, end=bad, num_prompt_tokens=prompt),
+        "end",
+        bad,
+    )
+    assert_rejects(
+        lambda: checkpoint_stop(geometry, start=-back, end=start, num_prompt_tokens=prompt),
+        "start",
+        -back,
+    )
 
 
 @given(st.integers(1, 10**4), st.integers(1, 64), st.data())

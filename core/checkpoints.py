@@ -1,0 +1,93 @@
+"""Promised checkpoint positions: the one source of truth of SPEC section 6.
+
+Most upstream defects are two places disagreeing about one position: the
+split stops at one grid point, the mask keeps another, the finder lands on a
+third. Here one function names every position a request promises a later
+lookup can resume at, on the grid reconciled hits land on
+(:attr:`HybridGeometry.hit_grid_tokens`):
+
+* the reachable boundaries (:func:`reachable_boundaries`: replay, junction,
+  and where EAGLE or whole-block lookups land), floored to that grid;
+* under ``R > 0``, every segment boundary (a multiple of ``R``) before the
+  prefill ends.
+
+The mask keeps what these positions need (it floors the same boundaries to
+the same grid) and, in align mode, :func:`checkpoint_stop` makes the split
+stop at every one of them, so a promised Mamba state is always materialised.
+Rejected: letting the split stop only at vLLM's own candidates (grid, last
+cacheable position, partial tail, junction floored from the start): under
+``R > 0`` a segment the mask marks then has no chunk ending there (#53479),
+and under EAGLE with partial hits the whole-block landing point has none.
+"""
+
+from __future__ import annotations
+
+from .boundaries import reachable_boundaries
+from .errors import require_int
+from .geometry import HybridGeometry
+
+__all__ = ["checkpoint_stop", "promised_positions"]
+
+
+def _boundaries(geometry: HybridGeometry, prompt: int, junction: int) -> tuple[int, ...]:
+    return reachable_boundaries(
+        prompt,
+        junction,
+        geometry.eagle_drop_tokens,
+        geometry.sub_block_full_attention_sizes,
+    )
+
+
+def promised_positions(
+    geometry: HybridGeometry,
+    num_prompt_tokens: int,
+    shared_prefix_boundary: int = 0,
+    prefill_end: int | None = None,
+) -> tuple[int, ...]:
+    """Every position (> 0) the request promises, on the hit grid, sorted.
+
+    ``prefill_end`` (default ``P``) bounds the segment boundaries under
+    ``R > 0``: those strictly below it are included. Raises
+    :class:`InvalidArgument` on the arguments of :func:`reachable_boundaries`
+    or a ``prefill_end`` below 1.
+    """
+    boundaries = _boundaries(geometry, num_prompt_tokens, shared_prefix_boundary)
+    end = require_int("prefill_end", num_prompt_tokens if prefill_end is None else prefill_end, 1)
+    grid = geometry.hit_grid_tokens
+    positions = {x // grid * grid for x in boundaries}
+    interval = geometry.retention_interval
+    if interval:
+        positions.update(range(interval, end, interval))
+    positions.discard(0)
+    return tuple(sorted(positions))
+
+
+def checkpoint_stop(
+    geometry: HybridGeometry,
+    *,
+    start: int,
+    end: int,
+    num_prompt_tokens: int,
+    shared_prefix_boundary: int = 0,
+) -> int:
+    """The earliest promised position strictly inside ``(start, end)``, else ``end``.
+
+    Equivalent to filtering :func:`promised_positions` (with ``prefill_end =
+    end``) but computes the segment boundary directly, so its cost does not
+    grow with the prompt. Raises :class:`InvalidArgument` when ``start < 0``,
+    ``end < start`` or the boundary arguments are invalid.
+    """
+    require_int("start", start, 0)
+    require_int("end", end, start, "start")
+    grid = geometry.hit_grid_tokens
+    stop = end
+    for boundary in _boundaries(geometry, num_prompt_tokens, shared_prefix_boundary):
+        position = boundary // grid * grid
+        if start < position < stop:
+            stop = position
+    interval = geometry.retention_interval
+    if interval:
+        segment = (start // interval + 1) * interval
+        if segment < stop:
+            stop = segment
+    return stop

@@ -1,0 +1,200 @@
+"""The built-in retention policies and the name registry.
+
+* ``junction`` (the default): one source of truth (SPEC section 6). The
+  promised positions (``core.promised_positions``) feed the mask, which keeps
+  what they need on the grid hits land on, and the split, which stops at
+  every one of them (``core.checkpoint_stop``); the exact finders land on
+  them. It keeps every promise of SPEC section 7, under EAGLE and ``R > 0``.
+* ``dense``: the same chunks, but every materialised block is cached
+  (``R`` is ignored): the hit-rate ceiling and the memory worst case.
+* ``interval``: segments every ``R`` plus the replay boundary, never the
+  junction: the behaviour before vLLM PR #47782 (with ``R = 0``: no pinning).
+* ``vllm-0.33`` and ``vllm-pr47782``: vLLM's formulas, in
+  ``reference.vllm_policies``.
+
+``resolve_policy`` turns a command-line name into a policy: a built-in name
+or ``module:attribute`` (a policy object, or a class/factory called with no
+arguments).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+
+from core import (
+    GroupSpec,
+    HybridGeometry,
+    checkpoint_stop,
+    mamba_block_aligned_split,
+    promised_positions,
+    reachable_block_mask,
+    reachable_boundaries,
+)
+
+from .policy import Policy, PolicyError, RequestView
+
+__all__ = [
+    "DensePolicy",
+    "IntervalPolicy",
+    "JunctionPolicy",
+    "builtin_policies",
+    "resolve_policy",
+]
+
+
+class JunctionPolicy:
+    """The default: mask, split and finder all derive from the promised positions."""
+
+    name = "junction"
+
+    def junction(self, request: RequestView) -> int:
+        """The junction this policy pins (all of them)."""
+        return request.shared_prefix_boundary
+
+    def checkpoint_positions(
+        self, geometry: HybridGeometry, request: RequestView
+    ) -> tuple[int, ...]:
+        prefill_end = max(request.num_prompt_tokens, request.num_tokens - 1)
+        return promised_positions(
+            geometry, request.num_prompt_tokens, self.junction(request), prefill_end
+        )
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        return reachable_boundaries(
+            request.num_prompt_tokens,
+            self.junction(request),
+            geometry.eagle_drop_tokens,
+            geometry.sub_block_full_attention_sizes,
+        )
+
+    def block_mask(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        start_block: int,
+        end_block: int,
+        boundaries: Sequence[int],
+    ) -> list[bool] | None:
+        # On the hit grid, not A: with partial hits a hit every group serves is
+        # also on each sparse group's block grid, so that is where tails are kept.
+        return reachable_block_mask(
+            start_block,
+            end_block,
+            geometry.hit_grid_tokens,
+            group,
+            geometry.use_eagle,
+            geometry.retention_interval,
+            boundaries,
+        )
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        start = request.num_computed_tokens
+        junction = self.junction(request)
+        # Chunks on the scheduler block L: a chunk end there is a Mamba block
+        # end that is also a hit-aligned position (#54076: not the Mamba block).
+        tokens = mamba_block_aligned_split(
+            num_computed_tokens=start,
+            num_new_tokens=num_new_tokens,
+            num_prompt_tokens=request.num_prompt_tokens,
+            num_tokens=request.num_tokens,
+            block_size=geometry.scheduler_block_size,
+            shared_prefix_boundary=junction,
+            use_eagle=geometry.use_eagle,
+            hash_block_size=geometry.hash_block_size,
+            partial_hits=geometry.partial_hits,
+            max_prefill_tokens=max_prefill_tokens,
+        )
+        if start >= max(request.num_prompt_tokens, request.num_tokens - 1):
+            return tokens
+        end = checkpoint_stop(
+            geometry,
+            start=start,
+            end=start + tokens,
+            num_prompt_tokens=request.num_prompt_tokens,
+            shared_prefix_boundary=junction,
+        )
+        return end - start
+
+
+class DensePolicy(JunctionPolicy):
+    """Caches every block it materialises, whatever ``R`` says."""
+
+    name = "dense"
+
+    def block_mask(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        start_block: int,
+        end_block: int,
+        boundaries: Sequence[int],
+    ) -> list[bool] | None:
+        return None
+
+
+class IntervalPolicy(JunctionPolicy):
+    """Segments every ``R`` and the replay boundary; the junction is never pinned."""
+
+    name = "interval"
+
+    def junction(self, request: RequestView) -> int:
+        return 0
+
+
+def builtin_policies() -> dict[str, Callable[[], Policy]]:
+    """Name -> factory for every built-in policy (``junction`` first, the default)."""
+    from .vllm_policies import VllmPolicy, VllmPR47782Policy
+
+    return {
+        "junction": JunctionPolicy,
+        "dense": DensePolicy,
+        "interval": IntervalPolicy,
+        "vllm-0.33": VllmPolicy,
+        "vllm-pr47782": VllmPR47782Policy,
+    }
+
+
+def resolve_policy(name: str) -> Policy:
+    """A built-in policy by name, or ``module:attribute`` for a user's policy.
+
+    Raises :class:`PolicyError` naming the policy when the name is unknown,
+    the module cannot be imported, the attribute is missing, or what it names
+    is not a :class:`Policy` (after calling it, if it is a class or factory).
+    """
+    builtins = builtin_policies()
+    if name in builtins:
+        return builtins[name]()
+    if ":" not in name:
+        known = ", ".join(builtins)
+        raise PolicyError(name, "resolve", f"not a built-in policy ({known}) nor module:attribute")
+    module_name, _, attribute = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise PolicyError(
+            name, "import", f"cannot import {module_name!r}: {type(error).__name__}: {error}"
+        ) from error
+    if not hasattr(module, attribute):
+        raise PolicyError(name, "resolve", f"module {module_name!r} has no attribute {attribute!r}")
+    target = getattr(module, attribute)
+    if isinstance(target, type) or (not isinstance(target, Policy) and callable(target)):
+        try:
+            target = target()
+        except Exception as error:
+            raise PolicyError(
+                name, f"{attribute}()", f"raised {type(error).__name__}: {error}"
+            ) from error
+    if not isinstance(target, Policy):
+        raise PolicyError(name, "resolve", f"{target!r} does not implement the Policy protocol")
+    return target

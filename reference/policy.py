@@ -1,0 +1,215 @@
+"""The retention-policy protocol: every decision a policy makes for a request.
+
+A policy answers four questions, always about one request in one geometry:
+
+* ``checkpoint_positions``: the positions it promises a later lookup can
+  resume at (the harness checks the split and the mask against them);
+* ``reachable_boundaries``: the positions it hands the mask of one group;
+* ``block_mask``: which newly full blocks of one group are hashed (``None``:
+  all of them);
+* ``split``: how many tokens of a prefill chunk to schedule in align mode.
+
+Lookup (the finders and reconciliation) is not a policy decision: it is
+exact by first principles (``core.reconcile_hits``) and every policy is
+judged by what that lookup finds in the cache the policy left.
+
+Why a Protocol and plain method calls: engine authors implement it on their
+own classes without importing ours, and the engine calls a policy in its hot
+path. The engine hands the live request (anything with the four attributes
+of :class:`RequestView`), not a copy. Every call goes through
+:class:`CheckedPolicy`, which turns an exception or a malformed answer into a
+:class:`PolicyError` naming the policy, the call and its arguments: a broken
+user policy must never look like a broken engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from core import GroupSpec, HybridGeometry
+
+__all__ = ["CheckedPolicy", "Policy", "PolicyError", "RequestView"]
+
+
+class RequestView(Protocol):
+    """What a policy may read of a request (token counts and the junction ``J``)."""
+
+    @property
+    def num_prompt_tokens(self) -> int: ...
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def num_computed_tokens(self) -> int: ...
+    @property
+    def shared_prefix_boundary(self) -> int: ...
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A retention policy. ``name`` identifies it in reports and on the command line."""
+
+    @property
+    def name(self) -> str: ...
+
+    def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> Sequence[int]:
+        """Positions (> 0) a later request sharing the prefix is promised to resume at."""
+        ...
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> Sequence[int]:
+        """Token positions (>= 0) whose reachable blocks ``group``'s mask must keep."""
+        ...
+
+    def block_mask(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        start_block: int,
+        end_block: int,
+        boundaries: Sequence[int],
+    ) -> Sequence[bool] | None:
+        """One bool per block of ``[start_block, end_block)``, or ``None`` (cache all)."""
+        ...
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        """Tokens to schedule from ``request.num_computed_tokens`` (``0 <= result <= n``)."""
+        ...
+
+
+class PolicyError(Exception):
+    """A policy raised, or answered something malformed; names the policy and the call."""
+
+    def __init__(self, policy: str, call: str, problem: str) -> None:
+        super().__init__(f"policy {policy!r}: {call}: {problem}")
+        self.policy = policy
+        self.call = call
+        self.problem = problem
+
+
+def _describe(request: RequestView) -> str:
+    return (
+        f"P={request.num_prompt_tokens}, N={request.num_tokens}, "
+        f"computed={request.num_computed_tokens}, J={request.shared_prefix_boundary}"
+    )
+
+
+class CheckedPolicy:
+    """Wraps a policy; every answer is validated and every failure named.
+
+    Positions must be ints ``>= 0`` (checkpoints ``> 0``); a mask must be
+    ``None`` or exactly ``end_block - start_block`` bools; a split must be an
+    int in ``[0, num_new_tokens]``.
+    """
+
+    def __init__(self, policy: object) -> None:
+        name = getattr(policy, "name", None)
+        label = name if isinstance(name, str) else type(policy).__name__
+        if not isinstance(policy, Policy):
+            missing = [
+                method
+                for method in (
+                    "checkpoint_positions",
+                    "reachable_boundaries",
+                    "block_mask",
+                    "split",
+                )
+                if not callable(getattr(policy, method, None))
+            ]
+            problem = f"missing methods {missing}" if missing else "has no str attribute 'name'"
+            raise PolicyError(label, "Policy protocol", f"{problem} (got {policy!r})")
+        if not isinstance(name, str):
+            raise PolicyError(label, "name", f"must be a str, got {name!r}")
+        self.policy: Policy = policy
+        self.name = name
+
+    def _call_failed(self, call: str, error: Exception) -> PolicyError:
+        return PolicyError(self.name, call, f"raised {type(error).__name__}: {error}")
+
+    def _positions(self, call: str, answer: object, minimum: int) -> tuple[int, ...]:
+        if isinstance(answer, (str, bytes)) or not isinstance(answer, Sequence):
+            raise PolicyError(self.name, call, f"must return a sequence of ints, got {answer!r}")
+        for index, value in enumerate(answer):
+            if type(value) is not int or value < minimum:
+                raise PolicyError(
+                    self.name, call, f"element {index} is {value!r}; must be an int >= {minimum}"
+                )
+        return tuple(answer)
+
+    def checkpoint_positions(
+        self, geometry: HybridGeometry, request: RequestView
+    ) -> tuple[int, ...]:
+        call = f"checkpoint_positions({_describe(request)})"
+        try:
+            answer = self.policy.checkpoint_positions(geometry, request)
+        except Exception as error:
+            raise self._call_failed(call, error) from error
+        return self._positions(call, answer, 1)
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        call = f"reachable_boundaries({group}, {_describe(request)})"
+        try:
+            answer = self.policy.reachable_boundaries(geometry, group, request)
+        except Exception as error:
+            raise self._call_failed(call, error) from error
+        return self._positions(call, answer, 0)
+
+    def block_mask(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        start_block: int,
+        end_block: int,
+        boundaries: Sequence[int],
+    ) -> Sequence[bool] | None:
+        try:
+            answer = self.policy.block_mask(
+                geometry, group, request, start_block, end_block, boundaries
+            )
+        except Exception as error:
+            call = f"block_mask({group}, {_describe(request)}, {start_block}, {end_block})"
+            raise self._call_failed(call, error) from error
+        if answer is None:
+            return None
+        length = end_block - start_block
+        if (
+            isinstance(answer, (str, bytes))
+            or not isinstance(answer, Sequence)
+            or len(answer) != length
+            or not all(type(flag) is bool for flag in answer)
+        ):
+            call = f"block_mask({group}, {_describe(request)}, {start_block}, {end_block})"
+            raise PolicyError(
+                self.name, call, f"must return None or {length} bools, got {answer!r}"
+            )
+        return answer
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        try:
+            answer = self.policy.split(geometry, request, num_new_tokens, max_prefill_tokens)
+        except Exception as error:
+            call = f"split({_describe(request)}, n={num_new_tokens})"
+            raise self._call_failed(call, error) from error
+        if type(answer) is not int or not 0 <= answer <= num_new_tokens:
+            call = f"split({_describe(request)}, n={num_new_tokens})"
+            raise PolicyError(
+                self.name, call, f"must return an int in [0, {num_new_tokens}], got {answer!r}"
+            )
+        return answer

@@ -1,0 +1,138 @@
+"""vLLM's retention formulas as named compatibility policies.
+
+* ``vllm-0.33`` (:class:`VllmPolicy`): vLLM 0.33.0. Replay boundaries are
+  ``P - 1`` without EAGLE and, with EAGLE, ``floor_L(P - 1) - L`` and
+  ``floor_L(P) - L`` (a drop of one scheduler block assumed); the junction is
+  added, with ``J - B`` (the group's own block) under EAGLE. The mask floors
+  them to ``A`` (vLLM's ``cache_hit_alignment_tokens``); the split is SPEC
+  section 4's on the scheduler block ``L`` (``cache_config.block_size``).
+* ``vllm-pr47782`` (:class:`VllmPR47782Policy`): as merged in PR #47782
+  (vLLM 0.26): the last cacheable position was ``N - N mod b`` (minus ``b``
+  under EAGLE), which for ``P mod b == 0`` puts the only state one token past
+  every lookup (vLLM #50409).
+
+Both reuse ``core``'s formulas: the mask and the split there *are* vLLM 0.33's
+(SPEC sections 4 and 5); what differs is which positions they are handed and
+on which grid. ``make audit-vllm`` checks these against vLLM's own code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core import (
+    GroupSpec,
+    HybridGeometry,
+    floor_to,
+    mamba_block_aligned_split,
+    reachable_block_mask,
+)
+
+from .policy import RequestView
+
+__all__ = ["VllmPR47782Policy", "VllmPolicy", "vllm_replay_boundaries"]
+
+
+def vllm_replay_boundaries(
+    num_prompt_tokens: int, scheduler_block_size: int, use_eagle: bool
+) -> tuple[int, ...]:
+    """vLLM 0.33's ``replay_boundaries``: ``P - 1``; with EAGLE one block below
+    the resend's and the extension's last aligned positions."""
+    if not use_eagle:
+        return (num_prompt_tokens - 1,)
+    block = scheduler_block_size
+    resend = floor_to(num_prompt_tokens - 1, block)
+    extension = floor_to(num_prompt_tokens, block)
+    return tuple(sorted({max(resend - block, 0), max(extension - block, 0)}))
+
+
+class VllmPolicy:
+    """vLLM 0.33.0's boundaries, mask and split."""
+
+    name = "vllm-0.33"
+
+    def checkpoint_positions(
+        self, geometry: HybridGeometry, request: RequestView
+    ) -> tuple[int, ...]:
+        alignment = geometry.alignment_tokens
+        positions = {
+            floor_to(x, alignment)
+            for group in geometry.groups
+            for x in self.reachable_boundaries(geometry, group, request)
+        }
+        interval = geometry.retention_interval
+        if interval:
+            prefill_end = max(request.num_prompt_tokens, request.num_tokens - 1)
+            positions.update(range(interval, prefill_end, interval))
+        positions.discard(0)
+        return tuple(sorted(positions))
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        boundaries = list(
+            vllm_replay_boundaries(
+                request.num_prompt_tokens, geometry.scheduler_block_size, geometry.use_eagle
+            )
+        )
+        junction = request.shared_prefix_boundary
+        if junction:
+            boundaries.append(junction)
+            if geometry.use_eagle:
+                boundaries.append(junction - group.block_size)
+        return tuple(boundaries)
+
+    def block_mask(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        start_block: int,
+        end_block: int,
+        boundaries: Sequence[int],
+    ) -> list[bool] | None:
+        return reachable_block_mask(
+            start_block,
+            end_block,
+            geometry.alignment_tokens,
+            group,
+            geometry.use_eagle,
+            geometry.retention_interval,
+            [max(x, 0) for x in boundaries],
+        )
+
+    def last_cacheable(self, geometry: HybridGeometry, request: RequestView) -> int | None:
+        """``None``: the split's own (vLLM 0.33) formula."""
+        return None
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        return mamba_block_aligned_split(
+            num_computed_tokens=request.num_computed_tokens,
+            num_new_tokens=num_new_tokens,
+            num_prompt_tokens=request.num_prompt_tokens,
+            num_tokens=request.num_tokens,
+            block_size=geometry.scheduler_block_size,
+            shared_prefix_boundary=request.shared_prefix_boundary,
+            use_eagle=geometry.use_eagle,
+            hash_block_size=geometry.hash_block_size,
+            partial_hits=geometry.partial_hits,
+            max_prefill_tokens=max_prefill_tokens,
+            last_cacheable=self.last_cacheable(geometry, request),
+        )
+
+
+class VllmPR47782Policy(VllmPolicy):
+    """PR #47782's last cacheable position: ``N - N mod b`` (minus ``b`` with EAGLE)."""
+
+    name = "vllm-pr47782"
+
+    def last_cacheable(self, geometry: HybridGeometry, request: RequestView) -> int | None:
+        block = geometry.scheduler_block_size
+        position = floor_to(request.num_tokens, block)
+        return max(position - block, 0) if geometry.use_eagle else position

@@ -1,0 +1,80 @@
+"""The promised positions: where lookups land, and the split's stop among them.
+
+* ``checkpoint_stop`` is the earliest of ``promised_positions`` strictly inside
+  the chunk (the direct segment arithmetic agrees with the enumeration).
+* First principles: a resend of a prompt, with full attention holding the
+  blocks a finished request leaves (whole blocks of the prompt, or more once
+  output tokens filled the last one), lands where full attention alone can
+  serve it (the oracle tries every length). That landing point, on the hit
+  grid, is promised. The oracle never sees the formula.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core import GroupKind, HybridGeometry, checkpoint_stop, promised_positions
+from reference.oracle import OracleGroup, oracle_reconcile
+
+from .strategies import geometries
+
+
+@st.composite
+def geometries_with_retention(draw: st.DrawFn) -> HybridGeometry:
+    geometry = draw(geometries())
+    unit = geometry.hit_grid_tokens
+    interval = draw(st.sampled_from([None, 0, 1, 2, 3]))
+    if interval:
+        block = geometry.scheduler_block_size
+        interval = interval * unit * block // __import__("math").gcd(unit, block)
+    return HybridGeometry(
+        geometry.groups,
+        geometry.hash_block_size,
+        partial_hits=geometry.partial_hits,
+        use_eagle=geometry.use_eagle,
+        retention_interval=interval,
+    )
+
+
+@given(geometries_with_retention(), st.integers(1, 80), st.data())
+def test_checkpoint_stop_is_the_earliest_promised_position_inside(
+    geometry: HybridGeometry, prompt: int, data: st.DataObject
+) -> None:
+    junction = data.draw(st.integers(0, prompt))
+    start = data.draw(st.integers(0, prompt))
+    end = data.draw(st.integers(start, prompt + 1))
+    promised = promised_positions(geometry, prompt, junction, max(end, 1))
+    inside = [p for p in promised if start < p < end]
+    got = checkpoint_stop(
+        geometry, start=start, end=end, num_prompt_tokens=prompt, shared_prefix_boundary=junction
+    )
+    assert got == min(inside, default=end), (promised, got)
+
+
+@given(geometries(), st.integers(1, 80), st.booleans())
+def test_a_resend_lands_on_a_promised_position(
+    geometry: HybridGeometry, prompt: int, last_block_filled: bool
+) -> None:
+    unit = geometry.hash_block_size
+    groups = []
+    for spec in geometry.groups:
+        if spec.kind is not GroupKind.FULL:
+            continue
+        size = spec.block_size
+        whole = (prompt + (size if last_block_filled else 0)) // size
+        if size > geometry.alignment_tokens:  # matched by hash unit inside cached blocks
+            units = frozenset(range(whole * size // unit))
+            groups.append(OracleGroup("full", unit, None, units))
+        else:
+            groups.append(OracleGroup("full", size, None, frozenset(range(whole))))
+    if not groups:
+        return
+    lookup_limit = prompt // unit * unit  # the resend's hashed tokens
+    hit, _, _ = oracle_reconcile(
+        groups, geometry.alignment_tokens, geometry.use_eagle, prompt - 1, lookup_limit
+    )
+    grid = geometry.hit_grid_tokens
+    landing = hit // grid * grid
+    promised = promised_positions(geometry, prompt)
+    assert landing == 0 or landing in promised, (hit, landing, promised)
