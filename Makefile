@@ -5,11 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BOUND ?= 4
 
-.PHONY: setup verify verify-gpu lint typecheck test fuzz bench bench-kernels bench-engine exhaustive sweep clean
+.PHONY: setup verify verify-gpu lint typecheck test fuzz bench bench-kernels bench-engine exhaustive sweep demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev,kernels]"
+	$(PY) -m pip install --quiet -e ".[dev,kernels,demo]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -39,6 +39,11 @@ fuzz: $(STAMP)
 
 exhaustive: $(STAMP)
 	$(PY) -m reference exhaustive
+
+# The README's first command: retention policies on an agent workload. Prints
+# the tables; docs/demo/ gets simulate.txt, simulate.json and simulate.png.
+demo: $(STAMP)
+	$(PY) -m reference simulate --out docs/demo
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_core

@@ -10,6 +10,7 @@ import argparse
 import sys
 import time
 
+from . import simulate
 from .exhaustive import check_exhaustively
 
 
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         "--bound", type=int, default=3, help="size of every dimension (default 3)"
     )
     exhaustive.set_defaults(run=_exhaustive)
+    simulate.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "exhaustive" and args.bound < 1:
         parser.error(f"--bound must be >= 1, got {args.bound}")
