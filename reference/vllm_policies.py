@@ -80,7 +80,9 @@ class VllmPolicy:
             boundaries.append(junction)
             if geometry.use_eagle:
                 boundaries.append(junction - group.block_size)
-        return tuple(boundaries)
+        # vLLM hands its mask ``J - B`` even when negative, where it marks
+        # nothing; the Policy protocol takes positions >= 0, so drop them.
+        return tuple(x for x in boundaries if x >= 0)
 
     def block_mask(
         self,
@@ -98,7 +100,7 @@ class VllmPolicy:
             group,
             geometry.use_eagle,
             geometry.retention_interval,
-            [max(x, 0) for x in boundaries],
+            boundaries,
         )
 
     def last_cacheable(self, geometry: HybridGeometry, request: RequestView) -> int | None:
