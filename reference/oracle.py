@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "OracleGroup",
+    "oracle_blocks_needed",
     "oracle_reachable_block_mask",
     "oracle_reconcile",
     "oracle_split",
@@ -61,6 +62,23 @@ def _state_block(position: int, block_size: int) -> set[int]:
     return {state // block_size - 1} if state > 0 else set()
 
 
+def oracle_blocks_needed(
+    kind: str, position: int, block_size: int, window: int | None, use_eagle: bool
+) -> set[int]:
+    """Blocks a group of ``kind`` reads to resume a request at ``position``.
+
+    Full attention: every block before it. Sliding window: the blocks the next
+    token's window sees (plus the EAGLE peek block). Mamba: the deepest state
+    block at or below the position.
+    """
+    if kind == SLIDING_WINDOW:
+        assert window is not None
+        return _window_blocks(position, block_size, window, use_eagle)
+    if kind == MAMBA:
+        return _state_block(position, block_size)
+    return set(range(position // block_size))
+
+
 def oracle_reachable_block_mask(
     start_block: int,
     end_block: int,
@@ -86,10 +104,7 @@ def oracle_reachable_block_mask(
         return None
 
     def needed(position: int) -> set[int]:
-        if kind == SLIDING_WINDOW:
-            assert window is not None
-            return _window_blocks(position, block_size, window, use_eagle)
-        return _state_block(position, block_size)
+        return oracle_blocks_needed(kind, position, block_size, window, use_eagle)
 
     # Periodic promises: every A (dense SWA) or every R (R > 0), never 0.
     segment = alignment_tokens if retention_interval is None else retention_interval

@@ -63,12 +63,16 @@ class JunctionPolicy:
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
     ) -> tuple[int, ...]:
-        return reachable_boundaries(
+        boundaries = reachable_boundaries(
             request.num_prompt_tokens,
             self.junction(request),
             geometry.eagle_drop_tokens,
             geometry.sub_block_full_attention_sizes,
         )
+        # One that floors to 0 promises nothing (a hit of 0 reads no block),
+        # yet the mask would keep an EAGLE peek block for it.
+        grid = geometry.hit_grid_tokens
+        return tuple(x for x in boundaries if x >= grid)
 
     def block_mask(
         self,

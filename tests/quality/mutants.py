@@ -1,0 +1,327 @@
+"""The bug zoo: one mutant per defect class of SPEC section 8.
+
+Each is a small, readable change to the default ``junction`` policy (or, for
+the two lookup defects no policy can cause, to the reference engine), with
+the upstream report it reproduces. ``test_bug_zoo`` runs the public
+conformance harness on each and requires it to name a violated promise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from core import (
+    GroupKind,
+    GroupSpec,
+    HitReconciliation,
+    HybridGeometry,
+    checkpoint_stop,
+    floor_to,
+    mamba_block_aligned_split,
+)
+from reference.coordinator import Coordinator
+from reference.engine import Engine, EngineConfig
+from reference.group_managers import MambaManager
+from reference.policies import JunctionPolicy
+from reference.policy import Policy, RequestView
+from reference.request import Request
+
+
+def _split(
+    geometry: HybridGeometry,
+    request: RequestView,
+    num_new_tokens: int,
+    max_prefill_tokens: int,
+    *,
+    junction: int,
+    checkpoint_junction: int,
+    grid: int,
+    geometry_for_stops: HybridGeometry | None = None,
+) -> int:
+    """The junction policy's split with its knobs exposed (mutants turn one)."""
+    start = request.num_computed_tokens
+    tokens = mamba_block_aligned_split(
+        num_computed_tokens=start,
+        num_new_tokens=num_new_tokens,
+        num_prompt_tokens=request.num_prompt_tokens,
+        num_tokens=request.num_tokens,
+        block_size=grid,
+        shared_prefix_boundary=junction,
+        use_eagle=geometry.use_eagle,
+        hash_block_size=geometry.hash_block_size,
+        partial_hits=geometry.partial_hits,
+        max_prefill_tokens=max_prefill_tokens,
+    )
+    if start >= max(request.num_prompt_tokens, request.num_tokens - 1):
+        return tokens
+    end = checkpoint_stop(
+        geometry_for_stops or geometry,
+        start=start,
+        end=start + tokens,
+        num_prompt_tokens=request.num_prompt_tokens,
+        shared_prefix_boundary=checkpoint_junction,
+    )
+    return end - start
+
+
+class JunctionHintFirstStepOnly(JunctionPolicy):
+    """Pre-#47782: the split hears of the junction only on a request's first step."""
+
+    name = "mutant: split ignores the junction on later chunks (pre-#47782)"
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        junction = request.shared_prefix_boundary if request.num_computed_tokens == 0 else 0
+        return _split(
+            geometry,
+            request,
+            num_new_tokens,
+            max_prefill_tokens,
+            junction=junction,
+            checkpoint_junction=junction,
+            grid=geometry.scheduler_block_size,
+        )
+
+
+class JunctionDroppedFromMask(JunctionPolicy):
+    """Pre-#47782: under R = 0 the sparse mask keeps the replay boundary only."""
+
+    name = "mutant: sparse mask drops the junction state under R = 0 (pre-#47782)"
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        boundaries = super().reachable_boundaries(geometry, group, request)
+        junction = request.shared_prefix_boundary
+        if geometry.retention_interval != 0 or not junction:
+            return boundaries
+        drop = geometry.eagle_drop_tokens
+        return tuple(x for x in boundaries if x not in (junction, junction - drop))
+
+
+class StateOnePastLookup(JunctionPolicy):
+    """#50409: the replay state is kept at ``N - N mod b``, one token past every lookup."""
+
+    name = "mutant: last cacheable position N - N mod b (#50409)"
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        prompt = request.num_prompt_tokens
+        boundaries = set(super().reachable_boundaries(geometry, group, request))
+        boundaries.discard(prompt - 1)
+        boundaries.add(floor_to(prompt, geometry.scheduler_block_size))
+        return tuple(sorted(boundaries))
+
+
+class ChunkGridOfMambaBlock(JunctionPolicy):
+    """#54076: chunks are aligned to the Mamba block, not the scheduler block ``L``."""
+
+    name = "mutant: chunk grid uses the Mamba group's block size (#54076)"
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        mamba = min(g.block_size for g in geometry.groups if g.kind is GroupKind.MAMBA)
+        junction = request.shared_prefix_boundary
+        return _split(
+            geometry,
+            request,
+            num_new_tokens,
+            max_prefill_tokens,
+            junction=junction,
+            checkpoint_junction=junction,
+            grid=mamba,
+        )
+
+
+class EagleMambaStateOneBlockHigh(JunctionPolicy):
+    """#53945, #54713: under EAGLE the Mamba replay state sits above where lookups land."""
+
+    name = "mutant: EAGLE Mamba replay state one block above the landing point (#53945)"
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        boundaries = super().reachable_boundaries(geometry, group, request)
+        if group.kind is not GroupKind.MAMBA or not geometry.use_eagle:
+            return boundaries
+        kept = (request.num_prompt_tokens - 1, request.shared_prefix_boundary)
+        return tuple(x for x in boundaries if x in kept)
+
+
+class SlidingWindowKeepsOnlyNeed(JunctionPolicy):
+    """#57613: SWA keeps ``need`` blocks at the replay boundary only, so a lookup
+    landing lower (EAGLE drop, the prompt's last whole block) finds no tail."""
+
+    name = "mutant: SWA keeps only the replay boundary's need blocks (#57613)"
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        boundaries = super().reachable_boundaries(geometry, group, request)
+        if group.kind is not GroupKind.SLIDING_WINDOW:
+            return boundaries
+        kept = (request.num_prompt_tokens - 1, request.shared_prefix_boundary)
+        return tuple(x for x in boundaries if x in kept)
+
+
+class SegmentsMarkedNotStopped(JunctionPolicy):
+    """#53479: under R > 0 the mask marks segment states the split never stops at."""
+
+    name = "mutant: mask and split disagree under R > 0 (#53479)"
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        junction = request.shared_prefix_boundary
+        return _split(
+            geometry,
+            request,
+            num_new_tokens,
+            max_prefill_tokens,
+            junction=junction,
+            checkpoint_junction=junction,
+            grid=geometry.scheduler_block_size,
+            geometry_for_stops=attrs.evolve(geometry, retention_interval=0),
+        )
+
+
+class SubBlockJunctionFlooredFromStart(JunctionPolicy):
+    """A sub-block junction floored relative to the chunk start, not to the grid."""
+
+    name = "mutant: sub-block junction floored from the start, not the grid"
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        return _split(
+            geometry,
+            request,
+            num_new_tokens,
+            max_prefill_tokens,
+            junction=request.shared_prefix_boundary,
+            checkpoint_junction=0,  # only the start-relative stop is left
+            grid=geometry.scheduler_block_size,
+        )
+
+
+class RetentionZeroKeepsEverything(JunctionPolicy):
+    """R = 0 read as dense: every tail and state is kept (the memory blow-up)."""
+
+    name = "mutant: R = 0 treated as dense retention"
+
+    def block_mask(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        start_block: int,
+        end_block: int,
+        boundaries: Sequence[int],
+    ) -> list[bool] | None:
+        if geometry.retention_interval == 0:
+            return None
+        return super().block_mask(geometry, group, request, start_block, end_block, boundaries)
+
+
+# -- engine mutants: lookup defects no retention policy can cause ------------
+
+
+class _OverEagerCoordinator(Coordinator):
+    def lookup(self, request: Request) -> HitReconciliation:
+        hits = super().lookup(request)
+        return attrs.evolve(hits, shared_prefix_boundary=hits.longest_hit_length)
+
+
+class OverEagerJunctionEngine(Engine):
+    """#56142: the junction is set even when every group agrees (``J = ℓ`` always)."""
+
+    name = "engine mutant: junction set though all groups agree (#56142)"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.coordinator = _OverEagerCoordinator(self.geometry, self.pool, self.policy)
+
+
+class _MidBlockStateManager(MambaManager):
+    def after_step(self, request: Request) -> None:
+        end, size = request.num_computed_tokens, self.block_size
+        super().after_step(request)
+        state = self.latest[request.request_id]
+        index = end // size - 1
+        # The state after ``end`` tokens, keyed as the last whole block's.
+        if end % size and index >= 0 and state.key is None:
+            self.cache_block(request, state, index)
+
+
+class MambaResumesMidBlockEngine(Engine):
+    """ROCm ATOM #1759: a state saved mid-block serves a hit at the block's end."""
+
+    name = "engine mutant: a hit resumes Mamba from a mid-block state (ATOM #1759)"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        managers = self.coordinator.managers
+        for index, manager in enumerate(managers):
+            if isinstance(manager, MambaManager):
+                managers[index] = _MidBlockStateManager(
+                    manager.group_id, manager.spec, self.geometry, self.pool, self.policy
+                )
+
+
+@attrs.frozen
+class Mutant:
+    """A zoo entry: the policy (and engine) to run, and the promises it should break."""
+
+    key: str
+    name: str
+    policy: Callable[[], Policy]
+    expected: frozenset[str]
+    engine: Callable[[EngineConfig], Engine] = Engine
+
+
+def _policy(cls: type[JunctionPolicy], *expected: str) -> Mutant:
+    return Mutant(cls.__name__, cls.name, cls, frozenset(expected))
+
+
+def _engine(
+    cls: type[OverEagerJunctionEngine | MambaResumesMidBlockEngine], *expected: str
+) -> Mutant:
+    return Mutant(cls.name, JunctionPolicy, frozenset(expected), cls)
+
+
+ZOO: tuple[Mutant, ...] = (
+    _policy(JunctionHintFirstStepOnly, "junction", "split"),
+    _policy(JunctionDroppedFromMask, "junction"),
+    _policy(StateOnePastLookup, "replay", "economy"),
+    _policy(ChunkGridOfMambaBlock, "split", "replay", "junction"),
+    _policy(EagleMambaStateOneBlockHigh, "replay", "junction"),
+    _policy(SlidingWindowKeepsOnlyNeed, "replay", "junction"),
+    _policy(SegmentsMarkedNotStopped, "split", "segments"),
+    _policy(SubBlockJunctionFlooredFromStart, "split", "junction"),
+    _policy(RetentionZeroKeepsEverything, "economy"),
+    _engine(OverEagerJunctionEngine, "reconciliation"),
+    _engine(
+        MambaResumesMidBlockEngine, "safety", "reconciliation", "economy", "replay", "junction"
+    ),
+)

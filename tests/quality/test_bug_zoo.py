@@ -1,0 +1,53 @@
+"""The suite finds these bugs: every zoo mutant breaks a named promise.
+
+Each mutant (``mutants.ZOO``, one per defect class of SPEC section 8) runs
+through the public conformance harness with a bounded budget: at most
+``EXAMPLES`` examples per promise, stopping at the first violation. The test
+requires a violation, of a promise the defect is known to break, with a
+shrunk, replayable counterexample that fails again when replayed. The
+default policy passing every promise is ``tests/engine/test_promises.py``.
+The scoreboard (caught / total, time to the first counterexample) is printed
+at the end of the run (``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from reference.conformance import replay, run_conformance
+
+from .mutants import ZOO, Mutant
+
+EXAMPLES = 200
+SCOREBOARD: list[tuple[str, str, float | None, float]] = []
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    ZOO,
+    ids=[m.policy.__name__ if m.engine.__name__ == "Engine" else m.engine.__name__ for m in ZOO],
+)
+def test_the_harness_catches_the_mutant(mutant: Mutant) -> None:
+    started = time.perf_counter()
+    report = run_conformance(
+        mutant.policy(), examples=EXAMPLES, fail_fast=True, engine_factory=mutant.engine
+    )
+    elapsed = time.perf_counter() - started
+    caught = report.violated
+    SCOREBOARD.append(
+        (
+            mutant.name,
+            caught[0].promise if caught else "-",
+            caught[0].seconds_to_counterexample if caught else None,
+            elapsed,
+        )
+    )
+    assert caught, f"{mutant.name}: no promise violated in {EXAMPLES} examples each"
+    verdict = caught[0]
+    assert verdict.status == "violated", verdict.message
+    assert verdict.promise in mutant.expected, (verdict.promise, verdict.message)
+    assert verdict.counterexample is not None
+    again = replay(verdict.counterexample, mutant.policy(), mutant.engine)
+    assert again is not None, "the shrunk counterexample does not replay"
