@@ -224,14 +224,24 @@ def run_sessions(engine: Engine, sessions: Sequence[Sequence[Arrival]], concurre
     while pending and len(active) < concurrency:
         send(pending.popleft(), 0)
     idle_steps = 0
+    alone_preemptions: dict[int, int] = {}
     while active:
+        preemptions = engine.metrics.preemptions
         scheduled = engine.step()
         idle_steps = 0 if scheduled else idle_steps + 1
-        if idle_steps > 2:
-            waiting = engine.waiting[0] if engine.waiting else None
+        stuck = None
+        if idle_steps > 2:  # nothing runs and the next request cannot be admitted
+            stuck = engine.waiting[0] if engine.waiting else engine.running[0]
+        elif engine.metrics.preemptions > preemptions and not engine.running:
+            # Preempted with nothing else running: it does not fit even alone.
+            head = engine.waiting[0]
+            alone_preemptions[head.request_id] = alone_preemptions.get(head.request_id, 0) + 1
+            if alone_preemptions[head.request_id] >= 3:
+                stuck = head
+        if stuck is not None:
             raise SimulationError(
-                f"no progress: the pool of {engine.config.num_blocks} blocks cannot hold "
-                f"{waiting or 'the running requests'}; use more --blocks"
+                f"no progress: a pool of {engine.config.num_blocks} blocks cannot hold request "
+                f"{stuck.request_id} ({stuck.num_tokens} tokens); use more --blocks"
             )
         for request_id in [
             r for r in active if engine.requests[r].status is RequestStatus.FINISHED
@@ -555,8 +565,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--blocks",
         type=_int_at_least(2),
-        default=100_000,
-        help="KV-cache pool size in blocks; lower it for eviction pressure (default 100000)",
+        default=40_000,
+        help="KV-cache pool size in blocks; lower it for eviction pressure (default 40000)",
     )
     parser.add_argument(
         "--budget",

@@ -1,0 +1,183 @@
+"""``python -m reference simulate``: the numbers, the outputs, traces, and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reference.__main__ import main
+from reference.trace import TraceError, parse_trace
+
+EXAMPLE_TRACE = Path(__file__).resolve().parents[2] / "examples" / "trace.jsonl"
+
+# Sessions one after another, prefill in one chunk: every number is exact.
+TINY = ["--sessions", "6", "--turns", "2", "--system-prompt", "300", "--concurrency", "1"]
+TINY += ["--chunk", "0", "--intervals", "256"]
+
+
+def run(argv: list[str], out: Path) -> dict[str, Any]:
+    assert main(["simulate", *argv, "--out", str(out)]) == 0
+    report: dict[str, Any] = json.loads((out / "simulate.json").read_text())
+    return report
+
+
+def by_label(report: dict[str, Any], geometry: str) -> dict[str, dict[str, Any]]:
+    return {r["label"]: r for r in report["runs"] if r["geometry"] == geometry}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out = tmp_path_factory.mktemp("tiny")
+    report = run([*TINY, "--no-plot"], out)
+    return report, (out / "simulate.txt").read_text()
+
+
+@pytest.mark.parametrize("geometry", ["full+mamba", "full+swa"])
+def test_pinning_keeps_the_system_prompt_with_few_sparse_blocks(
+    tiny: tuple[dict[str, Any], str], geometry: str
+) -> None:
+    report, _ = tiny
+    runs = by_label(report, geometry)
+    dense, pinned, unpinned = runs["dense"], runs["R=0 pinned"], runs["R=0 unpinned"]
+    requests = report["workload"]["requests"]
+    # At most the first request to see the system prompt a second time pays
+    # (it leaves the junction state); dense may have cached a state there already.
+    assert pinned["system_prompt_hit_rate"] >= dense["system_prompt_hit_rate"] - 1 / requests
+    assert pinned["sparse_retained_peak"] < dense["sparse_retained_peak"]
+    # Without pinning no session but the first reuses the system prompt on its first turn.
+    assert unpinned["system_prompt_hit_rate"] == 0.5
+    assert unpinned["token_hit_rate"] < pinned["token_hit_rate"]
+    assert unpinned["prefill_tokens_computed"] > pinned["prefill_tokens_computed"]
+    for run_ in runs.values():
+        assert run_["evictions"] == 0
+        assert run_["hit_tokens"] <= run_["lookup_tokens"]
+        sparse = [g for g in run_["groups"] if g["kind"] != "full"]
+        assert run_["sparse_retained_peak"] == sum(g["retained_peak"] for g in sparse)
+
+
+def test_full_mamba_pinned_matches_dense_exactly(tiny: tuple[dict[str, Any], str]) -> None:
+    runs = by_label(tiny[0], "full+mamba")
+    assert runs["R=0 pinned"]["system_prompt_hit_rate"] == runs["dense"]["system_prompt_hit_rate"]
+
+
+def test_report_holds_the_table_and_the_sweep(tiny: tuple[dict[str, Any], str]) -> None:
+    report, table = tiny
+    assert report["table"] == ["dense", "interval R=256", "R=0 unpinned", "R=0 pinned"]
+    labels = {(r["geometry"], r["label"]) for r in report["runs"]}
+    assert ("full+swa", "pinned R=256") in labels  # the sweep's extra point
+    assert report["workload"]["requests"] == 12
+    assert report["workload"]["system_prompt_tokens"] == 300
+    for geometry in ("full+mamba", "full+swa"):
+        assert f"{geometry}: full attention" in table
+    assert table.count("R=0 pinned") == 2 and "pinned R=256" not in table
+
+
+def test_prints_the_table_and_progress_and_plots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--sessions", "2", "--turns", "1", "--system-prompt", "64"]
+    argv += ["--geometry", "full+swa", "--intervals", "64", "--interval", "64"]
+    run(argv, tmp_path)
+    captured = capsys.readouterr()
+    assert "R=0 pinned" in captured.out and "sparse peak" in captured.out
+    assert "[##############################] 5/5" in captured.err  # the progress bar
+    assert (tmp_path / "simulate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_eagle_and_pool_pressure_run(tmp_path: Path) -> None:
+    argv = ["--sessions", "4", "--turns", "2", "--system-prompt", "200", "--eagle"]
+    argv += ["--blocks", "200", "--geometry", "full+swa+mamba", "--intervals", "128", "--no-plot"]
+    argv += ["--interval", "128"]
+    report = run(argv, tmp_path)
+    assert report["settings"]["use_eagle"] is True
+    assert any(r["evictions"] > 0 for r in report["runs"])
+
+
+def test_replays_the_example_trace(tmp_path: Path) -> None:
+    argv = ["--trace", str(EXAMPLE_TRACE), "--concurrency", "1", "--no-plot"]
+    argv += ["--intervals", "256"]
+    report = run(argv, tmp_path)
+    assert report["workload"]["requests"] == 8 and report["workload"]["sessions"] == 4
+    runs = by_label(report, "full+mamba")
+    assert runs["R=0 pinned"]["token_hit_rate"] > runs["R=0 unpinned"]["token_hit_rate"]
+
+
+def test_a_pool_too_small_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--sessions", "1", "--turns", "1", "--blocks", "4", "--no-plot"]
+    assert main([*argv, "--out", str(tmp_path)]) == 1
+    assert "cannot hold request 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sessions", "0"], "argument --sessions: 0 must be >= 1"),
+        (["--blocks", "many"], "argument --blocks: 'many' is not an int"),
+        (["--geometry", "mamba"], "unknown geometry 'mamba'"),
+        (["--interval", "100"], "--interval 100: must be a multiple of the scheduler block L=64"),
+        (["--intervals", "64,x"], "argument --intervals: 'x' is not an int"),
+        (["--intervals", "16", "--geometry", "full+mamba"], "--intervals 16: must be a multiple"),
+        (["--trace", "/nonexistent/t.jsonl"], "--trace: /nonexistent/t.jsonl:0: cannot read"),
+    ],
+)
+def test_bad_options_exit_2_naming_the_option(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", *argv])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_malformed_trace_exits_2_naming_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"prompt": [1, 2]}\n\n{"prompt": [1, 2], "output_tokens": 0}\n')
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "--trace", str(trace), "--out", str(tmp_path)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{trace}:3: field 'output_tokens': must be an int >= 1, got 0" in err
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "problem"),
+    [
+        ('{"prompt": [1, 2', None, "not valid JSON"),
+        ("[1, 2]", None, "must be a JSON object, got list"),
+        ('{"output_tokens": 3}', "prompt", "missing"),
+        ('{"prompt": "1 2 3"}', "prompt", "must be a list of token ids, got str"),
+        ('{"prompt": []}', "prompt", "must not be empty"),
+        ('{"prompt": [1, -1]}', "prompt", "element 1 is -1; token ids must be in [0, 2**31)"),
+        ('{"prompt": [1, 2147483648]}', "prompt", "element 1 is 2147483648"),
+        ('{"prompt": [1, 2.5]}', "prompt", "element 1 is 2.5; token ids must be ints"),
+        ('{"prompt": [true]}', "prompt", "element 0 is True; token ids must be ints"),
+        ('{"prompt": [1], "output_tokens": "8"}', "output_tokens", "must be an int >= 1"),
+        ('{"prompt": [1], "session": [1]}', "session", "must be a string or an int"),
+        ('{"prompt": [1], "promt": [1]}', "promt", "unknown field"),
+    ],
+)
+def test_trace_errors_name_line_and_field(line: str, field: str | None, problem: str) -> None:
+    text = '{"prompt": [5, 6], "session": "a"}\n' + line + "\n"
+    with pytest.raises(TraceError) as info:
+        parse_trace(text, "t.jsonl")
+    assert info.value.line == 2 and info.value.field == field
+    message = str(info.value)
+    assert message.startswith("t.jsonl:2: " + (f"field {field!r}: " if field else ""))
+    assert problem in message
+
+
+def test_trace_sessions_and_defaults() -> None:
+    requests = parse_trace(
+        '{"prompt": [1]}\n\n{"prompt": [1, 2], "session": 7, "output_tokens": 3}'
+    )
+    assert [(r.line, r.prompt, r.output_tokens, r.session) for r in requests] == [
+        (1, (1,), 16, None),
+        (3, (1, 2), 3, 7),
+    ]
+    with pytest.raises(TraceError, match=r"t\.jsonl:1: the trace has no requests"):
+        parse_trace("\n \n", "t.jsonl")
