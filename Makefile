@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BOUND ?= 4
 
-.PHONY: setup verify verify-gpu lint typecheck test fuzz bench bench-kernels bench-engine exhaustive sweep demo clean
+.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep demo mutmut clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,22 @@ verify: lint typecheck test
 verify-gpu:
 	HYPOTHESIS_PROFILE=ci $(PYTHON) -m pytest -rs -m cuda tests/kernels
 
-# Many more examples (the engine state machine runs far longer) and a larger
-# exhaustive bound; about an hour at the defaults.
+# `make fuzz POLICY=NAME [SECONDS=60]`: the conformance harness on one policy
+# (a built-in name or module:attribute), time-boxed, non-zero on a violation.
+# Without POLICY: the whole property suite with many more examples (the engine
+# state machine runs far longer) and a larger exhaustive bound; about an hour.
+SECONDS ?= 60
 fuzz: $(STAMP)
+ifdef POLICY
+	$(PY) -m reference fuzz --policy $(POLICY) --seconds $(SECONDS)
+else
 	HYPOTHESIS_PROFILE=fuzz JUNCTION_EXHAUSTIVE_BOUND=$(BOUND) $(PY) -m pytest -s \
 		--hypothesis-show-statistics tests/properties tests/engine
+endif
+
+# The bug zoo alone, with its scoreboard (also part of `make test`).
+zoo: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest tests/quality
 
 exhaustive: $(STAMP)
 	$(PY) -m reference exhaustive
@@ -56,6 +67,20 @@ bench-engine: $(STAMP)
 
 sweep: $(STAMP)
 	$(PY) -m kernels.sweep
+
+# Mutation testing of core/ (config in pyproject.toml [tool.mutmut]) with one
+# worker, a small Hypothesis profile and exhaustive bound 2; not part of
+# verify/CI (slow: see BENCHMARKS.md). Starts from scratch, then prints the
+# score and every mutant not killed (explained in docs/mutmut-survivors.md).
+mutmut: $(STAMP)
+	rm -rf mutants
+	HYPOTHESIS_PROFILE=mutmut JUNCTION_EXHAUSTIVE_BOUND=2 $(VENV)/bin/mutmut run --max-children 1
+	$(VENV)/bin/mutmut export-cicd-stats
+	$(PY) -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+		print('mutation score: {killed} killed / {total} mutants = {p:.1f}% ' \
+		'(survived {survived}, timeout {timeout}, no tests {no_tests}, suspicious {suspicious})' \
+		.format(p=100 * s['killed'] / s['total'], **s))"
+	$(VENV)/bin/mutmut results
 
 clean:
 	rm -rf $(VENV) .hypothesis .mypy_cache .pytest_cache .ruff_cache *.egg-info

@@ -2,6 +2,8 @@
 
 ``exhaustive`` walks every input up to a bound and compares core with the
 first-principles oracle, printing how many inputs each decision covered.
+``simulate`` runs retention policies on an agent workload; ``fuzz`` checks one
+policy's promises for a while (``reference.fuzz``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import argparse
 import sys
 import time
 
-from . import simulate
+from . import fuzz, simulate
 from .exhaustive import check_exhaustively
 
 
@@ -42,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     exhaustive.set_defaults(run=_exhaustive)
     simulate.add_parser(commands)
+    fuzz.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "exhaustive" and args.bound < 1:
         parser.error(f"--bound must be >= 1, got {args.bound}")

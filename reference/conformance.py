@@ -40,6 +40,7 @@ on); each batch runs with an explicit seed, so ``seed`` replays a run.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -196,7 +197,7 @@ class ConformanceReport:
         for v in self.violated:
             lines.append(f"\n{v.statement}: {v.status}\n  {v.message}")
             if v.counterexample is not None:
-                lines.append(f"  replay: {v.counterexample.to_json()}")
+                lines.append(f"  scenario: {json.dumps(v.counterexample.to_json())}")
         return "\n".join(lines)
 
 

@@ -1,0 +1,127 @@
+"""The public harness as a third party uses it: reports, replays, bad policies.
+
+Fast coverage of ``run_conformance`` itself; whether the default policy keeps
+every promise is ``tests/engine/test_promises.py``, and whether the harness
+catches real defects is ``tests/quality``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from core import GroupSpec, HybridGeometry
+from reference.conformance import PROMISES, Scenario, replay, run_conformance
+from reference.policies import IntervalPolicy, JunctionPolicy, resolve_policy
+from reference.policy import PolicyError, RequestView
+
+
+def test_a_conforming_policy_gets_a_clean_report() -> None:
+    report = run_conformance(JunctionPolicy(), examples=10, seed=3)
+    assert report.passed and report.policy == "junction" and report.seed == 3
+    assert [v.promise for v in report.verdicts] == list(PROMISES)
+    assert all(v.status == "kept" and v.examples == 10 for v in report.verdicts)
+    assert "junction" in report.table()
+
+
+def test_a_violation_comes_back_shrunk_and_replayable() -> None:
+    # No pinning: the junction promise cannot hold (the behaviour before #47782).
+    report = run_conformance(IntervalPolicy(), examples=200, promises=["junction"])
+    (verdict,) = report.violated
+    assert verdict.promise == "junction" and verdict.status == "violated"
+    scenario = verdict.counterexample
+    assert scenario is not None
+    assert replay(scenario, IntervalPolicy()) == verdict.message
+    assert replay(scenario, JunctionPolicy()) is None  # pinning fixes it
+    # Through JSON and back, as a bug report would carry it.
+    again = Scenario.from_json(json.loads(json.dumps(scenario.to_json())))
+    assert again == scenario
+    assert verdict.seconds_to_counterexample is not None
+
+
+def test_the_same_seed_replays_the_same_run() -> None:
+    first, second = (
+        run_conformance(IntervalPolicy(), examples=200, seed=7, promises=["junction"])
+        for _ in range(2)
+    )
+    assert first.verdicts[0].counterexample == second.verdicts[0].counterexample
+    assert first.verdicts[0].examples == second.verdicts[0].examples
+
+
+class Raising(JunctionPolicy):
+    name = "raising"
+
+    def split(
+        self,
+        geometry: HybridGeometry,
+        request: RequestView,
+        num_new_tokens: int,
+        max_prefill_tokens: int,
+    ) -> int:
+        raise ZeroDivisionError("boom")
+
+
+class Malformed(JunctionPolicy):
+    name = "malformed"
+
+    def block_mask(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        start_block: int,
+        end_block: int,
+        boundaries: Sequence[int],
+    ) -> list[bool] | None:
+        return [True]  # one bool, whatever the range
+
+
+@pytest.mark.parametrize(
+    ("policy", "call", "problem"),
+    [
+        (Raising(), "split(", "raised ZeroDivisionError: boom"),
+        (Malformed(), "block_mask(", "must return None or"),
+    ],
+)
+def test_a_broken_policy_is_an_error_naming_policy_and_call(
+    policy: JunctionPolicy, call: str, problem: str
+) -> None:
+    report = run_conformance(policy, examples=20, promises=["split", "economy"], fail_fast=True)
+    verdict = report.violated[0]
+    assert verdict.status == "error"
+    assert f"policy {policy.name!r}" in verdict.message
+    assert call in verdict.message and problem in verdict.message
+
+
+def test_an_object_without_the_protocol_is_refused_up_front() -> None:
+    with pytest.raises(PolicyError, match=r"missing methods \['block_mask', 'split'\]"):
+        run_conformance(
+            object.__new__(
+                type(
+                    "Half",
+                    (),
+                    {"name": "half", "checkpoint_positions": print, "reachable_boundaries": print},
+                )
+            )
+        )  # type: ignore[arg-type]
+
+
+def test_policies_resolve_by_name_or_module_attribute() -> None:
+    assert resolve_policy("junction").name == "junction"
+    assert resolve_policy("reference.policies:IntervalPolicy").name == "interval"
+    for name, problem in [
+        ("nope", "not a built-in policy"),
+        ("no.such.module:x", "cannot import"),
+        ("reference.policies:Nothing", "has no attribute"),
+        ("reference.policies:PolicyError", "raised TypeError"),
+        ("core:__doc__", "does not implement"),
+    ]:
+        with pytest.raises(PolicyError, match=problem):
+            resolve_policy(name)
+
+
+def test_scenarios_reject_unknown_promises() -> None:
+    with pytest.raises(ValueError, match="promise='eleven'"):
+        run_conformance(JunctionPolicy(), promises=["eleven"])
