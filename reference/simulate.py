@@ -395,7 +395,7 @@ def simulate(
 # -- reporting ------------------------------------------------------------------
 
 _COLUMNS = (
-    ("policy", 13),
+    ("policy", 15),
     ("hit rate", 9),
     ("sys-prompt", 10),
     ("prefill tok", 12),
@@ -443,6 +443,7 @@ def write_plot(path: Path, geometries: Sequence[str], results: Sequence[RunResul
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     figure, axes = plt.subplots(
         1, len(geometries), figsize=(6 * len(geometries), 4.6), squeeze=False
@@ -469,7 +470,10 @@ def write_plot(path: Path, geometries: Sequence[str], results: Sequence[RunResul
                     "R=" + ",".join(intervals),
                     (x, y),
                     textcoords="offset points",
-                    xytext=(4, -11 if policy == "interval" else 5),
+                    xytext=(3, -6) if policy == "interval" else (2, 5),
+                    rotation=-40 if policy == "interval" else 40,
+                    rotation_mode="anchor",
+                    va="top" if policy == "interval" else "bottom",
                     fontsize=7,
                     color=line.get_color(),
                 )
@@ -481,7 +485,9 @@ def write_plot(path: Path, geometries: Sequence[str], results: Sequence[RunResul
         axis.set_title(f"{name}\n{GEOMETRIES[name].description}", fontsize=9)
         axis.set_xlabel("sparse-group blocks retained (peak)")
         axis.set_ylabel("token hit rate")
-        axis.set_xscale("log")
+        axis.set_xlim(left=0)
+        axis.margins(x=0.1, y=0.15)
+        axis.xaxis.set_major_formatter(ticker.StrMethodFormatter("{x:,.0f}"))
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=8, loc="lower right")
     figure.suptitle("Retention interval sweep: hit rate vs memory", fontsize=11)

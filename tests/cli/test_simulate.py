@@ -11,7 +11,8 @@ import pytest
 from reference.__main__ import main
 from reference.trace import TraceError, parse_trace
 
-EXAMPLE_TRACE = Path(__file__).resolve().parents[2] / "examples" / "trace.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_TRACE = ROOT / "examples" / "trace.jsonl"
 
 # Sessions one after another, prefill in one chunk: every number is exact.
 TINY = ["--sessions", "6", "--turns", "2", "--system-prompt", "300", "--concurrency", "1"]
@@ -181,3 +182,12 @@ def test_trace_sessions_and_defaults() -> None:
     ]
     with pytest.raises(TraceError, match=r"t\.jsonl:1: the trace has no requests"):
         parse_trace("\n \n", "t.jsonl")
+
+
+def test_readme_shows_the_demo_table_that_make_demo_wrote() -> None:
+    table = (ROOT / "docs" / "demo" / "simulate.txt").read_text()
+    assert table in (ROOT / "README.md").read_text()
+    report = json.loads((ROOT / "docs" / "demo" / "simulate.json").read_text())
+    pinned = by_label(report, "full+mamba")["R=0 pinned"]
+    assert f"{pinned['token_hit_rate']:.3f}" in table
+    assert (ROOT / "docs" / "demo" / "simulate.png").read_bytes()[:4] == b"\x89PNG"
