@@ -360,6 +360,9 @@ class Progress:
         self.width = width
         self.started = time.perf_counter()
         self.tty = stream.isatty()
+        if self.tty:
+            self.stream.write(f"[{'.' * width}] 0/{total}")
+            self.stream.flush()
 
     def advance(self, what: str) -> None:
         self.done += 1
