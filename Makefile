@@ -44,6 +44,10 @@ else
 		--hypothesis-show-statistics tests/properties tests/engine
 endif
 
+# docs/findings.md: the harness on the vLLM policies (a few minutes).
+findings: $(STAMP)
+	$(PY) -m reference findings
+
 # The bug zoo alone, with its scoreboard (also part of `make test`).
 zoo: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest tests/quality

@@ -3,7 +3,8 @@
 ``exhaustive`` walks every input up to a bound and compares core with the
 first-principles oracle, printing how many inputs each decision covered.
 ``simulate`` runs retention policies on an agent workload; ``fuzz`` checks one
-policy's promises for a while (``reference.fuzz``).
+policy's promises for a while (``reference.fuzz``); ``findings`` writes
+docs/findings.md (``reference.findings``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import sys
 import time
 
-from . import fuzz, simulate
+from . import findings, fuzz, simulate
 from .exhaustive import check_exhaustively
 
 
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     exhaustive.set_defaults(run=_exhaustive)
     simulate.add_parser(commands)
     fuzz.add_parser(commands)
+    findings.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "exhaustive" and args.bound < 1:
         parser.error(f"--bound must be >= 1, got {args.bound}")

@@ -5,8 +5,10 @@
   what they need on the grid hits land on, and the split, which stops at
   every one of them (``core.checkpoint_stop``); the exact finders land on
   them. It keeps every promise of SPEC section 7, under EAGLE and ``R > 0``.
-* ``dense``: the same chunks, but every materialised block is cached
-  (``R`` is ignored): the hit-rate ceiling and the memory worst case.
+* ``dense``: the same chunks, but every block it materialises is cached
+  (``R`` is ignored). In align mode a Mamba state exists only where a chunk
+  ended, so an interval policy, whose split also stops at every segment, can
+  keep more states than dense does.
 * ``interval``: segments every ``R`` plus the replay boundary, never the
   junction: the behaviour before vLLM PR #47782 (with ``R = 0``: no pinning).
 * ``vllm-0.33`` and ``vllm-pr47782``: vLLM's formulas, in
