@@ -14,6 +14,7 @@ validate) and mutable config objects (a decision could see two geometries).
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable
 
 import attrs
@@ -166,8 +167,10 @@ class HybridGeometry:
         retention_interval: ``R``: ``None`` dense, ``0`` semantic checkpoints
             only, or a positive multiple of ``L``.
 
-    Derived: :attr:`scheduler_block_size` (``L``) and :attr:`alignment_tokens`
-    (``A``). Construction raises :class:`InvalidArgument` naming the attribute.
+    Derived (computed once, cached on the instance: the engine asks for them
+    on every step): :attr:`scheduler_block_size` (``L``) and
+    :attr:`alignment_tokens` (``A``). Construction raises
+    :class:`InvalidArgument` naming the attribute.
     """
 
     groups: tuple[GroupSpec, ...] = attrs.field(converter=_to_groups, validator=_groups)
@@ -176,17 +179,17 @@ class HybridGeometry:
     use_eagle: bool = attrs.field(default=False, validator=_flag)
     retention_interval: int | None = attrs.field(default=None, validator=_retention_interval)
 
-    @property
+    @functools.cached_property
     def scheduler_block_size(self) -> int:
         """``L``: lcm of every group's block size; chunk and hit grids live on it."""
         return lcm(*(group.block_size for group in self.groups))
 
-    @property
+    @functools.cached_property
     def alignment_tokens(self) -> int:
         """``A``: hits land on multiples of it (``H`` with partial hits, else ``L``)."""
         return self.hash_block_size if self.partial_hits else self.scheduler_block_size
 
-    @property
+    @functools.cached_property
     def hit_grid_tokens(self) -> int:
         """The grid every reconciled hit lands on: lcm of ``A`` and each sparse group's block.
 
@@ -197,7 +200,7 @@ class HybridGeometry:
         sparse = (g.block_size for g in self.groups if g.kind is not GroupKind.FULL)
         return lcm(self.alignment_tokens, *sparse)
 
-    @property
+    @functools.cached_property
     def sub_block_full_attention_sizes(self) -> tuple[int, ...]:
         """Block sizes of the full-attention groups whose hits may end inside a block.
 
@@ -212,7 +215,7 @@ class HybridGeometry:
             if g.kind is GroupKind.FULL and g.block_size > alignment
         )
 
-    @property
+    @functools.cached_property
     def eagle_drop_tokens(self) -> int:
         """``d``: the most tokens any group's EAGLE lookup matches past a hit (0 without EAGLE)."""
         if not self.use_eagle:
