@@ -39,7 +39,6 @@ on); each batch runs with an explicit seed, so ``seed`` replays a run.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -49,6 +48,7 @@ import attrs
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
 
 from core import GroupKind, GroupSpec, HybridGeometry, last_cacheable_position
 
@@ -154,10 +154,11 @@ class Scenario:
 
 @attrs.frozen
 class PromiseVerdict:
-    """One promise's outcome: ``status`` is ``kept``, ``violated`` or ``error``.
+    """One promise's outcome: ``status`` is ``kept``, ``violated``, ``error`` or ``n/a``.
 
     ``error`` means the policy raised or answered something malformed
-    (``message`` names the call). ``seconds_to_counterexample`` is the wall
+    (``message`` names the call); ``n/a`` that ``where`` excluded every
+    geometry in the promise's scope. ``seconds_to_counterexample`` is the wall
     time from the start of the run to the first failing example, before
     shrinking; ``seconds`` the time this promise's checks took.
     """
@@ -183,11 +184,12 @@ class ConformanceReport:
 
     @property
     def passed(self) -> bool:
-        return all(v.status == "kept" for v in self.verdicts)
+        return not self.violated
 
     @property
     def violated(self) -> tuple[PromiseVerdict, ...]:
-        return tuple(v for v in self.verdicts if v.status != "kept")
+        """The verdicts that are ``violated`` or ``error``."""
+        return tuple(v for v in self.verdicts if v.status in ("violated", "error"))
 
     def table(self) -> str:
         lines = [f"policy {self.policy!r}, seed {self.seed}"]
@@ -606,12 +608,16 @@ def _run_batch(
     promise: str,
     policy: Policy,
     engine_factory: EngineFactory,
+    where: Callable[[HybridGeometry], bool] | None,
     examples: int,
     batch_seed: int,
     progress: _Progress,
     started: float,
 ) -> None:
     check = _CHECKS[promise]
+    strategy = scenarios(promise)
+    if where is not None:
+        strategy = strategy.filter(lambda scenario: where(scenario.geometry))
 
     @hypothesis_seed(batch_seed)
     @settings(
@@ -623,7 +629,7 @@ def _run_batch(
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
     )
-    @given(scenarios(promise))
+    @given(strategy)
     def run(scenario: Scenario) -> None:
         progress.examples += 1
         status = "violated"
@@ -640,8 +646,13 @@ def _run_batch(
         progress.last_failure, progress.message, progress.status = scenario, problem, status
         raise _Found(problem)
 
-    with contextlib.suppress(_Found):
+    try:
         run()
+    except _Found:
+        pass
+    except Unsatisfiable:  # ``where`` leaves no geometry in this promise's scope
+        progress.status = "n/a"
+        progress.message = "no geometry in this promise's scope passes `where`"
 
 
 def run_conformance(
@@ -653,6 +664,7 @@ def run_conformance(
     promises: Iterable[str] = PROMISES,
     engine_factory: EngineFactory = Engine,
     fail_fast: bool = False,
+    where: Callable[[HybridGeometry], bool] | None = None,
     on_progress: Callable[[str, int, str], None] | None = None,
 ) -> ConformanceReport:
     """Check every promise of SPEC section 7 on ``policy``; a structured report.
@@ -663,8 +675,9 @@ def run_conformance(
     is spent (at least one batch each). A promise stops at its first
     violation, which Hypothesis shrinks to a minimal :class:`Scenario`;
     ``fail_fast`` stops every promise then. The same ``seed`` replays the
-    same examples in the same order. ``on_progress(promise, examples,
-    status)`` is called after each batch.
+    same examples in the same order. ``where`` narrows the geometries (e.g.
+    an engine without partial hits: ``lambda g: not g.partial_hits``).
+    ``on_progress(promise, examples, status)`` is called after each batch.
 
     Raises :class:`PolicyError` if ``policy`` does not implement the protocol,
     ``ValueError`` for an unknown promise name.
@@ -682,7 +695,7 @@ def run_conformance(
         return seconds is not None and time.perf_counter() - started >= seconds
 
     for round_ in range(10**9):
-        if fail_fast and any(state[p].status != "kept" for p in chosen):
+        if fail_fast and any(state[p].status in ("violated", "error") for p in chosen):
             break
         todo = [
             p
@@ -701,6 +714,7 @@ def run_conformance(
                 promise,
                 policy,
                 engine_factory,
+                where,
                 size,
                 seed * 1_000_003 + round_ * 101 + chosen.index(promise),
                 progress,
@@ -709,7 +723,7 @@ def run_conformance(
             spent[promise] += time.perf_counter() - batch_started
             if on_progress is not None:
                 on_progress(promise, progress.examples, progress.status)
-            if (fail_fast and progress.status != "kept") or (
+            if (fail_fast and progress.status in ("violated", "error")) or (
                 out_of_time() and index < len(todo) - 1 and round_
             ):
                 break

@@ -38,7 +38,7 @@ class _LiveLine:
         self.tty = stream.isatty()
 
     def update(self, promise: str, examples: int, status: str) -> None:
-        mark = {"kept": "", "violated": " VIOLATED", "error": " ERROR"}[status]
+        mark = {"kept": "", "violated": " VIOLATED", "error": " ERROR", "n/a": " n/a"}[status]
         self.counts[promise] = f"{promise} {examples}{mark}"
         elapsed = time.perf_counter() - self.started
         filled = min(self.width, int(self.width * elapsed / self.seconds))

@@ -125,3 +125,20 @@ def test_policies_resolve_by_name_or_module_attribute() -> None:
 def test_scenarios_reject_unknown_promises() -> None:
     with pytest.raises(ValueError, match="promise='eleven'"):
         run_conformance(JunctionPolicy(), promises=["eleven"])
+
+
+def test_where_narrows_the_geometries_and_marks_empty_scopes() -> None:
+    seen: list[HybridGeometry] = []
+
+    def no_eagle(geometry: HybridGeometry) -> bool:
+        seen.append(geometry)
+        return not geometry.use_eagle
+
+    report = run_conformance(JunctionPolicy(), examples=5, promises=["replay"], where=no_eagle)
+    assert report.passed and any(g.use_eagle for g in seen)
+    # Segments are checked without EAGLE only: nothing is left when EAGLE is required.
+    report = run_conformance(
+        JunctionPolicy(), examples=5, promises=["segments"], where=lambda g: g.use_eagle
+    )
+    (verdict,) = report.verdicts
+    assert verdict.status == "n/a" and report.passed
