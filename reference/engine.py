@@ -20,7 +20,7 @@ from collections import deque
 
 import attrs
 
-from core import GroupKind, HybridGeometry
+from core import GroupKind, HybridGeometry, cdiv
 
 from .block_pool import BlockPool, NoFreeBlocks
 from .coordinator import Coordinator
@@ -98,9 +98,26 @@ class Engine:
 
     # -- requests -------------------------------------------------------------
     def submit(self, prompt: tuple[int, ...], max_output_tokens: int) -> int:
+        """Queue a request; raises ``ValueError`` if it could never fit the pool alone.
+
+        Full attention holds a block for every ``B`` tokens until the request
+        finishes and Mamba at least one state, so a request needing more than
+        the pool has would preempt itself forever; it is refused up front.
+        """
         request = Request(
             self._next_id, tuple(prompt), max_output_tokens, self.geometry.hash_block_size
         )
+        longest = len(prompt) + max_output_tokens - 1  # the last output is never computed
+        needed = sum(
+            cdiv(longest, g.block_size) if g.kind is GroupKind.FULL else 1
+            for g in self.geometry.groups
+            if g.kind is not GroupKind.SLIDING_WINDOW
+        )
+        if needed > self.pool.num_usable:
+            raise ValueError(
+                f"request {request.request_id} ({len(prompt)} prompt + {max_output_tokens} output "
+                f"tokens) needs at least {needed} blocks; the pool has {self.pool.num_usable}"
+            )
         self._next_id += 1
         self.requests[request.request_id] = request
         self.waiting.append(request)
