@@ -307,7 +307,7 @@ def _policy(cls: type[JunctionPolicy], *expected: str) -> Mutant:
 def _engine(
     cls: type[OverEagerJunctionEngine | MambaResumesMidBlockEngine], *expected: str
 ) -> Mutant:
-    return Mutant(cls.name, JunctionPolicy, frozenset(expected), cls)
+    return Mutant(cls.__name__, cls.name, JunctionPolicy, frozenset(expected), cls)
 
 
 ZOO: tuple[Mutant, ...] = (

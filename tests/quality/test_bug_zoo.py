@@ -24,11 +24,7 @@ EXAMPLES = 200
 SCOREBOARD: list[tuple[str, str, float | None, float]] = []
 
 
-@pytest.mark.parametrize(
-    "mutant",
-    ZOO,
-    ids=[m.policy.__name__ if m.engine.__name__ == "Engine" else m.engine.__name__ for m in ZOO],
-)
+@pytest.mark.parametrize("mutant", ZOO, ids=[m.key for m in ZOO])
 def test_the_harness_catches_the_mutant(mutant: Mutant) -> None:
     started = time.perf_counter()
     report = run_conformance(
