@@ -219,7 +219,11 @@ def run_sessions(engine: Engine, sessions: Sequence[Sequence[Arrival]], concurre
 
     def send(session: int, turn: int) -> None:
         arrival = sessions[session][turn]
-        active[engine.submit(arrival.prompt, arrival.max_output_tokens)] = (session, turn)
+        try:
+            request_id = engine.submit(arrival.prompt, arrival.max_output_tokens)
+        except ValueError as error:  # it could never fit the pool, even alone
+            raise SimulationError(f"{error}; use more --blocks") from None
+        active[request_id] = (session, turn)
 
     while pending and len(active) < concurrency:
         send(pending.popleft(), 0)

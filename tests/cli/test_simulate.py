@@ -109,7 +109,7 @@ def test_replays_the_example_trace(tmp_path: Path) -> None:
 def test_a_pool_too_small_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["simulate", "--sessions", "1", "--turns", "1", "--blocks", "4", "--no-plot"]
     assert main([*argv, "--out", str(tmp_path)]) == 1
-    assert "cannot hold request 0" in capsys.readouterr().err
+    assert "request 0 (" in (err := capsys.readouterr().err) and "use more --blocks" in err
 
 
 @pytest.mark.parametrize(

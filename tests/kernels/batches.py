@@ -20,7 +20,12 @@ from core import mamba_block_aligned_split, reachable_block_mask
 from ..properties.strategies import mask_inputs, split_inputs
 
 FLAGS = ("use_eagle", "partial_hits")
-SPLIT_ARGUMENTS = tuple(inspect.signature(mamba_block_aligned_split).parameters)
+# ``last_cacheable`` is a compatibility policy's override, not part of the batched API.
+SPLIT_ARGUMENTS = tuple(
+    name
+    for name in inspect.signature(mamba_block_aligned_split).parameters
+    if name != "last_cacheable"
+)
 
 
 @st.composite
