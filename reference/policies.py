@@ -104,17 +104,15 @@ class JunctionPolicy:
         num_new_tokens: int,
         max_prefill_tokens: int,
     ) -> int:
+        """SPEC section 4's split on :meth:`chunk_grid`, then :meth:`stop`."""
         start = request.num_computed_tokens
-        junction = self.junction(request)
-        # Chunks on the scheduler block L: a chunk end there is a Mamba block
-        # end that is also a hit-aligned position (#54076: not the Mamba block).
         tokens = mamba_block_aligned_split(
             num_computed_tokens=start,
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
-            block_size=geometry.scheduler_block_size,
-            shared_prefix_boundary=junction,
+            block_size=self.chunk_grid(geometry),
+            shared_prefix_boundary=self.split_junction(request),
             use_eagle=geometry.use_eagle,
             hash_block_size=geometry.hash_block_size,
             partial_hits=geometry.partial_hits,
@@ -122,14 +120,28 @@ class JunctionPolicy:
         )
         if start >= max(request.num_prompt_tokens, request.num_tokens - 1):
             return tokens
-        end = checkpoint_stop(
+        return self.stop(geometry, request, start + tokens) - start
+
+    # The split's parts, one hook each (a variant overrides one).
+
+    def chunk_grid(self, geometry: HybridGeometry) -> int:
+        """The scheduler block ``L``: a chunk end there is a Mamba block end that
+        is also hit-aligned (#54076: not the Mamba group's own block)."""
+        return geometry.scheduler_block_size
+
+    def split_junction(self, request: RequestView) -> int:
+        """The junction the split stops at, on every chunk (pre-#47782: the first only)."""
+        return self.junction(request)
+
+    def stop(self, geometry: HybridGeometry, request: RequestView, end: int) -> int:
+        """The chunk's end: the earliest promised position inside it (``core.checkpoint_stop``)."""
+        return checkpoint_stop(
             geometry,
-            start=start,
-            end=start + tokens,
+            start=request.num_computed_tokens,
+            end=end,
             num_prompt_tokens=request.num_prompt_tokens,
-            shared_prefix_boundary=junction,
+            shared_prefix_boundary=self.split_junction(request),
         )
-        return end - start
 
 
 class DensePolicy(JunctionPolicy):

@@ -19,7 +19,6 @@ from core import (
     HybridGeometry,
     checkpoint_stop,
     floor_to,
-    mamba_block_aligned_split,
 )
 from reference.coordinator import Coordinator
 from reference.engine import Engine, EngineConfig
@@ -29,65 +28,13 @@ from reference.policy import Policy, RequestView
 from reference.request import Request
 
 
-def _split(
-    geometry: HybridGeometry,
-    request: RequestView,
-    num_new_tokens: int,
-    max_prefill_tokens: int,
-    *,
-    junction: int,
-    checkpoint_junction: int,
-    grid: int,
-    geometry_for_stops: HybridGeometry | None = None,
-) -> int:
-    """The junction policy's split with its knobs exposed (mutants turn one)."""
-    start = request.num_computed_tokens
-    tokens = mamba_block_aligned_split(
-        num_computed_tokens=start,
-        num_new_tokens=num_new_tokens,
-        num_prompt_tokens=request.num_prompt_tokens,
-        num_tokens=request.num_tokens,
-        block_size=grid,
-        shared_prefix_boundary=junction,
-        use_eagle=geometry.use_eagle,
-        hash_block_size=geometry.hash_block_size,
-        partial_hits=geometry.partial_hits,
-        max_prefill_tokens=max_prefill_tokens,
-    )
-    if start >= max(request.num_prompt_tokens, request.num_tokens - 1):
-        return tokens
-    end = checkpoint_stop(
-        geometry_for_stops or geometry,
-        start=start,
-        end=start + tokens,
-        num_prompt_tokens=request.num_prompt_tokens,
-        shared_prefix_boundary=checkpoint_junction,
-    )
-    return end - start
-
-
 class JunctionHintFirstStepOnly(JunctionPolicy):
     """Pre-#47782: the split hears of the junction only on a request's first step."""
 
     name = "mutant: split ignores the junction on later chunks (pre-#47782)"
 
-    def split(
-        self,
-        geometry: HybridGeometry,
-        request: RequestView,
-        num_new_tokens: int,
-        max_prefill_tokens: int,
-    ) -> int:
-        junction = request.shared_prefix_boundary if request.num_computed_tokens == 0 else 0
-        return _split(
-            geometry,
-            request,
-            num_new_tokens,
-            max_prefill_tokens,
-            junction=junction,
-            checkpoint_junction=junction,
-            grid=geometry.scheduler_block_size,
-        )
+    def split_junction(self, request: RequestView) -> int:
+        return request.shared_prefix_boundary if request.num_computed_tokens == 0 else 0
 
 
 class JunctionDroppedFromMask(JunctionPolicy):
@@ -126,24 +73,8 @@ class ChunkGridOfMambaBlock(JunctionPolicy):
 
     name = "mutant: chunk grid uses the Mamba group's block size (#54076)"
 
-    def split(
-        self,
-        geometry: HybridGeometry,
-        request: RequestView,
-        num_new_tokens: int,
-        max_prefill_tokens: int,
-    ) -> int:
-        mamba = min(g.block_size for g in geometry.groups if g.kind is GroupKind.MAMBA)
-        junction = request.shared_prefix_boundary
-        return _split(
-            geometry,
-            request,
-            num_new_tokens,
-            max_prefill_tokens,
-            junction=junction,
-            checkpoint_junction=junction,
-            grid=mamba,
-        )
+    def chunk_grid(self, geometry: HybridGeometry) -> int:
+        return min(g.block_size for g in geometry.groups if g.kind is GroupKind.MAMBA)
 
 
 class EagleMambaStateOneBlockHigh(JunctionPolicy):
@@ -182,46 +113,22 @@ class SegmentsMarkedNotStopped(JunctionPolicy):
 
     name = "mutant: mask and split disagree under R > 0 (#53479)"
 
-    def split(
-        self,
-        geometry: HybridGeometry,
-        request: RequestView,
-        num_new_tokens: int,
-        max_prefill_tokens: int,
-    ) -> int:
-        junction = request.shared_prefix_boundary
-        return _split(
-            geometry,
-            request,
-            num_new_tokens,
-            max_prefill_tokens,
-            junction=junction,
-            checkpoint_junction=junction,
-            grid=geometry.scheduler_block_size,
-            geometry_for_stops=attrs.evolve(geometry, retention_interval=0),
-        )
+    def stop(self, geometry: HybridGeometry, request: RequestView, end: int) -> int:
+        return super().stop(attrs.evolve(geometry, retention_interval=0), request, end)
 
 
 class SubBlockJunctionFlooredFromStart(JunctionPolicy):
-    """A sub-block junction floored relative to the chunk start, not to the grid."""
+    """A sub-block junction floored relative to the chunk start, not to the grid:
+    only the split's own start-relative junction stop is left."""
 
     name = "mutant: sub-block junction floored from the start, not the grid"
 
-    def split(
-        self,
-        geometry: HybridGeometry,
-        request: RequestView,
-        num_new_tokens: int,
-        max_prefill_tokens: int,
-    ) -> int:
-        return _split(
+    def stop(self, geometry: HybridGeometry, request: RequestView, end: int) -> int:
+        return checkpoint_stop(
             geometry,
-            request,
-            num_new_tokens,
-            max_prefill_tokens,
-            junction=request.shared_prefix_boundary,
-            checkpoint_junction=0,  # only the start-relative stop is left
-            grid=geometry.scheduler_block_size,
+            start=request.num_computed_tokens,
+            end=end,
+            num_prompt_tokens=request.num_prompt_tokens,
         )
 
 
