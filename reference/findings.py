@@ -25,6 +25,7 @@ from typing import Any
 
 from core import GroupKind, HybridGeometry
 
+from .arguments import int_at_least
 from .conformance import PromiseVerdict, Scenario, run_conformance
 from .policies import resolve_policy
 
@@ -196,19 +197,6 @@ def write_findings(path: Path, examples: int, seed: int) -> None:
     path.write_text(findings_markdown(examples, seed) + audit, encoding="utf-8")
 
 
-def _at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
 def _run(args: argparse.Namespace) -> int:
     write_findings(Path(args.out), args.examples, args.seed)
     print(f"wrote {args.out}", file=sys.stderr)
@@ -224,9 +212,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--examples", type=_at_least(1), default=150, help="per promise and scope (default 150)"
+        "--examples", type=int_at_least(1), default=150, help="per promise and scope (default 150)"
     )
-    parser.add_argument("--seed", type=_at_least(0), default=0, help="(default 0)")
+    parser.add_argument("--seed", type=int_at_least(0), default=0, help="(default 0)")
     parser.add_argument("--out", default="docs/findings.md")
     parser.set_defaults(run=_run)
     return parser

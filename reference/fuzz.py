@@ -19,6 +19,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .arguments import int_at_least
 from .conformance import PROMISES, run_conformance
 from .policies import resolve_policy
 from .policy import PolicyError
@@ -59,16 +60,6 @@ def _positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
     return value
 
 
@@ -133,7 +124,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--seconds", type=_positive_seconds, default=60.0, help="time budget (default 60)"
     )
-    parser.add_argument("--seed", type=_seed, default=0, help="replay seed (default 0)")
+    parser.add_argument("--seed", type=int_at_least(0), default=0, help="replay seed (default 0)")
     parser.add_argument(
         "--promise",
         action="append",

@@ -40,6 +40,7 @@ import attrs
 
 from core import GroupKind, GroupSpec, HybridGeometry
 
+from .arguments import int_at_least
 from .engine import Engine, EngineConfig
 from .policies import DensePolicy, IntervalPolicy, JunctionPolicy
 from .policy import Policy
@@ -509,20 +510,6 @@ def write_plot(path: Path, geometries: Sequence[str], results: Sequence[RunResul
 DEFAULT_INTERVALS = (64, 128, 256, 512, 1024)
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be >= {minimum}")
-        return value
-
-    parse.__name__ = f"int >= {minimum}"
-    return parse
-
-
 def _intervals(text: str) -> tuple[int, ...]:
     values = []
     for item in text.split(","):
@@ -552,7 +539,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    at_least_1 = _int_at_least(1)
+    at_least_1 = int_at_least(1)
     parser.add_argument(
         "--geometry",
         type=_geometry,
@@ -577,7 +564,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--blocks",
-        type=_int_at_least(2),
+        type=int_at_least(2),
         default=40_000,
         help="KV-cache pool size in blocks; lower it for eviction pressure (default 40000)",
     )
@@ -590,7 +577,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--chunk",
-        type=_int_at_least(0),
+        type=int_at_least(0),
         default=256,
         metavar="TOKENS",
         help="prefill tokens per request per step, 0 for no cap (default 256)",
@@ -615,9 +602,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=False,
         help="EAGLE speculative decoding (default off)",
     )
-    parser.add_argument(
-        "--seed", type=_int_at_least(0), default=0, help="workload seed (default 0)"
-    )
+    parser.add_argument("--seed", type=int_at_least(0), default=0, help="workload seed (default 0)")
     parser.add_argument(
         "--trace",
         metavar="FILE",

@@ -1,0 +1,28 @@
+"""Argument types shared by the ``python -m reference`` subcommands.
+
+argparse calls a type with the option's text; a bad value becomes an exit with
+status 2 and a message naming the option and the value.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+__all__ = ["int_at_least"]
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An int option that must be ``>= minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be >= {minimum}")
+        return value
+
+    parse.__name__ = f"int >= {minimum}"
+    return parse
