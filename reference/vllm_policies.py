@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core import (
+    GroupKind,
     GroupSpec,
     HybridGeometry,
     floor_to,
@@ -30,7 +31,7 @@ from core import (
 
 from .policy import RequestView
 
-__all__ = ["VllmPR47782Policy", "VllmPolicy", "vllm_replay_boundaries"]
+__all__ = ["VllmPR47782Policy", "VllmPolicy", "split_block_size", "vllm_replay_boundaries"]
 
 
 def vllm_replay_boundaries(
@@ -44,6 +45,21 @@ def vllm_replay_boundaries(
     resend = floor_to(num_prompt_tokens - 1, block)
     extension = floor_to(num_prompt_tokens, block)
     return tuple(sorted({max(resend - block, 0), max(extension - block, 0)}))
+
+
+def split_block_size(geometry: HybridGeometry) -> int:
+    """The grid vLLM's split works on: ``cache_config.block_size``.
+
+    In Mamba align mode vLLM sets ``mamba_block_size = cache_config.block_size``
+    and every Mamba spec uses it, while page-size unification may widen
+    attention blocks, so ``L`` can be a multiple of it. The first Mamba
+    group's block (all are equal in a configuration vLLM accepts); ``L`` when
+    there is none (the split never runs then).
+    """
+    for group in geometry.groups:
+        if group.kind is GroupKind.MAMBA:
+            return group.block_size
+    return geometry.scheduler_block_size
 
 
 class VllmPolicy:
@@ -119,7 +135,7 @@ class VllmPolicy:
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
-            block_size=geometry.scheduler_block_size,
+            block_size=split_block_size(geometry),
             shared_prefix_boundary=request.shared_prefix_boundary,
             use_eagle=geometry.use_eagle,
             hash_block_size=geometry.hash_block_size,
@@ -135,6 +151,6 @@ class VllmPR47782Policy(VllmPolicy):
     name = "vllm-pr47782"
 
     def last_cacheable(self, geometry: HybridGeometry, request: RequestView) -> int | None:
-        block = geometry.scheduler_block_size
+        block = split_block_size(geometry)
         position = floor_to(request.num_tokens, block)
         return max(position - block, 0) if geometry.use_eagle else position

@@ -1,0 +1,160 @@
+"""Which recorded finding explains a promise violation of vLLM 0.33.0.
+
+A violation found by ``audit.promises`` on random scenarios is either one of
+the findings in docs/findings.md, or new. The audit's tests require every
+violation to be explained, so an unknown defect fails them (with its
+scenario) instead of hiding among the known ones.
+
+Two kinds of rules:
+
+* lookup departures are diagnosed exactly: a lookup of the run where vLLM
+  and ``core.reconcile_hits`` disagree is explained by the departure whose
+  flag alone makes the restated lookup (``audit.lookup_model``) reproduce
+  vLLM's answer;
+* the other findings are rules on the scenario's shape and on what went
+  wrong, each written from reading shrunk counterexamples and vLLM's code
+  (the reasons are in :mod:`audit.findings`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from core import GroupKind, HybridGeometry
+from reference.conformance import Scenario
+
+from .lookup_model import Quirks, model_reconcile
+from .promises import POLICY, run_prompts
+from .vllm_engine import RequestState
+
+__all__ = ["LOOKUP_QUIRKS", "diagnose", "lookup_departures"]
+
+LOOKUP_QUIRKS: tuple[str, ...] = tuple(field.name for field in attrs.fields(Quirks))
+
+
+def lookup_departures(scenario: Scenario) -> list[str]:
+    """The lookup departures behind every lookup of the scenario where vLLM and core differ.
+
+    Each disagreeing lookup contributes the first departure (in
+    :data:`LOOKUP_QUIRKS` order) that alone reproduces vLLM's answer, or
+    ``"unexplained"``.
+    """
+    engine = run_prompts(scenario)
+    engine.lookup(scenario.probe or scenario.prompts[-1])
+    found: list[str] = []
+    for lookup in engine.lookups:
+        theirs = (lookup.hit_length, lookup.shared_prefix_boundary)
+        if theirs == (lookup.core.hit_length, lookup.core.shared_prefix_boundary):
+            continue
+        for name in LOOKUP_QUIRKS:
+            hit, _, junction = model_reconcile(
+                engine.geometry,
+                lookup.views,
+                lookup.max_hit_length,
+                lookup.hashed_tokens,
+                Quirks().only(name),
+            )
+            if (hit, junction) == theirs:
+                found.append(name)
+                break
+        else:
+            found.append("unexplained")
+    return found
+
+
+def _mamba_narrower_than_grid(geometry: HybridGeometry) -> bool:
+    return not geometry.partial_hits and any(
+        g.kind is GroupKind.MAMBA and g.block_size < geometry.scheduler_block_size
+        for g in geometry.groups
+    )
+
+
+def _eagle_drop_below_grid(geometry: HybridGeometry) -> bool:
+    """Under EAGLE, full attention drops less than the scheduler block ``L``."""
+    grid, alignment = geometry.scheduler_block_size, geometry.alignment_tokens
+    return geometry.use_eagle and any(
+        g.kind is GroupKind.FULL and g.eagle_drop_tokens(alignment) < grid for g in geometry.groups
+    )
+
+
+def _sub_block_boundary(scenario: Scenario) -> bool:
+    """Partial hits, and a prefilled request's replay boundary (floored to ``A``)
+    or junction lies inside a Mamba block."""
+    geometry = scenario.geometry
+    mamba = [g.block_size for g in geometry.groups if g.kind is GroupKind.MAMBA]
+    if not geometry.partial_hits or not mamba:
+        return False
+    alignment = geometry.alignment_tokens
+    for run in run_prompts(scenario).prefills:
+        replay = (len(run.tokens) - 1) // alignment * alignment
+        if replay % mamba[0] or run.lookup.shared_prefix_boundary % mamba[0]:
+            return True
+    return False
+
+
+def _eagle_shifted(scenario: Scenario, position: int) -> bool:
+    """``position`` is one of vLLM's EAGLE-shifted boundaries of a prefilled request:
+    ``floor_L(P - 1) - L`` or ``J - B`` for a group's block ``B``."""
+    geometry = scenario.geometry
+    grid = geometry.scheduler_block_size
+    for run in run_prompts(scenario).prefills:
+        junction = run.lookup.shared_prefix_boundary
+        if position == (len(run.tokens) - 1) // grid * grid - grid:
+            return True
+        if junction and any(position == junction - g.block_size for g in geometry.groups):
+            return True
+    return False
+
+
+def _eagle_zero_boundary(scenario: Scenario) -> bool:
+    """EAGLE, and a prefilled request hands a sliding window a boundary below ``A``
+    (``max(floor_L(P) - L, 0)`` for a prompt shorter than ``2L``)."""
+    geometry = scenario.geometry
+    if not geometry.use_eagle:
+        return False
+    alignment = geometry.alignment_tokens
+    for run in run_prompts(scenario).prefills:
+        for group in geometry.groups:
+            if group.kind is GroupKind.SLIDING_WINDOW:
+                request = RequestState(
+                    len(run.tokens),
+                    len(run.tokens),
+                    len(run.tokens),
+                    run.lookup.shared_prefix_boundary,
+                )
+                if any(
+                    x < alignment for x in POLICY.reachable_boundaries(geometry, group, request)
+                ):
+                    return True
+    return False
+
+
+def _missed_position(message: str) -> int | None:
+    match = re.search(r"promised position (\d+) is no chunk end", message)
+    return int(match.group(1)) if match else None
+
+
+def diagnose(scenario: Scenario, message: str) -> str | None:
+    """The key of the finding that explains this violation, or ``None`` (new)."""
+    geometry, promise = scenario.geometry, scenario.promise
+    departures = lookup_departures(scenario)
+    if departures and "unexplained" not in departures:
+        return f"lookup-{departures[0]}"
+    if _mamba_narrower_than_grid(geometry) and promise != "reconciliation":
+        return "mamba-grid"
+    missed = _missed_position(message)
+    interval = geometry.retention_interval
+    if promise == "split" and missed is not None and interval and missed % interval == 0:
+        return "segments-not-split"
+    if promise != "reconciliation" and _sub_block_boundary(scenario):
+        return "partial-sub-block"
+    shifted = missed is not None and geometry.use_eagle and _eagle_shifted(scenario, missed)
+    if promise == "split" and shifted:
+        return "eagle-shift-split"
+    if promise == "economy" and _eagle_zero_boundary(scenario):
+        return "eagle-zero-boundary"
+    if promise != "reconciliation" and _eagle_drop_below_grid(geometry):
+        return "eagle-landing"
+    return None

@@ -1,0 +1,204 @@
+"""vLLM 0.33.0's lookup restated, each departure from first principles a switch.
+
+``core.reconcile_hits`` is the exact lookup (SPEC section 3). vLLM's
+``HybridKVCacheCoordinator.find_longest_cache_hit`` departs from it in four
+places, found by the differential tests and read off vLLM's code
+(``kv_cache_coordinator.py``, ``single_type_kv_cache_manager.py``). This
+module restates vLLM's lookup with each departure behind a :class:`Quirks`
+flag, so the audit can show two things on the same pool state:
+
+* with every flag on it equals vLLM exactly (vLLM's behaviour is fully
+  explained: no unexplained disagreement hides behind a known one);
+* with every flag off it equals ``core.reconcile_hits`` (the flags are the
+  *only* differences), and turning one flag on isolates one finding.
+
+The departures:
+
+``verified_set``
+    Each EAGLE group's drop is "verified" once per candidate, and the set is
+    cleared only when a lookup *without* the drop shortens the candidate. A
+    Mamba group is looked up with the drop flag set (it ignores it), so when
+    Mamba or a second EAGLE group shortens the candidate, an EAGLE
+    sliding-window group already verified is asked again without its drop:
+    it accepts the shorter candidate without the block past it.
+``swa_realign_before_drop``
+    When no run of ``need`` blocks exists, a sliding window serves the run of
+    cached blocks from block 0. vLLM first trims that run to the alignment
+    ``A``, then drops the EAGLE block and trims again: with blocks finer
+    than ``A`` it lands one alignment unit below the hit the run serves.
+``swa_window_of_one_needs_a_block``
+    With ``W = 1`` (and no EAGLE) a hit needs no cached block (``need = 0``;
+    the mask keeps none), but vLLM's search accepts a position only after
+    finding one cached block ending there, so it never serves a hit.
+``full_probe_below_bound``
+    With partial hits full attention counts whole blocks that end within the
+    bound, then probes the registered hash units (prompt partial tails) of
+    the next block below the bound. A block cached whole but cut by the bound
+    (a shorter request inside another's cached block) serves none of its
+    units, although its KV covers them.
+
+Sliding-window and full-attention finders are restated here (block by block,
+right to left for the window, as vLLM searches); Mamba finders are core's,
+which equal vLLM's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from core import Finder, GroupKind, HybridGeometry, cdiv, group_finder, lcm
+
+from .lookup import GroupView
+
+__all__ = ["ALL_QUIRKS", "NO_QUIRKS", "Quirks", "model_reconcile"]
+
+
+@attrs.frozen
+class Quirks:
+    """Which of vLLM's departures the model reproduces (see the module docstring)."""
+
+    verified_set: bool = True
+    swa_realign_before_drop: bool = True
+    swa_window_of_one_needs_a_block: bool = True
+    full_probe_below_bound: bool = True
+
+    def only(self, name: str) -> Quirks:
+        """This one flag on, the others off."""
+        flags = {field.name: field.name == name for field in attrs.fields(Quirks)}
+        if name not in flags:
+            raise ValueError(f"unknown quirk {name!r}: one of {sorted(flags)}")
+        return Quirks(**flags)
+
+
+ALL_QUIRKS = Quirks()
+NO_QUIRKS = Quirks(False, False, False, False)
+
+
+def _floor(value: int, grid: int) -> int:
+    return value // grid * grid
+
+
+def _window_finder(view: GroupView, alignment: int, quirks: Quirks) -> Finder:
+    block, window = view.spec.block_size, view.spec.window
+    assert window is not None
+    cached = view.cached
+
+    def find(bound: int, drop: bool) -> int:
+        need = cdiv(window - 1, block) + (1 if drop else 0)
+        blocks = bound // block
+        if need == 0 and not quirks.swa_window_of_one_needs_a_block:
+            return _floor(blocks * block, lcm(alignment, block))  # every grid point serves
+        run = 0  # cached blocks counted leftwards from an aligned right edge
+        for index in range(blocks - 1, -1, -1):
+            if index not in cached:
+                run = 0
+                continue
+            if run == 0 and (index if drop else index + 1) * block % alignment:
+                continue  # a run must end where the hit (after the drop) is aligned
+            run += 1
+            if run >= need:
+                return (index + run - (1 if drop else 0)) * block
+        # No run of `need` blocks: the run from block 0 serves on its own.
+        length = run
+        if quirks.swa_realign_before_drop:
+            while length and length * block % alignment:
+                length -= 1
+        if drop and length:
+            length -= 1
+        while length and length * block % alignment:
+            length -= 1
+        return length * block
+
+    return find
+
+
+def _full_unit_finder(
+    view: GroupView, geometry: HybridGeometry, drop_tokens: int, quirks: Quirks
+) -> Finder:
+    unit, block, alignment = (
+        geometry.hash_block_size,
+        view.group.block_size,
+        geometry.alignment_tokens,
+    )
+    scale = block // unit
+    registered = view.registered
+    if not quirks.full_probe_below_bound:
+        return group_finder(view.spec, view.cached.__contains__, alignment_tokens=alignment)
+
+    def find(bound: int, drop: bool) -> int:
+        blocks = 0
+        while (blocks + 1) * block <= bound and (blocks + 1) * scale - 1 in registered:
+            blocks += 1
+        hit = blocks * block
+        first = blocks * scale
+        top = min(first + scale - 1, bound // unit)
+        for index in range(top - 1, first - 1, -1):
+            if index in registered:
+                hit = (index + 1) * unit
+                break
+        if drop and hit:
+            hit -= drop_tokens
+        return _floor(hit, alignment)
+
+    return find
+
+
+def _finder(geometry: HybridGeometry, view: GroupView, quirks: Quirks) -> Finder:
+    alignment = geometry.alignment_tokens
+    if view.spec.kind is GroupKind.SLIDING_WINDOW:
+        return _window_finder(view, alignment, quirks)
+    if view.group.kind is GroupKind.FULL and view.spec.block_size < view.group.block_size:
+        drop = view.group.eagle_drop_tokens(alignment)
+        return _full_unit_finder(view, geometry, drop, quirks)
+    return group_finder(view.spec, view.cached.__contains__, alignment_tokens=alignment)
+
+
+def model_reconcile(
+    geometry: HybridGeometry,
+    views: Sequence[GroupView],
+    max_hit_length: int,
+    hashed_tokens: int,
+    quirks: Quirks = ALL_QUIRKS,
+) -> tuple[int, int, int]:
+    """``(h, ℓ, J)`` of vLLM's lookup as restated, with the chosen departures."""
+    groups = geometry.groups
+    finders = [_finder(geometry, view, quirks) for view in views]
+    eagle = geometry.use_eagle
+    margins = [g.eagle_drop_tokens(geometry.alignment_tokens) if eagle else 0 for g in groups]
+    order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
+    # vLLM looks groups with equal specs up together, and with one
+    # full-attention spec plus one other stops after the first round.
+    specs = list(dict.fromkeys(groups))
+    simple = len(specs) == 2 and any(spec.kind is GroupKind.FULL for spec in specs)
+    found: dict[int, int] = {}
+    verified: set[int] = set()
+    hit, longest = max_hit_length, 0
+    while True:
+        candidate = hit
+        for index in order:
+            kind = groups[index].kind
+            known = found.get(index)
+            if known is not None and kind is GroupKind.FULL:
+                candidate = min(candidate, known)  # downward closed: looked up once
+                continue
+            if not quirks.verified_set and known == candidate:
+                continue  # proved this very candidate already (core's rule)
+            drop = eagle and (index not in verified if quirks.verified_set else True)
+            bound = candidate
+            if drop and kind is not GroupKind.MAMBA:
+                bound = min(candidate + margins[index], hashed_tokens)
+            new = finders[index](bound, drop and kind is not GroupKind.MAMBA)
+            if drop:
+                verified.add(index)
+            elif new < candidate:
+                verified.clear()
+            candidate = found[index] = new
+            longest = max(longest, new)
+        if candidate >= hit:
+            break
+        hit = candidate
+        if simple:
+            break
+    return hit, longest, longest if longest > hit else 0

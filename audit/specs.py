@@ -1,0 +1,137 @@
+"""Core's groups as real vLLM 0.33.0 KV-cache specs, and the geometry vLLM implies.
+
+A :class:`core.GroupSpec` becomes the spec vLLM's managers are built from:
+``FullAttentionSpec``, ``SlidingWindowSpec`` (window ``W``) or ``MambaSpec``
+in ``"align"`` cache mode (the only mode that caches Mamba states). Head
+counts, dtypes and state shapes are placeholders: nothing the audit calls
+reads them.
+
+Why a derived geometry: whether hits may land inside a block is not ours to
+choose when we claim to be vLLM. vLLM turns partial (hash-unit) hits on when a
+Mamba ``align`` group is wider than the hash unit and every other group can
+look up hash units (``partial_hash_hits_enabled``); :func:`vllm_geometry` asks
+that function, so ``geometry.alignment_tokens`` is exactly the
+``cache_hit_alignment_tokens`` vLLM's coordinator hands its managers.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from core import GroupKind, GroupSpec, HybridGeometry
+
+from .vllm_env import vllm
+
+__all__ = [
+    "kv_cache_config",
+    "mamba_block_size",
+    "manager_class",
+    "vllm_geometry",
+    "vllm_partial_hits",
+    "vllm_spec",
+]
+
+
+@functools.cache
+def vllm_spec(group: GroupSpec) -> Any:
+    """The real vLLM spec of one group (cached: specs are frozen dataclasses)."""
+    v = vllm()
+    common: dict[str, Any] = dict(
+        block_size=group.block_size, num_kv_heads=1, head_size=1, dtype=v.torch.float32
+    )
+    if group.kind is GroupKind.FULL:
+        return v.interface.FullAttentionSpec(**common)
+    if group.kind is GroupKind.SLIDING_WINDOW:
+        return v.interface.SlidingWindowSpec(**common, sliding_window=group.window)
+    return v.interface.MambaSpec(
+        block_size=group.block_size,
+        shapes=((1,),),
+        dtypes=(v.torch.float32,),
+        mamba_cache_mode="align",
+    )
+
+
+def manager_class(group: GroupSpec) -> Any:
+    """vLLM's manager class for the group (``FullAttentionManager``, ...)."""
+    managers = vllm().managers
+    if group.kind is GroupKind.FULL:
+        return managers.FullAttentionManager
+    if group.kind is GroupKind.SLIDING_WINDOW:
+        return managers.SlidingWindowManager
+    return managers.MambaManager
+
+
+def kv_cache_config(
+    groups: Sequence[GroupSpec], num_blocks: int, retention_interval: int | None
+) -> Any:
+    """A real ``KVCacheConfig``: one KV-cache group per core group, none an
+    explicit EAGLE group (vLLM then treats every group as one under EAGLE)."""
+    interface = vllm().interface
+    return interface.KVCacheConfig(
+        num_blocks=num_blocks,
+        kv_cache_tensors=[],
+        kv_cache_groups=[
+            interface.KVCacheGroupSpec([f"layer{index}"], vllm_spec(group))
+            for index, group in enumerate(groups)
+        ],
+        prefix_cache_retention_interval=retention_interval,
+    )
+
+
+def vllm_partial_hits(groups: Sequence[GroupSpec], hash_block_size: int) -> bool:
+    """vLLM's ``partial_hash_hits_enabled`` for these groups (hybrid, no DCP)."""
+    if len(groups) < 2:
+        return False  # one group: the unitary coordinator, block-aligned hits only
+    config = kv_cache_config(groups, 1, None)
+    return bool(
+        vllm().utils.partial_hash_hits_enabled(
+            config.kv_cache_groups,
+            hash_block_size,
+            1,
+            [manager_class(group) for group in groups],
+        )
+    )
+
+
+def mamba_block_size(geometry: HybridGeometry) -> int:
+    """``cache_config.block_size`` in Mamba align mode: the Mamba groups' block.
+
+    vLLM sets ``mamba_block_size = cache_config.block_size`` and every Mamba
+    spec uses it; attention groups may be wider (page-size unification
+    multiplies their block), so ``L`` can exceed it. Without a Mamba group the
+    split never runs; ``L`` is returned.
+    """
+    for group in geometry.groups:
+        if group.kind is GroupKind.MAMBA:
+            return group.block_size
+    return geometry.scheduler_block_size
+
+
+def vllm_geometry(
+    groups: Sequence[GroupSpec],
+    hash_block_size: int,
+    *,
+    use_eagle: bool = False,
+    retention_interval: int | None = None,
+) -> HybridGeometry:
+    """The geometry a vLLM 0.33.0 configuration with these groups implies.
+
+    Partial hits are on exactly when vLLM turns them on. Raises
+    ``ValueError`` for a configuration vLLM rejects: Mamba groups of
+    different block sizes (one ``cache_config.block_size``), or a retention
+    interval without a sliding-window or Mamba group.
+    """
+    mamba_sizes = {g.block_size for g in groups if g.kind is GroupKind.MAMBA}
+    if len(mamba_sizes) > 1:
+        raise ValueError(f"vLLM gives every Mamba group one block size, got {mamba_sizes}")
+    if retention_interval and all(g.kind is GroupKind.FULL for g in groups):
+        raise ValueError("vLLM rejects a retention interval without a sparse group")
+    return HybridGeometry(
+        groups,
+        hash_block_size,
+        partial_hits=vllm_partial_hits(groups, hash_block_size),
+        use_eagle=use_eagle,
+        retention_interval=retention_interval,
+    )

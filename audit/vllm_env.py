@@ -1,0 +1,100 @@
+"""Loading vLLM 0.33.0 on a CPU-only machine, or saying why it is not there.
+
+The audit drives vLLM's own code, installed without its GPU-only
+dependencies (``make audit-setup``: ``pip install --no-deps`` of the pins in
+the ``audit`` extra). Importing it is slow (several seconds), so it happens
+once, on first use, and never at import time of ``audit``: the rest of the
+project, and ``mypy``, must not need vLLM.
+
+Why one loader: every adapter reaches vLLM through :func:`vllm`, which either
+returns the handful of modules the audit reads or raises :class:`VllmMissing`
+with the reason tests print when they skip. A vLLM of another version is not
+"missing": the audit's facts are about 0.33.0, so it is an error.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import logging
+import os
+import types
+import warnings
+from typing import Any
+
+__all__ = ["PINNED_VERSION", "VllmMissing", "VllmModules", "vllm", "vllm_missing_reason"]
+
+PINNED_VERSION = "0.33.0"
+
+
+class VllmMissing(RuntimeError):
+    """vLLM is not installed; the message says how to install it."""
+
+
+class VllmModules(types.SimpleNamespace):
+    """The vLLM modules the audit reads (attributes typed ``Any``: vLLM ships
+    incomplete types, so the adapters convert at their boundary)."""
+
+    interface: Any  # vllm.v1.kv_cache_interface
+    managers: Any  # vllm.v1.core.single_type_kv_cache_manager
+    coordinator: Any  # vllm.v1.core.kv_cache_coordinator
+    manager: Any  # vllm.v1.core.kv_cache_manager
+    scheduler: Any  # vllm.v1.core.sched.scheduler
+    utils: Any  # vllm.v1.core.kv_cache_utils
+    request: Any  # vllm.v1.request
+    sampling: Any  # vllm.sampling_params
+    hashing: Any  # vllm.utils.hashing
+    torch: Any
+
+
+def vllm_missing_reason() -> str | None:
+    """Why the audit cannot run here, or ``None`` when vLLM is installed."""
+    try:
+        importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return (
+            f"vLLM {PINNED_VERSION} is not installed "
+            "(run `make audit-setup`: the `audit` extra, installed with --no-deps)"
+        )
+    return None
+
+
+@functools.cache
+def vllm() -> VllmModules:
+    """Import vLLM 0.33.0 once; raises :class:`VllmMissing` when absent.
+
+    Raises ``RuntimeError`` when another vLLM version is installed.
+    """
+    reason = vllm_missing_reason()
+    if reason is not None:
+        raise VllmMissing(reason)
+    version = importlib.metadata.version("vllm")
+    if version != PINNED_VERSION:
+        raise RuntimeError(
+            f"the audit is written against vLLM {PINNED_VERSION}, found {version}: "
+            "run `make audit-setup`"
+        )
+    # Quiet: vLLM logs its platform detection; requests warns about an
+    # optional charset detector nobody here needs.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        modules = VllmModules(
+            torch=importlib.import_module("torch"),
+            interface=importlib.import_module("vllm.v1.kv_cache_interface"),
+            managers=importlib.import_module("vllm.v1.core.single_type_kv_cache_manager"),
+            coordinator=importlib.import_module("vllm.v1.core.kv_cache_coordinator"),
+            manager=importlib.import_module("vllm.v1.core.kv_cache_manager"),
+            scheduler=importlib.import_module("vllm.v1.core.sched.scheduler"),
+            utils=importlib.import_module("vllm.v1.core.kv_cache_utils"),
+            request=importlib.import_module("vllm.v1.request"),
+            sampling=importlib.import_module("vllm.sampling_params"),
+            hashing=importlib.import_module("vllm.utils.hashing"),
+        )
+    # Without vLLM's logging configuration its warnings reach the root
+    # logger's last-resort handler; the audit reports what matters itself.
+    logging.getLogger("vllm").setLevel(logging.ERROR)
+    # Block hashes chain from NONE_HASH, which vLLM derives once per process.
+    modules.utils.init_none_hash(modules.hashing.sha256)
+    return modules
