@@ -79,6 +79,12 @@ def diagnose(policy: str, verdict: PromiseVerdict) -> str:
             "vLLM #50409: the last cacheable position `N - N mod b` keeps the only state at "
             "a block-aligned prompt's end, one token past every lookup"
         )
+    if promise == "split" and "ends off the grid" in message:
+        return (
+            "vLLM #54076 (still there when an attention block is wider than the Mamba "
+            "block): the split works on `cache_config.block_size`, the Mamba block, so chunks "
+            "end, and Mamba states land, on Mamba-block multiples that are not hit-aligned"
+        )
     position = _promised_position(message)
     if promise == "split" and interval and position is not None and position % interval == 0:
         return (
