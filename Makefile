@@ -5,11 +5,17 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BOUND ?= 4
 
-.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep demo mutmut clean
+.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep demo mutmut clean audit-setup audit-vllm audit-findings bench-audit
+
+# The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
+# torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
+AUDIT_PACKAGES = $(shell $(PYTHON) -c "import tomllib; \
+	print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['audit']))")
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e ".[dev,kernels,demo]"
+	$(PY) -m pip install --quiet --no-deps $(AUDIT_PACKAGES)
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -19,7 +25,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict core reference kernels benchmarks
+	$(VENV)/bin/mypy --strict core reference kernels benchmarks audit
 
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP)
@@ -85,6 +91,22 @@ mutmut: $(STAMP)
 		'(survived {survived}, timeout {timeout}, no tests {no_tests}, suspicious {suspicious})' \
 		.format(p=100 * s['killed'] / s['total'], **s))"
 	$(VENV)/bin/mutmut results
+
+# The vLLM 0.33.0 audit (also part of `make test`, which skips it only where
+# vLLM is absent; here its absence is an error). `audit-setup` reinstalls the
+# audit packages alone; `audit-findings` regenerates its docs/findings.md section.
+audit-setup: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps $(AUDIT_PACKAGES)
+
+audit-vllm: $(STAMP)
+	JUNCTION_REQUIRE_VLLM=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s \
+		--hypothesis-show-statistics tests/audit
+
+audit-findings: $(STAMP)
+	$(PY) -m audit findings --write docs/findings.md
+
+bench-audit: $(STAMP)
+	$(PY) -m benchmarks.bench_audit
 
 clean:
 	rm -rf $(VENV) .hypothesis .mypy_cache .pytest_cache .ruff_cache *.egg-info

@@ -27,7 +27,7 @@ from reference.conformance import Scenario
 
 from .lookup_model import Quirks, model_reconcile
 from .promises import POLICY, run_prompts
-from .vllm_engine import RequestState
+from .vllm_engine import Prefill, RequestState
 
 __all__ = ["LOOKUP_QUIRKS", "diagnose", "lookup_departures"]
 
@@ -80,18 +80,23 @@ def _eagle_drop_below_grid(geometry: HybridGeometry) -> bool:
 
 
 def _sub_block_boundary(scenario: Scenario) -> bool:
-    """Partial hits, and a prefilled request's replay boundary (floored to ``A``)
-    or junction lies inside a Mamba block."""
+    """Partial hits, and a boundary vLLM hands the Mamba mask for a prefilled
+    request (floored to ``A``) lies inside a Mamba block."""
     geometry = scenario.geometry
-    mamba = [g.block_size for g in geometry.groups if g.kind is GroupKind.MAMBA]
+    mamba = [g for g in geometry.groups if g.kind is GroupKind.MAMBA]
     if not geometry.partial_hits or not mamba:
         return False
-    alignment = geometry.alignment_tokens
+    alignment, block = geometry.alignment_tokens, mamba[0].block_size
     for run in run_prompts(scenario).prefills:
-        replay = (len(run.tokens) - 1) // alignment * alignment
-        if replay % mamba[0] or run.lookup.shared_prefix_boundary % mamba[0]:
-            return True
+        for x in POLICY.reachable_boundaries(geometry, mamba[0], _state(run)):
+            if x // alignment * alignment % block:
+                return True
     return False
+
+
+def _state(run: Prefill) -> RequestState:
+    prompt = len(run.tokens)
+    return RequestState(prompt, prompt, prompt, run.lookup.shared_prefix_boundary)
 
 
 def _eagle_shifted(scenario: Scenario, position: int) -> bool:

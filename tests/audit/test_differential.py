@@ -31,7 +31,7 @@ from .strategies import examples, has_mamba, prompt_families, request_states, vl
 POLICY = VllmPolicy()
 
 
-@settings(max_examples=examples(0.6))
+@settings(max_examples=examples(1.0))
 @given(st.data())
 def test_mask_equals_vllm(data: st.DataObject) -> None:
     geometry = data.draw(vllm_geometries())
@@ -48,7 +48,7 @@ def test_mask_equals_vllm(data: st.DataObject) -> None:
     assert (None if ours is None else list(ours)) == theirs, (geometry, group, request, start, end)
 
 
-@settings(max_examples=examples(0.6))
+@settings(max_examples=examples(1.0))
 @given(st.data())
 def test_split_equals_vllm(data: st.DataObject) -> None:
     geometry = data.draw(vllm_geometries(need="mamba"))
@@ -76,7 +76,7 @@ def test_split_equals_vllm(data: st.DataObject) -> None:
     assert ours == theirs, (geometry, request, wanted, budget, threshold)
 
 
-@settings(max_examples=examples(0.3))
+@settings(max_examples=examples(0.6))
 @given(st.data())
 def test_real_runs_make_the_policys_decisions(data: st.DataObject) -> None:
     geometry = data.draw(vllm_geometries())

@@ -1,0 +1,38 @@
+"""``python -m audit findings [--write PATH]``: the vLLM 0.33.0 audit's docs section.
+
+Prints the ``## vLLM 0.33.0 audit`` section (re-running every counterexample
+on the installed vLLM), or with ``--write`` replaces it between the
+``vllm-audit`` markers of that file (docs/findings.md), leaving the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .findings import findings_markdown, write_section
+from .vllm_env import VllmMissing
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m audit", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    findings = commands.add_parser("findings", help="the docs/findings.md section")
+    findings.add_argument("--write", metavar="PATH", help="replace the section in this file")
+    args = parser.parse_args(argv)
+    try:
+        section = findings_markdown()
+    except VllmMissing as missing:
+        print(f"python -m audit: {missing}", file=sys.stderr)
+        return 2
+    if args.write:
+        write_section(Path(args.write), section)
+        print(f"wrote the vLLM audit section of {args.write}")
+    else:
+        sys.stdout.write(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Lookup: vLLM's coordinator against ``core.reconcile_hits`` on the same pool.
+
+Lookup is not a policy decision, so a disagreement is a finding about vLLM
+(docs/findings.md). The property makes that airtight: on every lookup of
+real runs (each admission, then each prompt again), vLLM's answer equals our
+restatement of its lookup with its four departures switched on
+(``audit.lookup_model``), and the restatement with them off equals
+``core.reconcile_hits``. So every disagreement is one of the recorded
+departures, and nothing else hides behind them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit.diagnosis import lookup_departures
+from audit.findings import FINDINGS, Finding
+from audit.lookup_model import ALL_QUIRKS, NO_QUIRKS, model_reconcile
+from audit.vllm_engine import VllmEngine
+
+from .strategies import examples, prompt_families, vllm_geometries
+
+
+@settings(max_examples=examples(0.6))
+@given(st.data())
+def test_vllm_lookup_is_core_plus_its_recorded_departures(data: st.DataObject) -> None:
+    geometry = data.draw(vllm_geometries())
+    prompts = data.draw(prompt_families(geometry))
+    budget = data.draw(st.integers(1, 4 * geometry.scheduler_block_size))
+    engine = VllmEngine(geometry)
+    for prompt in prompts:
+        engine.prefill(prompt, budget)
+    for prompt in prompts:
+        engine.lookup(prompt)
+    for lookup in engine.lookups:
+        args = (geometry, lookup.views, lookup.max_hit_length, lookup.hashed_tokens)
+        hit, _, junction = model_reconcile(*args, ALL_QUIRKS)
+        assert (lookup.hit_length, lookup.shared_prefix_boundary) == (hit, junction), lookup
+        core = lookup.core
+        expected = (core.hit_length, core.longest_hit_length, core.shared_prefix_boundary)
+        assert model_reconcile(*args, NO_QUIRKS) == expected, lookup
+
+
+@pytest.mark.parametrize(
+    "finding", [f for f in FINDINGS if f.key.startswith("lookup-")], ids=lambda f: f.key
+)
+def test_each_departure_is_live_and_alone_explains_its_counterexample(finding: Finding) -> None:
+    departures = lookup_departures(finding.counterexample)
+    assert departures, f"{finding.key}: vLLM now agrees with core on its counterexample"
+    assert finding.key in {f"lookup-{name}" for name in departures}

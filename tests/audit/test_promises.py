@@ -1,0 +1,71 @@
+"""SPEC section 7 against vLLM 0.33.0's own code (``audit.promises``).
+
+vLLM breaks some promises; each way it does is a finding in docs/findings.md
+with a minimal counterexample. These properties draw the conformance
+harness's scenarios (on configurations vLLM accepts) and require every
+violation to be explained by a recorded finding (``audit.diagnosis``): a new
+way of breaking a promise fails here with its scenario, to be diagnosed and
+recorded. ``test_findings_still_reproduce`` keeps every recorded
+counterexample live, and the docs section current.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from audit.diagnosis import diagnose
+from audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
+from audit.promises import check
+from reference.conformance import PROMISES, Scenario
+
+from .strategies import examples, vllm_scenarios
+
+FINDINGS_MD = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
+
+
+def _explained(scenario: Scenario) -> None:
+    problem = check(scenario)
+    if problem is None:
+        return
+    key = diagnose(scenario, problem)
+    assert key is not None, (
+        f"vLLM breaks promise {PROMISES[scenario.promise]!r} in a way no finding explains: "
+        f"{problem}\nscenario: {json.dumps(scenario.to_json())}"
+    )
+
+
+def _property(promise: str, share: float) -> Callable[[], None]:
+    @settings(max_examples=examples(share))
+    @given(vllm_scenarios(promise))
+    def test(scenario: Scenario) -> None:
+        _explained(scenario)
+
+    test.__name__ = f"test_{promise}_violations_are_recorded_findings"
+    return test
+
+
+test_replay = _property("replay", 0.4)
+test_junction = _property("junction", 0.4)
+test_segments = _property("segments", 0.2)
+test_economy = _property("economy", 0.3)
+test_split = _property("split", 0.4)
+test_reconciliation = _property("reconciliation", 0.4)
+test_safety = _property("safety", 0.2)
+
+
+@pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.key)
+def test_findings_still_reproduce(finding: Finding) -> None:
+    problem = check(finding.counterexample)
+    assert problem is not None, f"{finding.key}: vLLM now keeps the promise on its counterexample"
+    assert diagnose(finding.counterexample, problem) == finding.key
+
+
+def test_docs_section_is_current() -> None:
+    text = FINDINGS_MD.read_text(encoding="utf-8")
+    start, end = text.index(AUDIT_BEGIN), text.index(AUDIT_END) + len(AUDIT_END)
+    assert text[start:end] + "\n" == findings_markdown(), "run `make audit-findings`"
