@@ -66,8 +66,8 @@ FINDINGS: tuple[Finding, ...] = (
         "mamba-grid",
         "Chunks end on the Mamba block, hits land on `L`",
         ("replay", "junction", "split"),
-        "the defect class of vLLM #54076 (a chunk grid on another group's block size), "
-        "still present in 0.33.0 whenever `L > B_m`",
+        "vLLM #54076 (the chunk grid on the Mamba group's block size, as the bug zoo "
+        "models it): still in 0.33.0's code, visible whenever `L > B_m`",
         "`_mamba_block_aligned_split` floors chunk ends and its last cacheable position "
         "`floor_b(N - 1)` to `cache_config.block_size`, which align mode makes the Mamba "
         "block `B_m`; hits land on the scheduler block `L` (lcm of every group's block). "
