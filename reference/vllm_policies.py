@@ -1,19 +1,37 @@
 """vLLM's retention formulas as named compatibility policies.
 
-* ``vllm-0.33`` (:class:`VllmPolicy`): vLLM 0.33.0. Replay boundaries are
-  ``P - 1`` without EAGLE and, with EAGLE, ``floor_L(P - 1) - L`` and
-  ``floor_L(P) - L`` (a drop of one scheduler block assumed); the junction is
-  added, with ``J - B`` (the group's own block) under EAGLE. The mask floors
-  them to ``A`` (vLLM's ``cache_hit_alignment_tokens``); the split is SPEC
-  section 4's on the scheduler block ``L`` (``cache_config.block_size``).
+* ``vllm-0.33`` (:class:`VllmPolicy`): vLLM 0.33.0, proven equal to vLLM's own
+  code by ``make audit-vllm`` (``tests/audit/test_differential.py``: its
+  ``reachable_block_mask`` on real specs, the boundaries its ``cache_blocks``
+  hands the mask, and ``Scheduler._mamba_block_aligned_split``, on random
+  inputs and on every call of real ``KVCacheManager`` runs). Replay boundaries
+  are ``P - 1`` without EAGLE and, with EAGLE, ``floor_L(P - 1) - L`` and
+  ``floor_L(P) - L`` (``replay_boundaries``: a drop of one scheduler block
+  assumed); the junction ``J`` is added, and ``J - B`` (the group's own block)
+  under EAGLE, dropped when negative (vLLM passes it, and its mask marks
+  nothing for it). The mask floors them to ``A`` (vLLM's
+  ``cache_hit_alignment_tokens``). The split is SPEC section 4's on
+  ``cache_config.block_size``, which Mamba align mode makes the Mamba
+  groups' block (:func:`split_block_size`); page-size unification can widen
+  an attention group, so this may be finer than ``L`` (docs/findings.md,
+  "Chunks end on the Mamba block, hits land on L").
 * ``vllm-pr47782`` (:class:`VllmPR47782Policy`): as merged in PR #47782
   (vLLM 0.26): the last cacheable position was ``N - N mod b`` (minus ``b``
   under EAGLE), which for ``P mod b == 0`` puts the only state one token past
   every lookup (vLLM #50409).
 
+Configuration: vLLM's behaviour here depends on flags; both policies model
+its defaults. No lookahead hashes (``num_hash_lookahead_tokens = 0``, so EAGLE
+drops a block), no multi-module MTP re-prefill, no internal Mamba prefill
+checkpoints (``num_prefill_checkpoint_blocks = 0``), and
+``enable_mamba_shared_prefix_checkpoint`` off (the split stops at the
+junction floored to its grid, not at the junction itself); no explicit EAGLE
+group, so under EAGLE every group is treated as one (vLLM's fallback), and
+partial hits exactly when vLLM enables them (``audit.specs.vllm_geometry``).
+
 Both reuse ``core``'s formulas: the mask and the split there *are* vLLM 0.33's
 (SPEC sections 4 and 5); what differs is which positions they are handed and
-on which grid. ``make audit-vllm`` checks these against vLLM's own code.
+on which grid.
 """
 
 from __future__ import annotations
