@@ -37,9 +37,11 @@ The departures:
     (a shorter request inside another's cached block) serves none of its
     units, although its KV covers them.
 
-Sliding-window and full-attention finders are restated here (block by block,
-right to left for the window, as vLLM searches); Mamba finders are core's,
-which equal vLLM's.
+Restated here: the sliding-window finder (right to left, as vLLM searches)
+and full attention's hash-unit finder under partial hits; the block-grained
+full-attention and the Mamba finders are core's, which equal vLLM's. The
+loop also stops after one round when there is one full-attention spec and one
+other, as vLLM's does (harmless without the departures).
 """
 
 from __future__ import annotations
