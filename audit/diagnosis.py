@@ -71,12 +71,9 @@ def _mamba_narrower_than_grid(geometry: HybridGeometry) -> bool:
     )
 
 
-def _eagle_drop_below_grid(geometry: HybridGeometry) -> bool:
-    """Under EAGLE, full attention drops less than the scheduler block ``L``."""
-    grid, alignment = geometry.scheduler_block_size, geometry.alignment_tokens
-    return geometry.use_eagle and any(
-        g.kind is GroupKind.FULL and g.eagle_drop_tokens(alignment) < grid for g in geometry.groups
-    )
+def _eagle_drops_a_hash_unit(geometry: HybridGeometry) -> bool:
+    """EAGLE with partial hits: full attention drops one hash unit, not ``L``."""
+    return geometry.use_eagle and geometry.partial_hits
 
 
 def _sub_block_boundary(scenario: Scenario) -> bool:
@@ -160,6 +157,6 @@ def diagnose(scenario: Scenario, message: str) -> str | None:
         return "eagle-shift-split"
     if promise == "economy" and _eagle_zero_boundary(scenario):
         return "eagle-zero-boundary"
-    if promise != "reconciliation" and _eagle_drop_below_grid(geometry):
+    if promise != "reconciliation" and _eagle_drops_a_hash_unit(geometry):
         return "eagle-landing"
     return None

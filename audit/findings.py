@@ -83,9 +83,11 @@ FINDINGS: tuple[Finding, ...] = (
         ("replay", "junction"),
         "new; the mirror of #53945/#54713 (state kept where no lookup lands)",
         "`replay_boundaries` keeps `floor_L(P - 1) - L` and `floor_L(P) - L`, and "
-        "`cache_blocks` adds `J - B` for the junction, but full attention's EAGLE lookup "
-        "drops `min(A, B_f)` tokens and re-floors to `A`: one hash unit with partial hits, "
-        "`B_f < L` when the groups' blocks differ",
+        "`cache_blocks` adds `J - B` for the junction, but with partial hits full "
+        "attention's EAGLE lookup drops one hash unit (`eagle_proof_margin`) and re-floors "
+        "to `A = H`, so it lands above the kept positions. (Without partial hits the drop "
+        "`B_f` can also be below `L`, but the audit found no case where that loses a hit: "
+        "a sliding window's own peek block or the Mamba grid limits the landing first)",
         "under `R = 0` the sliding-window tail or Mamba state a resend needs is not kept: the "
         "resend misses what dense retention would hit",
         _scenario(
