@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from audit.diagnosis import diagnose
 from audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
 from audit.promises import check
+from audit.specs import vllm_geometry
 from reference.conformance import PROMISES, Scenario
 
 from .strategies import examples, vllm_scenarios
@@ -60,6 +61,13 @@ test_safety = _property("safety", 0.2)
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.key)
 def test_findings_still_reproduce(finding: Finding) -> None:
+    geometry = finding.counterexample.geometry
+    assert geometry == vllm_geometry(
+        geometry.groups,
+        geometry.hash_block_size,
+        use_eagle=geometry.use_eagle,
+        retention_interval=geometry.retention_interval,
+    ), f"{finding.key}: vLLM decides partial hits otherwise"
     problem = check(finding.counterexample)
     assert problem is not None, f"{finding.key}: vLLM now keeps the promise on its counterexample"
     assert diagnose(finding.counterexample, problem) == finding.key
