@@ -286,9 +286,10 @@ def findings_markdown() -> str:
         "four departures below; vLLM equals our restatement of it "
         "(`audit/lookup_model.py`) with exactly those four switched on |",
         "",
-        "Lookup is not a policy decision, so the lookup departures are vLLM's findings. "
-        "Each row's counterexample is a `reconciliation` scenario: vLLM's `(h, ℓ, J)` "
-        "against the first-principles oracle on vLLM's own pool.",
+        "Lookup is not a policy decision, so the four lookup departures are findings about "
+        "vLLM (the last four rows below); their counterexamples are `reconciliation` "
+        "scenarios: vLLM's `(h, ℓ, J)` against the first-principles oracle on vLLM's own "
+        "pool.",
         "",
         "### Findings",
         "",
