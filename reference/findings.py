@@ -85,6 +85,18 @@ def diagnose(policy: str, verdict: PromiseVerdict) -> str:
             "block): the split works on `cache_config.block_size`, the Mamba block, so chunks "
             "end, and Mamba states land, on Mamba-block multiples that are not hit-aligned"
         )
+    mamba_blocks = [g.block_size for g in geometry.groups if g.kind is GroupKind.MAMBA]
+    if (
+        promise in ("replay", "junction")
+        and policy.startswith("vllm")
+        and not partial
+        and any(b < grid for b in mamba_blocks)
+    ):
+        return (
+            "vLLM #54076 (still there when an attention block is wider than the Mamba "
+            "block): chunks end on Mamba-block multiples, so the hit-aligned position a "
+            "lookup lands on has no Mamba state"
+        )
     position = _promised_position(message)
     if promise == "split" and interval and position is not None and position % interval == 0:
         return (
