@@ -73,18 +73,28 @@ def longest_sliding_window_hit(
     The tail of ``a`` is blocks ``[max(0, a/B - cdiv(W-1, B)), a/B + E)``;
     it must end at or before ``floor_B(bound)``. A run shorter than ``need``
     that starts at block 0 also serves (the window reaches past token 0).
+
+    Scans right to left from the deepest aligned tail and stops at the first
+    that is cached: on a hit it asks about ``need`` blocks, not all of them.
+    An uncached block rules out every tail that contains it, so the next
+    candidate tail ends at that block; each block is asked about at most once.
     """
-    window_blocks = cdiv(window - 1, block_size)
+    need = cdiv(window - 1, block_size) + (1 if use_eagle else 0)
     peek = 1 if use_eagle else 0
-    grid = lcm(alignment_tokens, block_size)
-    best = 0
-    run = 0
-    for tail_end in range(1, bound // block_size + 1):
-        run = run + 1 if is_cached(tail_end - 1) else 0
-        hit_block = tail_end - peek
-        if hit_block * block_size % grid == 0 and run >= min(window_blocks + peek, tail_end):
-            best = hit_block * block_size
-    return best
+    step = lcm(alignment_tokens, block_size) // block_size  # hit blocks between candidates
+    tail_end = bound // block_size
+    while tail_end > peek:
+        tail_end = peek + (tail_end - peek) // step * step
+        if tail_end <= peek:
+            break
+        first = max(tail_end - need, 0)
+        index = tail_end - 1
+        while index >= first and is_cached(index):
+            index -= 1
+        if index < first:
+            return (tail_end - peek) * block_size
+        tail_end = index
+    return 0
 
 
 def longest_mamba_hit(
