@@ -76,7 +76,10 @@ class GroupManager:
     @property
     def sub_block_hits(self) -> bool:
         """Whether hits may end inside this group's blocks (full attention, partial hits)."""
-        return self.spec.kind is GroupKind.FULL and self.geometry.alignment_tokens < self.block_size
+        return (
+            self.spec.kind is GroupKind.FULL
+            and self.block_size in self.geometry.sub_block_full_attention_sizes
+        )
 
     def cached_block(self, request: Request, index: int) -> Block:
         block_hash = request.chain.block_hash(index, self.block_size)
