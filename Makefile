@@ -23,9 +23,10 @@ setup: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy --strict core reference kernels benchmarks audit
+	$(VENV)/bin/mypy --strict -p junction -p benchmarks
 
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP)
@@ -44,7 +45,7 @@ verify-gpu:
 SECONDS ?= 60
 fuzz: $(STAMP)
 ifdef POLICY
-	$(PY) -m reference fuzz --policy $(POLICY) --seconds $(SECONDS)
+	$(PY) -m junction.reference fuzz --policy $(POLICY) --seconds $(SECONDS)
 else
 	HYPOTHESIS_PROFILE=fuzz JUNCTION_EXHAUSTIVE_BOUND=$(BOUND) $(PY) -m pytest -s \
 		--hypothesis-show-statistics tests/properties tests/engine
@@ -52,19 +53,19 @@ endif
 
 # docs/findings.md: the harness on the vLLM policies (a few minutes).
 findings: $(STAMP)
-	$(PY) -m reference findings
+	$(PY) -m junction.reference findings
 
 # The bug zoo alone, with its scoreboard (also part of `make test`).
 zoo: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest tests/quality
 
 exhaustive: $(STAMP)
-	$(PY) -m reference exhaustive
+	$(PY) -m junction.reference exhaustive
 
 # The README's first command: retention policies on an agent workload. Prints
 # the tables; docs/demo/ gets simulate.txt, simulate.json and simulate.png.
 demo: $(STAMP)
-	$(PY) -m reference simulate --out docs/demo
+	$(PY) -m junction.reference simulate --out docs/demo
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench_core
@@ -76,7 +77,7 @@ bench-engine: $(STAMP)
 	$(PY) -m benchmarks.bench_engine
 
 sweep: $(STAMP)
-	$(PY) -m kernels.sweep
+	$(PY) -m junction.reference.cli.sweep
 
 # Mutation testing of core/ (config in pyproject.toml [tool.mutmut]) with one
 # worker, a small Hypothesis profile and exhaustive bound 2; not part of
@@ -103,7 +104,7 @@ audit-vllm: $(STAMP)
 		--hypothesis-show-statistics tests/audit
 
 audit-findings: $(STAMP)
-	$(PY) -m audit findings --write docs/findings.md
+	$(PY) -m junction.audit findings --write docs/findings.md
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit

@@ -1,4 +1,4 @@
-"""``python -m audit findings [--write PATH]``: the vLLM 0.33.0 audit's docs section.
+"""``python -m junction.audit findings [--write PATH]``: the vLLM 0.33.0 audit's docs section.
 
 Prints the ``## vLLM 0.33.0 audit`` section (re-running every counterexample
 on the installed vLLM), or with ``--write`` replaces it between the
@@ -16,7 +16,7 @@ from .vllm_env import VllmMissing
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m audit", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m junction.audit", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     findings = commands.add_parser("findings", help="the docs/findings.md section")
     findings.add_argument("--write", metavar="PATH", help="replace the section in this file")
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         section = findings_markdown()
     except VllmMissing as missing:
-        print(f"python -m audit: {missing}", file=sys.stderr)
+        print(f"python -m junction.audit: {missing}", file=sys.stderr)
         return 2
     if args.write:
         write_section(Path(args.write), section)

@@ -22,8 +22,8 @@ import re
 
 import attrs
 
-from core import GroupKind, HybridGeometry
-from reference.conformance import Scenario
+from junction.core import GroupKind, HybridGeometry
+from junction.reference.harness.conformance import Scenario
 
 from .lookup_model import Quirks, model_reconcile
 from .promises import POLICY, run_prompts

@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from core import (
+from junction.core import (
     Finder,
     GroupKind,
     GroupSpec,
@@ -40,7 +40,7 @@ from core import (
     group_finder,
     reconcile_hits,
 )
-from reference.oracle import OracleGroup, oracle_reconcile
+from junction.reference.oracle.first_principles import OracleGroup, oracle_reconcile
 
 __all__ = [
     "GroupView",

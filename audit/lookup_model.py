@@ -50,7 +50,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from core import Finder, GroupKind, HybridGeometry, cdiv, group_finder, lcm
+from junction.core import Finder, GroupKind, HybridGeometry, cdiv, group_finder, lcm
 
 from .lookup import GroupView
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core import GroupSpec, HybridGeometry
+from junction.core import GroupSpec, HybridGeometry
 
 from .specs import manager_class, vllm_spec
 

@@ -35,10 +35,10 @@ from collections.abc import Callable
 
 import attrs
 
-from core import GroupKind, HybridGeometry, last_cacheable_position
-from reference.conformance import PROMISES, Scenario
-from reference.oracle import oracle_blocks_needed
-from reference.vllm_policies import VllmPolicy
+from junction.core import GroupKind, HybridGeometry, last_cacheable_position
+from junction.reference.harness.conformance import PROMISES, Scenario
+from junction.reference.oracle.first_principles import oracle_blocks_needed
+from junction.reference.policies.vllm import VllmPolicy
 
 from .lookup import oracle_reconcile_view
 from .split import vllm_split

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from core import GroupKind, GroupSpec, HybridGeometry
+from junction.core import GroupKind, GroupSpec, HybridGeometry
 
 from .vllm_env import vllm
 

@@ -24,7 +24,7 @@ import itertools
 from types import SimpleNamespace
 from typing import Any
 
-from core import HybridGeometry
+from junction.core import HybridGeometry
 
 from .specs import mamba_block_size
 from .vllm_env import vllm

@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from core import GroupKind, HitReconciliation, HybridGeometry
+from junction.core import GroupKind, HitReconciliation, HybridGeometry
 
 from .lookup import GroupView, core_reconcile, pool_views
 from .specs import kv_cache_config

@@ -25,18 +25,18 @@ from collections.abc import Callable
 
 import attrs
 
-from audit.lookup import pool_finders
-from audit.specs import manager_class, vllm_geometry, vllm_spec
-from audit.split import SchedulerStandIn, make_request
-from audit.vllm_engine import VllmEngine
-from core import (
+from junction.audit.lookup import pool_finders
+from junction.audit.specs import manager_class, vllm_geometry, vllm_spec
+from junction.audit.split import SchedulerStandIn, make_request
+from junction.audit.vllm_engine import VllmEngine
+from junction.core import (
     GroupSpec,
     HybridGeometry,
     mamba_block_aligned_split,
     reachable_block_mask,
     reconcile_hits,
 )
-from reference.vllm_policies import split_block_size
+from junction.reference.policies.vllm import split_block_size
 
 BLOCK = 16
 

@@ -12,7 +12,7 @@ import statistics
 import timeit
 from collections.abc import Callable
 
-from core import GroupSpec, mamba_block_aligned_split, reachable_block_mask
+from junction.core import GroupSpec, mamba_block_aligned_split, reachable_block_mask
 
 BLOCK = 16
 SWA = GroupSpec.sliding_window(BLOCK, 4 * BLOCK)

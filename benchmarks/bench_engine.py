@@ -15,9 +15,10 @@ import cProfile
 import pstats
 import time
 
-from core import GroupSpec, HybridGeometry
-from reference.engine import Engine, EngineConfig
-from reference.workloads import agent_sessions, run_workload
+from junction.core import GroupSpec, HybridGeometry
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.workloads.sessions import agent_sessions, run_workload
 
 
 def build(retention_interval: int | None) -> Engine:
@@ -26,7 +27,11 @@ def build(retention_interval: int | None) -> Engine:
         16,
         retention_interval=retention_interval,
     )
-    return Engine(EngineConfig(geometry, num_blocks=40_000, max_num_batched_tokens=2048))
+    return Engine(
+        EngineConfig(
+            geometry, num_blocks=40_000, max_num_batched_tokens=2048, policy=JunctionPolicy()
+        )
+    )
 
 
 def main() -> None:

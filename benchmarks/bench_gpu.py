@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 import torch
 
-import core
-import kernels
-from kernels.mask import MaskBatch, mask_torch
-from kernels.triton_kernels import mask_triton
+from junction import core, kernels
+from junction.kernels.mask import mask_torch
+from junction.kernels.mask_batch import MaskBatch
+from junction.kernels.triton_kernels import mask_triton
 
 PEAK_GBS = {"H100": 3350.0, "H200": 4800.0, "A100": 2039.0}
 

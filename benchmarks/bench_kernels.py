@@ -20,8 +20,7 @@ from collections.abc import Callable
 
 import torch
 
-import core
-import kernels
+from junction import core, kernels
 
 BLOCK = 16
 PER_REQUEST = (

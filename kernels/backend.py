@@ -14,7 +14,7 @@ import os
 
 import torch
 
-from core import InvalidArgument
+from junction.core import InvalidArgument
 
 __all__ = ["BACKENDS", "resolve_backend"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from core import InvalidArgument
+from junction.core import InvalidArgument
 
 __all__ = ["BatchShape", "flag_rows", "int_rows", "require_at_least", "require_rows"]
 

@@ -13,97 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from core import InvalidArgument
-
 from .backend import resolve_backend
-from .batch import BatchShape, flag_rows, int_rows, require_at_least, require_rows
+from .split_batch import LARGEST, Grid, SplitBatch
 
-__all__ = ["SplitBatch", "mamba_block_aligned_split", "split_torch"]
-
-LARGEST = torch.iinfo(torch.int64).max
-
-
-class SplitBatch:
-    """Validated int64 rows of a batched split.
-
-    Scalars arrive as stride-0 views; a flag passed as one Python bool is also
-    kept as ``eagle`` / ``partial`` so the formulas can skip the other branch.
-    ``max_prefill_tokens`` is ``None`` for "no limit" (the Triton launcher
-    turns it into the largest int64).
-    """
-
-    def __init__(self, **arguments: object) -> None:
-        shape = BatchShape(arguments)
-        self.shape = shape
-        rows = {
-            name: int_rows(name, value, shape)
-            for name, value in arguments.items()
-            if name not in ("use_eagle", "partial_hits", "hash_block_size", "max_prefill_tokens")
-        }
-        for name in (
-            "num_computed_tokens",
-            "num_new_tokens",
-            "shared_prefix_boundary",
-            "num_new_local_computed_tokens",
-            "num_external_computed_tokens",
-        ):
-            require_at_least(name, rows[name], 0, "must be >= 0")
-        prompt, total, block = rows["num_prompt_tokens"], rows["num_tokens"], rows["block_size"]
-        require_at_least("num_prompt_tokens", prompt, 1, "must be >= 1")
-        require_rows("num_tokens", total, total < prompt, "must be >= num_prompt_tokens")
-        require_at_least("block_size", block, 1, "must be >= 1")
-        self.use_eagle, self.eagle = flag_rows("use_eagle", arguments["use_eagle"], shape)
-        self.partial_hits, self.partial = flag_rows(
-            "partial_hits", arguments["partial_hits"], shape
-        )
-        unit = arguments["hash_block_size"]
-        hash_unit = block if unit is None else int_rows("hash_block_size", unit, shape)
-        if unit is not None:
-            require_at_least("hash_block_size", hash_unit, 1, "must be >= 1")
-            require_rows(
-                "hash_block_size", hash_unit, block % hash_unit != 0, "must divide block_size"
-            )
-        limit = arguments["max_prefill_tokens"]
-        self.max_prefill_tokens: torch.Tensor | None = None
-        if limit is not None:
-            if isinstance(limit, bool):
-                raise InvalidArgument("max_prefill_tokens", limit, "must be None or an int >= 1")
-            self.max_prefill_tokens = int_rows("max_prefill_tokens", limit, shape)
-            require_at_least("max_prefill_tokens", self.max_prefill_tokens, 1, "must be >= 1")
-        computed = rows["num_computed_tokens"]
-        start = computed + rows["num_new_local_computed_tokens"]
-        start = start + rows["num_external_computed_tokens"]
-        require_rows(
-            "num_computed_tokens",
-            computed,
-            start > total,
-            "the chunk start (computed + local + external) must be <= num_tokens",
-        )
-        self.start = start
-        self.num_new_tokens = rows["num_new_tokens"]
-        self.num_prompt_tokens = prompt
-        self.num_tokens = total
-        self.block_size = Grid(block, arguments["block_size"])
-        self.shared_prefix_boundary = rows["shared_prefix_boundary"]
-        self.hash_block_size = Grid(hash_unit, arguments["block_size"] if unit is None else unit)
-
-
-class Grid:
-    """A per-row grid size; a shared power of two takes remainders with a bit mask."""
-
-    def __init__(self, rows: torch.Tensor, shared: object) -> None:
-        self.rows = rows
-        self.low_bits: int | None = None
-        if isinstance(shared, int) and shared > 0 and shared & (shared - 1) == 0:
-            self.low_bits = shared - 1  # shared was validated by int_rows: never a bool
-
-    def remainder(self, values: torch.Tensor) -> torch.Tensor:
-        if self.low_bits is not None:
-            return values & self.low_bits  # floor-mod, negatives included (two's complement)
-        return values % self.rows
-
-    def floor(self, values: torch.Tensor) -> torch.Tensor:
-        return values - self.remainder(values)
+__all__ = ["mamba_block_aligned_split", "split_torch"]
 
 
 def _last_cacheable(

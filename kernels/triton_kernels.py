@@ -18,10 +18,10 @@ import torch
 import triton
 import triton.language as tl
 
-from core import MaskPlan
+from junction.core import MaskPlan
 
-from .mask import MaskBatch
-from .split import LARGEST, SplitBatch
+from .mask_batch import MaskBatch
+from .split_batch import LARGEST, SplitBatch
 
 __all__ = ["mask_triton", "split_triton"]
 

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from audit.vllm_env import vllm_missing_reason
+from junction.audit.vllm_env import vllm_missing_reason
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -18,9 +18,9 @@ import attrs
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from audit.specs import vllm_geometry
-from core import GroupKind, GroupSpec, HybridGeometry
-from reference.conformance import Scenario, scenarios
+from junction.audit.specs import vllm_geometry
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.harness.conformance import Scenario, scenarios
 
 block_sizes = st.sampled_from([1, 2, 4, 8, 3, 6])
 windows = st.integers(1, 24)

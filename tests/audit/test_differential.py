@@ -20,11 +20,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.masks import vllm_block_mask
-from audit.split import vllm_split
-from audit.vllm_engine import RequestState, VllmEngine
-from core import GroupKind
-from reference.vllm_policies import VllmPolicy
+from junction.audit.masks import vllm_block_mask
+from junction.audit.split import vllm_split
+from junction.audit.vllm_engine import RequestState, VllmEngine
+from junction.core import GroupKind
+from junction.reference.policies.vllm import VllmPolicy
 
 from .strategies import examples, has_mamba, prompt_families, request_states, vllm_geometries
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.diagnosis import lookup_departures
-from audit.findings import FINDINGS, Finding
-from audit.lookup_model import ALL_QUIRKS, NO_QUIRKS, model_reconcile
-from audit.vllm_engine import VllmEngine
+from junction.audit.diagnosis import lookup_departures
+from junction.audit.findings import FINDINGS, Finding
+from junction.audit.lookup_model import ALL_QUIRKS, NO_QUIRKS, model_reconcile
+from junction.audit.vllm_engine import VllmEngine
 
 from .strategies import examples, prompt_families, vllm_geometries
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from audit.diagnosis import diagnose
-from audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
-from audit.promises import check
-from audit.specs import vllm_geometry
-from reference.conformance import PROMISES, Scenario
+from junction.audit.diagnosis import diagnose
+from junction.audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
+from junction.audit.promises import check
+from junction.audit.specs import vllm_geometry
+from junction.reference.harness.conformance import PROMISES, Scenario
 
 from .strategies import examples, vllm_scenarios
 

@@ -1,4 +1,4 @@
-"""``python -m reference fuzz``: verdict table, exit status, clear errors."""
+"""``python -m junction.reference fuzz``: verdict table, exit status, clear errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reference.__main__ import main as reference
+from junction.reference.cli.main import main as reference
 
 
 def test_a_conforming_policy_exits_0_with_a_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -31,7 +31,7 @@ def test_a_violation_exits_1_with_a_replayable_scenario(
 
 
 def test_a_user_policy_by_module_attribute() -> None:
-    argv = ["fuzz", "--policy", "reference.policies:DensePolicy", "--seconds", "0.1"]
+    argv = ["fuzz", "--policy", "junction.reference.policies.builtin:DensePolicy", "--seconds", "0.1"]
     assert reference([*argv, "--promise", "replay"]) == 0
 
 

@@ -1,4 +1,4 @@
-"""``python -m reference simulate``: the numbers, the outputs, traces, and its errors."""
+"""``python -m junction.reference simulate``: the numbers, the outputs, traces, and its errors."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from reference.__main__ import main
-from reference.trace import TraceError, parse_trace
+from junction.reference.cli.main import main
+from junction.reference.workloads.trace import TraceError, parse_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_TRACE = ROOT / "examples" / "trace.jsonl"

@@ -12,10 +12,15 @@ from collections.abc import Sequence
 
 import pytest
 
-from core import GroupSpec, HybridGeometry
-from reference.conformance import PROMISES, Scenario, replay, run_conformance
-from reference.policies import DensePolicy, IntervalPolicy, JunctionPolicy, resolve_policy
-from reference.policy import PolicyError, RequestView
+from junction.core import GroupSpec, HybridGeometry
+from junction.reference.engine.policy import PolicyError, RequestView
+from junction.reference.harness.conformance import PROMISES, Scenario, replay, run_conformance
+from junction.reference.policies.builtin import (
+    DensePolicy,
+    IntervalPolicy,
+    JunctionPolicy,
+    resolve_policy,
+)
 
 
 def test_a_conforming_policy_gets_a_clean_report() -> None:
@@ -110,12 +115,12 @@ def test_an_object_without_the_protocol_is_refused_up_front() -> None:
 
 def test_policies_resolve_by_name_or_module_attribute() -> None:
     assert resolve_policy("junction").name == "junction"
-    assert resolve_policy("reference.policies:IntervalPolicy").name == "interval"
+    assert resolve_policy("junction.reference.policies.builtin:IntervalPolicy").name == "interval"
     for name, problem in [
         ("nope", "not a built-in policy"),
         ("no.such.module:x", "cannot import"),
-        ("reference.policies:Nothing", "has no attribute"),
-        ("reference.policies:PolicyError", "raised TypeError"),
+        ("junction.reference.policies.builtin:Nothing", "has no attribute"),
+        ("junction.reference.policies.builtin:PolicyError", "raised TypeError"),
         ("core:__doc__", "does not implement"),
     ]:
         with pytest.raises(PolicyError, match=problem):

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from core import GroupSpec, HybridGeometry
-from reference.engine import Engine, EngineConfig
+from junction.core import GroupSpec, HybridGeometry
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.policies.builtin import JunctionPolicy
 
 
 def test_a_request_larger_than_the_pool_is_refused_with_the_numbers() -> None:
     geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
-    engine = Engine(EngineConfig(geometry, num_blocks=5))  # 4 usable beside the null block
+    engine = Engine(
+        EngineConfig(geometry, num_blocks=5, policy=JunctionPolicy())
+    )  # 4 usable beside the null block
     with pytest.raises(ValueError, match="needs at least 6 blocks; the pool has 4"):
         engine.submit((1,) * 16, 2)  # 17 tokens: 5 full-attention blocks and a state
     assert engine.idle and not engine.requests

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.engine import Engine, EngineConfig
+from junction.reference.engine.engine import Engine, EngineConfig
 
 from .test_engine_state_machine import MAX_OUTPUT, MAX_PROMPT, engine_configs
 

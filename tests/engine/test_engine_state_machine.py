@@ -21,9 +21,10 @@ from hypothesis.stateful import (
     rule,
 )
 
-from core import GroupKind, GroupSpec, HybridGeometry, cdiv
-from reference.engine import Engine, EngineConfig
-from reference.request import RequestStatus
+from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.request import RequestStatus
+from junction.reference.policies.builtin import JunctionPolicy
 
 MAX_PROMPT = 48
 MAX_OUTPUT = 6
@@ -65,6 +66,7 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
         max_num_batched_tokens=draw(st.integers(8, 64)),
         long_prefill_token_threshold=draw(st.sampled_from([0, 8, 24])),
         seed=draw(st.integers(0, 3)),
+        policy=JunctionPolicy(),
     )
 
 

@@ -11,9 +11,10 @@ fraction of the states dense retention keeps.
 
 from __future__ import annotations
 
-from core import GroupKind, GroupSpec, HybridGeometry, floor_to
-from reference.engine import Engine, EngineConfig
-from reference.workloads import agent_sessions, run_workload
+from junction.core import GroupKind, GroupSpec, HybridGeometry, floor_to
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.workloads.sessions import agent_sessions, run_workload
 
 SYSTEM_PROMPT = 700
 BLOCK = 16
@@ -27,7 +28,11 @@ def run(retention_interval: int | None) -> Engine:
         BLOCK,
         retention_interval=retention_interval,
     )
-    engine = Engine(EngineConfig(geometry, num_blocks=20_000, max_num_batched_tokens=64))
+    engine = Engine(
+        EngineConfig(
+            geometry, num_blocks=20_000, max_num_batched_tokens=64, policy=JunctionPolicy()
+        )
+    )
     arrivals = agent_sessions(
         7,
         sessions=SESSIONS,

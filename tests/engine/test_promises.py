@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from hypothesis import example, given
 
-from core import GroupSpec, HybridGeometry
-from reference.conformance import Scenario, replay, scenarios
-from reference.policies import JunctionPolicy
+from junction.core import GroupSpec, HybridGeometry
+from junction.reference.harness.conformance import Scenario, replay, scenarios
+from junction.reference.policies.builtin import JunctionPolicy
 
 POLICY = JunctionPolicy()
 

@@ -6,7 +6,7 @@ one token, and the whole-block landing point of partial hits.
 
 from __future__ import annotations
 
-from core import (
+from junction.core import (
     GroupSpec,
     HybridGeometry,
     checkpoint_stop,

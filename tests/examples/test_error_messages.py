@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from core import (
+from junction.core import (
     GroupKind,
     GroupSpec,
     HybridGeometry,

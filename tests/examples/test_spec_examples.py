@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import (
+from junction.core import (
     GroupSpec,
     HybridGeometry,
     group_finder,

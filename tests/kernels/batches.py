@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-import kernels
-from core import mamba_block_aligned_split, reachable_block_mask
+from junction import kernels
+from junction.core import mamba_block_aligned_split, reachable_block_mask
 
 from ..properties.strategies import mask_inputs, split_inputs
 

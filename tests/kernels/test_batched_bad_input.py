@@ -9,8 +9,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kernels
-from core import GroupSpec, InvalidArgument
+from junction import kernels
+from junction.core import GroupSpec, InvalidArgument
 
 from .batches import batched_mask, mask_batches, split_batches, split_tensors
 

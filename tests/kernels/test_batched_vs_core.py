@@ -13,8 +13,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kernels
-from core import shared_prefix_boundary
+from junction import kernels
+from junction.core import shared_prefix_boundary
 
 from .batches import (
     assert_mask_matches_core,

@@ -8,8 +8,8 @@ import pytest
 import torch
 from hypothesis import given
 
-import kernels
-from kernels.backend import resolve_backend
+from junction import kernels
+from junction.kernels.backend import resolve_backend
 
 from .batches import (
     assert_mask_matches_core,

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import Finder, HybridGeometry, group_finder
-from reference.oracle import OracleGroup, oracle_reachable_block_mask, oracle_reconcile
+from junction.core import Finder, HybridGeometry, group_finder
+from junction.reference.oracle.first_principles import (
+    OracleGroup,
+    oracle_reachable_block_mask,
+    oracle_reconcile,
+)
 
 
 def oracle_mask(args: dict[str, Any]) -> list[bool] | None:

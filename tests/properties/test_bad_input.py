@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import (
+from junction.core import (
     GroupKind,
     GroupSpec,
     HybridGeometry,

@@ -14,8 +14,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import GroupKind, HybridGeometry, checkpoint_stop, promised_positions
-from reference.oracle import OracleGroup, oracle_reconcile
+from junction.core import GroupKind, HybridGeometry, checkpoint_stop, promised_positions
+from junction.reference.oracle.first_principles import OracleGroup, oracle_reconcile
 
 from .strategies import geometries
 

@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import (
+from junction.core import (
     GroupKind,
     GroupSpec,
     HybridGeometry,

@@ -11,8 +11,8 @@ from typing import Any
 
 from hypothesis import event, given
 
-from core import mamba_block_aligned_split, reachable_block_mask, reconcile_hits
-from reference.oracle import oracle_split
+from junction.core import mamba_block_aligned_split, reachable_block_mask, reconcile_hits
+from junction.reference.oracle.first_principles import oracle_split
 
 from .oracle_adapters import finders_for, oracle_hits, oracle_mask
 from .strategies import mask_inputs, reconcile_inputs, split_inputs

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 
-from reference.exhaustive import check_exhaustively
+from junction import core
+from junction.reference.oracle.exhaustive import check_exhaustively
 
 BOUND = int(os.environ.get("JUNCTION_EXHAUSTIVE_BOUND", "3"))
 MINIMUM_INPUTS = 200_000
 
 
 def test_every_input_up_to_the_bound_matches_the_oracle() -> None:
-    coverage = check_exhaustively(BOUND)
+    coverage = check_exhaustively(core, BOUND)
     per_decision = ", ".join(f"{name}: {count:,}" for name, count in coverage.checked.items())
     print(f"\nbounded-exhaustive (bound {BOUND}): {coverage.total:,} inputs ({per_decision})")
     assert not coverage.mismatch_count, "\n".join(coverage.mismatches)

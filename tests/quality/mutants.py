@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from core import (
+from junction.core import (
     GroupKind,
     GroupSpec,
     HitReconciliation,
@@ -20,12 +20,12 @@ from core import (
     checkpoint_stop,
     floor_to,
 )
-from reference.coordinator import Coordinator
-from reference.engine import Engine, EngineConfig
-from reference.group_managers import MambaManager
-from reference.policies import JunctionPolicy
-from reference.policy import Policy, RequestView
-from reference.request import Request
+from junction.reference.engine.coordinator import Coordinator
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.group_managers import MambaManager
+from junction.reference.engine.policy import Policy, RequestView
+from junction.reference.engine.request import Request
+from junction.reference.policies.builtin import JunctionPolicy
 
 
 class JunctionHintFirstStepOnly(JunctionPolicy):

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from reference.conformance import replay, run_conformance
+from junction.reference.harness.conformance import replay, run_conformance
 
 from .mutants import ZOO, Mutant
 

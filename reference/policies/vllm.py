@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core import (
+from junction.core import (
     GroupKind,
     GroupSpec,
     HybridGeometry,
@@ -46,8 +46,7 @@ from core import (
     mamba_block_aligned_split,
     reachable_block_mask,
 )
-
-from .policy import RequestView
+from junction.reference.engine.policy import RequestView
 
 __all__ = ["VllmPR47782Policy", "VllmPolicy", "split_block_size", "vllm_replay_boundaries"]
 

@@ -1,6 +1,7 @@
-"""``python -m kernels.sweep``: every input up to a bound, batched path against core.
+"""``python -m junction.reference.cli.sweep``: every input up to a bound, batched path
+against core.
 
-Walks the same enumerations as ``reference.exhaustive`` (every split input;
+Walks the same enumerations as ``junction.reference.oracle.exhaustive`` (every split input;
 every mask input, batched per group configuration), answers each batch with
 the chosen backend and each input with ``core``, and compares them element
 by element. Prints the bound reached and inputs per second; exits 1 on any
@@ -18,12 +19,12 @@ from collections.abc import Iterator
 
 import torch
 
-from core import mamba_block_aligned_split as core_split
-from core import reachable_block_mask as core_mask
-from reference.exhaustive import MaskInput, mask_inputs, split_inputs
-
-from .mask import reachable_block_mask
-from .split import mamba_block_aligned_split
+from junction import core
+from junction.core import mamba_block_aligned_split as core_split
+from junction.core import reachable_block_mask as core_mask
+from junction.kernels.mask import reachable_block_mask
+from junction.kernels.split import mamba_block_aligned_split
+from junction.reference.oracle.exhaustive import MaskInput, mask_inputs, split_inputs
 
 SPLIT_BATCH = 65_536
 
@@ -64,7 +65,7 @@ def _group_configuration(case: MaskInput) -> tuple[object, ...]:
 
 def sweep_mask(bound: int, device: torch.device, backend: str) -> tuple[int, int]:
     checked = failed = 0
-    for _, group in itertools.groupby(mask_inputs(bound), key=_group_configuration):
+    for _, group in itertools.groupby(mask_inputs(core, bound), key=_group_configuration):
         cases: list[MaskInput] = list(group)
         width = max(len(case.reachable_boundaries) for case in cases)
         start = torch.tensor([c.start_block for c in cases], device=device)
@@ -102,7 +103,9 @@ def sweep_mask(bound: int, device: torch.device, backend: str) -> tuple[int, int
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernels.sweep", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m junction.reference.cli.sweep", description=__doc__
+    )
     parser.add_argument("--bound", type=int, default=3, help="largest bound to sweep (default 3)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--backend", default="auto", choices=("auto", "torch", "triton"))

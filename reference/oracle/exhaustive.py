@@ -1,32 +1,35 @@
-"""Bounded-exhaustive check: every input up to a bound, core against oracle.
+"""Bounded-exhaustive check: every input up to a bound, an implementation against the oracle.
 
 Hypothesis samples the parameter space; this walks all of it below a bound,
 so small corner cases (a block of 1 token, a window of 1, a junction one
 token past the chunk) are covered by construction rather than by luck.
 ``bound`` scales every dimension at once. The enumerations are public so the
-batched paths can sweep the same inputs (``python -m kernels.sweep``); the
-walk serves the test suite and ``python -m reference exhaustive``.
+batched paths can sweep the same inputs (``python -m junction.reference sweep``);
+the walk serves the test suite and ``python -m junction.reference exhaustive``.
+
+The implementation under test is an argument (a module with core's public
+names), not an import: the oracle side never imports ``core``, so it stays an
+independent statement, and the same walk checks a vendored or renamed copy of
+the core. Rejected: importing ``junction.core`` here (the oracle package would
+then depend on what it judges).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any, NamedTuple
 
 import attrs
 
-from core import (
-    GroupSpec,
-    HybridGeometry,
-    group_finder,
-    lcm,
-    mamba_block_aligned_split,
-    reachable_block_mask,
-    reconcile_hits,
+from .first_principles import (
+    OracleGroup,
+    oracle_reachable_block_mask,
+    oracle_reconcile,
+    oracle_split,
 )
-
-from .oracle import OracleGroup, oracle_reachable_block_mask, oracle_reconcile, oracle_split
 
 __all__ = [
     "Coverage",
@@ -39,35 +42,35 @@ __all__ = [
 
 
 class MaskInput(NamedTuple):
-    """The positional arguments of ``core.reachable_block_mask``."""
+    """The positional arguments of ``core.reachable_block_mask`` (``spec``: core's GroupSpec)."""
 
     start_block: int
     end_block: int
     alignment_tokens: int
-    spec: GroupSpec
+    spec: Any
     use_eagle: bool
     retention_interval: int | None
     reachable_boundaries: tuple[int, ...]
 
 
-def group_spec(kind: str, block_size: int, window: int) -> GroupSpec:
-    """A group of ``kind`` (``window`` only matters for sliding-window groups)."""
+def group_spec(core: ModuleType, kind: str, block_size: int, window: int) -> Any:
+    """``core``'s group of ``kind`` (``window`` only matters for sliding-window groups)."""
     if kind == "full":
-        return GroupSpec.full(block_size)
+        return core.GroupSpec.full(block_size)
     if kind == "sliding_window":
-        return GroupSpec.sliding_window(block_size, window)
-    return GroupSpec.mamba(block_size)
+        return core.GroupSpec.sliding_window(block_size, window)
+    return core.GroupSpec.mamba(block_size)
 
 
-def mask_inputs(bound: int) -> Iterator[MaskInput]:
+def mask_inputs(core: ModuleType, bound: int) -> Iterator[MaskInput]:
     """Every mask input with block sizes, windows, ranges and boundaries up to ``bound``."""
     for kind in ("sliding_window", "mamba", "full"):
         windows = range(1, bound + 3) if kind == "sliding_window" else (1,)
         for block, alignment, window in itertools.product(
             range(1, bound + 1), range(1, 2 * bound + 1), windows
         ):
-            spec = group_spec(kind, block, window)
-            unit = lcm(alignment, block)
+            spec = group_spec(core, kind, block, window)
+            unit = math.lcm(alignment, block)
             boundary_sets = [(), *((x,) for x in range(0, 3 * bound + 1)), (1, 2 * unit)]
             for eagle, interval, start, length, boundaries in itertools.product(
                 (False, True),
@@ -114,8 +117,8 @@ def split_inputs(bound: int) -> Iterator[dict[str, Any]]:
 
 
 def reconcile_inputs(
-    bound: int,
-) -> Iterator[tuple[HybridGeometry, list[frozenset[int]], int, int]]:
+    core: ModuleType, bound: int
+) -> Iterator[tuple[Any, list[frozenset[int]], int, int]]:
     """Every one- and two-group geometry, cache state of ``bound + 1`` blocks, ``M``, and
     the EAGLE lookup limit (``M``, or ``M + 1`` as for a fully hashed request)."""
     kinds = ("full", "sliding_window", "mamba")
@@ -131,8 +134,8 @@ def reconcile_inputs(
     for layout, window, eagle, partial in itertools.product(
         layouts, (2, 3), (False, True), (False, True)
     ):
-        specs = [group_spec(kind, block, window) for kind, block in layout]
-        geometry = HybridGeometry(specs, 1, partial_hits=partial, use_eagle=eagle)
+        specs = [group_spec(core, kind, block, window) for kind, block in layout]
+        geometry = core.HybridGeometry(specs, 1, partial_hits=partial, use_eagle=eagle)
         longest_block = max(block for _, block in layout)
         for cached in itertools.product(range(2**chain), repeat=len(specs)):
             sets = [frozenset(i for i in range(chain) if mask >> i & 1) for mask in cached]
@@ -155,8 +158,8 @@ class Coverage:
         return sum(self.checked.values())
 
 
-def _mask_cases(bound: int) -> Iterator[tuple[object, object, object]]:
-    for case in mask_inputs(bound):
+def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
+    for case in mask_inputs(core, bound):
         spec = case.spec
         want = oracle_reachable_block_mask(
             case.start_block,
@@ -169,22 +172,22 @@ def _mask_cases(bound: int) -> Iterator[tuple[object, object, object]]:
             case.retention_interval,
             case.reachable_boundaries,
         )
-        yield reachable_block_mask(*case), want, case
+        yield core.reachable_block_mask(*case), want, case
 
 
-def _split_cases(bound: int) -> Iterator[tuple[object, object, object]]:
+def _split_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
     for kwargs in split_inputs(bound):
-        yield mamba_block_aligned_split(**kwargs), oracle_split(**kwargs), kwargs
+        yield core.mamba_block_aligned_split(**kwargs), oracle_split(**kwargs), kwargs
 
 
-def _reconcile_cases(bound: int) -> Iterator[tuple[object, object, object]]:
-    for geometry, sets, max_hit, limit in reconcile_inputs(bound):
+def _reconcile_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
+    for geometry, sets, max_hit, limit in reconcile_inputs(core, bound):
         alignment = geometry.alignment_tokens
         finders = [
-            group_finder(spec, cached.__contains__, alignment_tokens=alignment)
+            core.group_finder(spec, cached.__contains__, alignment_tokens=alignment)
             for spec, cached in zip(geometry.groups, sets, strict=True)
         ]
-        got = reconcile_hits(geometry, finders, max_hit, limit)
+        got = core.reconcile_hits(geometry, finders, max_hit, limit)
         groups = [
             OracleGroup(spec.kind.value, spec.block_size, spec.window, cached)
             for spec, cached in zip(geometry.groups, sets, strict=True)
@@ -196,21 +199,22 @@ def _reconcile_cases(bound: int) -> Iterator[tuple[object, object, object]]:
         )
 
 
-DECISIONS: dict[str, Callable[[int], Iterator[tuple[object, object, object]]]] = {
+DECISIONS: dict[str, Callable[[ModuleType, int], Iterator[tuple[object, object, object]]]] = {
     "reachable_block_mask": _mask_cases,
     "mamba_block_aligned_split": _split_cases,
     "reconcile_hits": _reconcile_cases,
 }
 
 
-def check_exhaustively(bound: int, keep: int = 5) -> Coverage:
-    """Compare core and oracle on every input up to ``bound``; keep ``keep`` mismatches."""
+def check_exhaustively(core: ModuleType, bound: int, keep: int = 5) -> Coverage:
+    """Compare ``core`` (a module with core's public names) and the oracle on every input
+    up to ``bound``; keep ``keep`` mismatches."""
     checked: dict[str, int] = {}
     mismatches: list[str] = []
     count = 0
     for name, cases in DECISIONS.items():
         checked[name] = 0
-        for got, want, case in cases(bound):
+        for got, want, case in cases(core, bound):
             checked[name] += 1
             if got != want:
                 count += 1

@@ -9,12 +9,11 @@ release, Mamba state hand-over).
 
 from __future__ import annotations
 
-from core import HitReconciliation, HybridGeometry, reconcile_hits
-
-from .block_pool import BlockPool, NoFreeBlocks
-from .group_managers import GroupManager, make_manager
-from .policy import CheckedPolicy
-from .request import Request
+from junction.core import HitReconciliation, HybridGeometry, reconcile_hits
+from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
+from junction.reference.engine.group_managers import GroupManager, make_manager
+from junction.reference.engine.policy import CheckedPolicy
+from junction.reference.engine.request import Request
 
 __all__ = ["Coordinator"]
 

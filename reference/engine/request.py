@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from .hash_chain import HashChain
+from junction.reference.engine.hash_chain import HashChain
 
 __all__ = ["Request", "RequestStatus"]
 

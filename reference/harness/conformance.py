@@ -50,13 +50,16 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from core import GroupKind, GroupSpec, HybridGeometry, last_cacheable_position
-
-from .engine import Engine, EngineConfig
-from .oracle import OracleGroup, oracle_blocks_needed, oracle_reconcile
-from .policies import DensePolicy
-from .policy import CheckedPolicy, Policy, PolicyError
-from .request import Request
+from junction.core import GroupKind, GroupSpec, HybridGeometry, last_cacheable_position
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError
+from junction.reference.engine.request import Request
+from junction.reference.oracle.first_principles import (
+    OracleGroup,
+    oracle_blocks_needed,
+    oracle_reconcile,
+)
+from junction.reference.policies.builtin import DensePolicy
 
 __all__ = [
     "PROMISES",

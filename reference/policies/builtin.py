@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 
-from core import (
+from junction.core import (
     GroupSpec,
     HybridGeometry,
     checkpoint_stop,
@@ -33,8 +33,7 @@ from core import (
     reachable_block_mask,
     reachable_boundaries,
 )
-
-from .policy import Policy, PolicyError, RequestView
+from junction.reference.engine.policy import Policy, PolicyError, RequestView
 
 __all__ = [
     "DensePolicy",
@@ -172,7 +171,7 @@ class IntervalPolicy(JunctionPolicy):
 
 def builtin_policies() -> dict[str, Callable[[], Policy]]:
     """Name -> factory for every built-in policy (``junction`` first, the default)."""
-    from .vllm_policies import VllmPolicy, VllmPR47782Policy
+    from junction.reference.policies.vllm import VllmPolicy, VllmPR47782Policy
 
     return {
         "junction": JunctionPolicy,

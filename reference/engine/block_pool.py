@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
-from .hash_chain import unit_hash
+from junction.reference.engine.hash_chain import unit_hash
 
 __all__ = ["Block", "BlockPool", "NoFreeBlocks"]
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core import Finder, GroupKind, GroupSpec, HybridGeometry, cdiv, group_finder
-
-from .block_pool import Block, BlockPool
-from .policy import CheckedPolicy
-from .request import Request
+from junction.core import Finder, GroupKind, GroupSpec, HybridGeometry, cdiv, group_finder
+from junction.reference.engine.block_pool import Block, BlockPool
+from junction.reference.engine.policy import CheckedPolicy
+from junction.reference.engine.request import Request
 
 __all__ = ["GroupManager", "MambaStateMissing", "make_manager"]
 

@@ -1,4 +1,4 @@
-"""``python -m reference fuzz``: time-boxed conformance fuzzing of one policy.
+"""``python -m junction.reference fuzz``: time-boxed conformance fuzzing of one policy.
 
 ``--policy`` is a built-in name (``junction``, ``dense``, ``interval``,
 ``vllm-0.33``, ``vllm-pr47782``) or ``module:attribute`` naming a user's
@@ -19,10 +19,10 @@ import sys
 import time
 from typing import Any, TextIO
 
-from .arguments import int_at_least
-from .conformance import PROMISES, run_conformance
-from .policies import resolve_policy
-from .policy import PolicyError
+from junction.reference.cli.arguments import int_at_least
+from junction.reference.engine.policy import PolicyError
+from junction.reference.harness.conformance import PROMISES, run_conformance
+from junction.reference.policies.builtin import resolve_policy
 
 __all__ = ["add_parser"]
 
@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``fuzz`` on ``python -m reference``'s subcommands."""
+    """Register ``fuzz`` on ``python -m junction.reference``'s subcommands."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "fuzz",
         help="check a retention policy's promises for a while; non-zero exit on a violation",

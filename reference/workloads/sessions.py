@@ -18,7 +18,7 @@ import random
 
 import attrs
 
-from .engine import Engine, Metrics
+from junction.reference.engine.engine import Engine, Metrics
 
 __all__ = ["Arrival", "agent_sessions", "multi_turn_chat", "random_prompts", "run_workload"]
 

@@ -1,4 +1,4 @@
-"""``python -m reference simulate``: retention policies on an agent workload, side by side.
+"""``python -m junction.reference simulate``: retention policies on an agent workload, side by side.
 
 The reference engine runs one workload (built in, or a trace) on each
 built-in hybrid geometry under four retention policies:
@@ -38,15 +38,14 @@ from typing import Any, TextIO
 
 import attrs
 
-from core import GroupKind, GroupSpec, HybridGeometry
-
-from .arguments import int_at_least
-from .engine import Engine, EngineConfig
-from .policies import DensePolicy, IntervalPolicy, JunctionPolicy
-from .policy import Policy
-from .request import RequestStatus
-from .trace import TraceError, TraceRequest, load_trace
-from .workloads import Arrival, agent_sessions
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.cli.arguments import int_at_least
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.policy import Policy
+from junction.reference.engine.request import RequestStatus
+from junction.reference.policies.builtin import DensePolicy, IntervalPolicy, JunctionPolicy
+from junction.reference.workloads.sessions import Arrival, agent_sessions
+from junction.reference.workloads.trace import TraceError, TraceRequest, load_trace
 
 __all__ = [
     "GEOMETRIES",
@@ -532,7 +531,7 @@ def _geometry(text: str) -> str:
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``simulate`` on ``python -m reference``'s subcommands."""
+    """Register ``simulate`` on ``python -m junction.reference``'s subcommands."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "simulate",
         help="retention policies on an agent workload: hit rate vs retained blocks",
@@ -663,7 +662,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         results = simulate(workload, geometries, variants, settings, progress)
     except SimulationError as error:
-        print(f"python -m reference simulate: error: {error}", file=sys.stderr)
+        print(f"python -m junction.reference simulate: error: {error}", file=sys.stderr)
         return 1
     tables = [
         format_table(

@@ -5,8 +5,8 @@ serving engine for hybrid models: admission with prefix-cache lookup, a token
 budget per step, chunked prefill (with the Mamba align-mode stop point from
 ``core``), decode steps that append one output token, preemption when the pool
 runs out, and freeing on finish or abort. Every retention decision comes from
-``core``, through the retention policy (``reference.policy``; the default is
-``junction``); this module only schedules.
+``core``, through the retention policy the caller chooses (``policy.py``); this
+module only schedules.
 
 Determinism: single-threaded; output tokens are a hash of (seed, request,
 position); queues are FIFO. The same config and submissions give the same
@@ -20,14 +20,12 @@ from collections import deque
 
 import attrs
 
-from core import GroupKind, HybridGeometry, cdiv
-
-from .block_pool import BlockPool, NoFreeBlocks
-from .coordinator import Coordinator
-from .group_managers import MambaManager
-from .policies import JunctionPolicy
-from .policy import CheckedPolicy, Policy
-from .request import Request, RequestStatus
+from junction.core import GroupKind, HybridGeometry, cdiv
+from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
+from junction.reference.engine.coordinator import Coordinator
+from junction.reference.engine.group_managers import MambaManager
+from junction.reference.engine.policy import CheckedPolicy, Policy
+from junction.reference.engine.request import Request, RequestStatus
 
 __all__ = ["Engine", "EngineConfig", "Metrics"]
 
@@ -48,12 +46,13 @@ class EngineConfig:
 
     ``long_prefill_token_threshold`` caps one request's prefill chunk per step
     (0: no cap). Mamba groups run in align mode; where a prefill chunk stops
-    is the ``policy``'s split, and what is cached its mask.
+    is the ``policy``'s split, and what is cached its mask. The policy has no
+    default: the engine sits below the policies and never imports one.
     """
 
     geometry: HybridGeometry
     num_blocks: int = attrs.field(validator=_positive)
-    policy: Policy = attrs.field(factory=JunctionPolicy, kw_only=True)
+    policy: Policy = attrs.field(kw_only=True)
     max_num_batched_tokens: int = attrs.field(default=2048, validator=_positive)
     long_prefill_token_threshold: int = attrs.field(default=0, validator=_non_negative)
     seed: int = attrs.field(default=0, validator=_non_negative)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from core import GroupSpec, HybridGeometry
+from junction.core import GroupSpec, HybridGeometry
 
 __all__ = ["CheckedPolicy", "Policy", "PolicyError", "RequestView"]
 

@@ -1,0 +1,1 @@
+"""The simulator: retention policies side by side on one workload, with tables, JSON and a plot."""
