@@ -1,0 +1,79 @@
+"""The one terminal layer: progress bars and tables for every command, from rich.
+
+Every command that can run longer than a few seconds shows one progress line
+on standard error (so standard output stays the command's result, byte for
+byte, whether or not a terminal is attached). On a terminal the line is live;
+elsewhere (CI logs, pipes, tests) rich prints nothing until the end, so logs
+are not flooded with redraws.
+
+Rejected: the two hand-made progress lines this replaces (one in ``fuzz``,
+one in ``simulate``), which each re-implemented redraw, width and ETA; and
+tqdm, which has no tables, so a second library would have been needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Protocol
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+__all__ = ["ProgressLine", "progress", "stderr", "table"]
+
+stderr = Console(stderr=True, highlight=False)
+
+
+class ProgressLine(Protocol):
+    """What a running command reports: work done so far, and what it is doing now."""
+
+    def __call__(self, advance: int = 1, *, status: str | None = None) -> None: ...
+
+
+@contextmanager
+def progress(description: str, total: float | None) -> Iterator[ProgressLine]:
+    """A progress line on standard error for ``total`` units (``None``: unknown).
+
+    Yields a callable: ``advance(n)`` adds ``n`` units done; ``status=`` replaces
+    the text after the bar (what is running now). Shows done/total, elapsed and
+    an estimate of the time left.
+    """
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn() if total is not None else TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
+    ]
+    with Progress(*columns, console=stderr, transient=False) as bar:
+        task = bar.add_task(description, total=total, status="")
+
+        def advance(amount: int = 1, *, status: str | None = None) -> None:
+            if status is None:
+                bar.update(task, advance=amount)
+            else:
+                bar.update(task, advance=amount, status=status)
+
+        yield advance
+
+
+def table(title: str | None, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """A rich table (first column left-aligned, the rest right-aligned)."""
+    result = Table(title=title, title_justify="left")
+    for index, name in enumerate(header):
+        result.add_column(name, justify="left" if index == 0 else "right")
+    for row in rows:
+        result.add_row(*row)
+    return result
