@@ -60,11 +60,11 @@ def progress(description: str, total: float | None) -> Iterator[ProgressLine]:
     with Progress(*columns, console=stderr, transient=False) as bar:
         task = bar.add_task(description, total=total, status="")
 
-        def advance(amount: int = 1, *, status: str | None = None) -> None:
+        def advance(advance: int = 1, *, status: str | None = None) -> None:
             if status is None:
-                bar.update(task, advance=amount)
+                bar.update(task, advance=advance)
             else:
-                bar.update(task, advance=amount, status=status)
+                bar.update(task, advance=advance, status=status)
 
         yield advance
 
