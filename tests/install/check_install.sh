@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `make check-install`: install the checkout into a fresh virtual environment
+# outside it, as a user would, and check what that install claims.
+#
+# 1. `pip install .` adds exactly one top-level name, `junction`, and pulls
+#    exactly one dependency, attrs.
+# 2. `mypy --strict` passes on a user file importing the installed core (the
+#    install ships py.typed), and fails on a planted type error (the check bites).
+# 3. The `reference` extra adds hypothesis and rich, no torch, and its CLI runs.
+#
+# Needs the package registry (pip fetches setuptools, attrs, mypy, hypothesis,
+# rich). About a minute. Usage: check_install.sh [PYTHON]
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+python="${1:-python3}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
+started=$(date +%s)
+
+"$python" -m venv "$work/venv"
+pip=("$work/venv/bin/python" -m pip --disable-pip-version-check --quiet)
+"${pip[@]}" install "$repo"
+
+site="$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+# What the venv holds before the install: pip, setuptools (older Pythons), their helpers.
+baseline='^(_distutils_hack|distutils-precedence\.pth|pip|pkg_resources|setuptools)$'
+added="$(ls "$site" | grep -Ev "$baseline" | grep -Ev '\.dist-info$' | sort | tr '\n' ' ')"
+[[ "$added" == "attr attrs junction " ]] \
+    || fail "top-level names added by 'pip install .': '$added' (want: attr attrs junction)"
+dists="$("$work/venv/bin/python" -m pip list --format=freeze --disable-pip-version-check \
+    | cut -d= -f1 | grep -Evi '^(pip|setuptools)$' | sort | tr '\n' ' ')"
+[[ "$dists" == "attrs junction " ]] || fail "distributions installed: '$dists' (want: attrs junction)"
+echo "check-install: pip install . -> top-level names: $added; distributions: $dists"
+
+# Run from outside the checkout, so the installed junction is the one imported.
+cd "$work"
+location="$("$work/venv/bin/python" -c 'import junction.core, os; print(os.path.dirname(junction.core.__file__))')"
+[[ "$location" == "$site/junction/core" ]] || fail "junction.core imported from $location"
+
+"${pip[@]}" install "mypy==2.4.1"
+cp "$repo/tests/install/user_of_core.py" "$work/user_of_core.py"
+"$work/venv/bin/mypy" --strict --no-incremental user_of_core.py \
+    || fail "mypy --strict on a user file importing the installed junction.core"
+"$work/venv/bin/python" user_of_core.py
+printf 'wrong: int = "a string"\n' >> "$work/user_of_core.py"
+if "$work/venv/bin/mypy" --strict --no-incremental user_of_core.py > /dev/null; then
+    fail "mypy --strict accepted a planted type error: it is not checking the file"
+fi
+echo "check-install: mypy --strict on a user file importing the installed junction.core: ok"
+
+"${pip[@]}" install "$repo[reference]"
+if "$work/venv/bin/python" -m pip list --disable-pip-version-check | grep -Ei '^(torch|vllm|triton) '; then
+    fail "the reference extra pulled torch, Triton or vLLM"
+fi
+"$work/venv/bin/python" -m junction.reference fuzz --policy junction --seconds 2 --seed 0 > /dev/null 2>&1 \
+    || fail "python -m junction.reference fuzz with the reference extra"
+echo "check-install: .[reference] installs hypothesis and rich (no torch) and runs the harness: ok"
+echo "check-install: passed in $(( $(date +%s) - started )) s"
