@@ -38,6 +38,7 @@ from junction.core import (
     HitReconciliation,
     HybridGeometry,
     group_finder,
+    next_grid_point,
     reconcile_hits,
 )
 from junction.reference.oracle.first_principles import OracleGroup, oracle_reconcile
@@ -83,7 +84,7 @@ def _unit_predicate(
     if alignment < group.block_size and group.kind is GroupKind.FULL:
 
         def covered(index: int) -> bool:
-            block_end = (index // scale + 1) * scale
+            block_end = next_grid_point(index, scale)
             return any(registered(k) for k in range(index, min(block_end, units)))
 
         return GroupSpec.full(unit), covered, units

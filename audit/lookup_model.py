@@ -50,7 +50,14 @@ from collections.abc import Sequence
 
 import attrs
 
-from junction.core import Finder, GroupKind, HybridGeometry, cdiv, group_finder, lcm
+from junction.core import (
+    Finder,
+    GroupKind,
+    HybridGeometry,
+    floor_to,
+    group_finder,
+    lcm,
+)
 
 from .lookup import GroupView
 
@@ -78,20 +85,15 @@ ALL_QUIRKS = Quirks()
 NO_QUIRKS = Quirks(False, False, False, False)
 
 
-def _floor(value: int, grid: int) -> int:
-    return value // grid * grid
-
-
 def _window_finder(view: GroupView, alignment: int, quirks: Quirks) -> Finder:
-    block, window = view.spec.block_size, view.spec.window
-    assert window is not None
-    cached = view.cached
+    spec = view.spec
+    block, cached = spec.block_size, view.cached
 
     def find(bound: int, drop: bool) -> int:
-        need = cdiv(window - 1, block) + (1 if drop else 0)
+        need = spec.blocks_for_hit(drop)
         blocks = bound // block
         if need == 0 and not quirks.swa_window_of_one_needs_a_block:
-            return _floor(blocks * block, lcm(alignment, block))  # every grid point serves
+            return floor_to(blocks * block, lcm(alignment, block))  # every grid point serves
         run = 0  # cached blocks counted leftwards from an aligned right edge
         for index in range(blocks - 1, -1, -1):
             if index not in cached:
@@ -142,7 +144,7 @@ def _full_unit_finder(
                 break
         if drop and hit:
             hit -= drop_tokens
-        return _floor(hit, alignment)
+        return floor_to(hit, alignment)
 
     return find
 

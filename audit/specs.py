@@ -26,7 +26,6 @@ from .vllm_env import vllm
 
 __all__ = [
     "kv_cache_config",
-    "mamba_block_size",
     "manager_class",
     "vllm_geometry",
     "vllm_partial_hits",
@@ -93,20 +92,6 @@ def vllm_partial_hits(groups: Sequence[GroupSpec], hash_block_size: int) -> bool
             [manager_class(group) for group in groups],
         )
     )
-
-
-def mamba_block_size(geometry: HybridGeometry) -> int:
-    """``cache_config.block_size`` in Mamba align mode: the Mamba groups' block.
-
-    vLLM sets ``mamba_block_size = cache_config.block_size`` and every Mamba
-    spec uses it; attention groups may be wider (page-size unification
-    multiplies their block), so ``L`` can exceed it. Without a Mamba group the
-    split never runs; ``L`` is returned.
-    """
-    for group in geometry.groups:
-        if group.kind is GroupKind.MAMBA:
-            return group.block_size
-    return geometry.scheduler_block_size
 
 
 def vllm_geometry(

@@ -7,7 +7,8 @@ real ``vllm.v1.request.Request``. The values are what vLLM's constructor
 sets in the configuration the audit models:
 
 * ``cache_config.block_size``: the Mamba groups' block (align mode sets
-  ``mamba_block_size`` to it; the chunk grid lives on it);
+  ``mamba_block_size`` to it; the chunk grid lives on it), which is
+  ``HybridGeometry.mamba_block_size``;
 * ``block_size``: the scheduler block ``L``; ``hash_block_size``: ``H``;
 * ``mamba_partial_cache_hit``: align mode, ``H < L`` and partial hits on;
 * ``use_eagle_block_drop``: EAGLE on, no lookahead hashes
@@ -26,7 +27,6 @@ from typing import Any
 
 from junction.core import HybridGeometry
 
-from .specs import mamba_block_size
 from .vllm_env import vllm
 
 __all__ = ["SchedulerStandIn", "make_request", "vllm_split"]
@@ -57,7 +57,7 @@ class SchedulerStandIn:
         max_num_scheduled_tokens: int,
         long_prefill_token_threshold: int = 0,
     ) -> None:
-        self.cache_config = SimpleNamespace(block_size=mamba_block_size(geometry))
+        self.cache_config = SimpleNamespace(block_size=geometry.mamba_block_size)
         self.scheduler_config = SimpleNamespace(
             long_prefill_token_threshold=long_prefill_token_threshold
         )

@@ -36,7 +36,6 @@ from junction.core import (
     reachable_block_mask,
     reconcile_hits,
 )
-from junction.reference.policies.vllm import split_block_size
 
 BLOCK = 16
 
@@ -55,7 +54,7 @@ def _split_case(name: str, geometry: HybridGeometry, computed: int, junction: in
     request.num_computed_tokens = computed
     request.shared_prefix_boundary = junction
     stand_in = SchedulerStandIn(geometry, budget)
-    block = split_block_size(geometry)
+    block = geometry.mamba_block_size
 
     def ours() -> int:
         return mamba_block_aligned_split(

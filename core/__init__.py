@@ -5,7 +5,8 @@ imports only: copy this package into an engine unchanged.
 
 * Decision 1, hit reconciliation: :func:`reconcile_hits`,
   :func:`shared_prefix_boundary`, the finders, :func:`reachable_boundaries`.
-* Decision 2, chunk stop point: :func:`mamba_block_aligned_split`.
+* Decision 2, chunk stop point: :func:`mamba_block_aligned_split` (and
+  :func:`prefill_end`, where its prefill ends).
 * Decision 3, reachable-block mask: :func:`reachable_block_mask`.
 * The one source of truth behind all three: :func:`promised_positions` and
   :func:`checkpoint_stop`.
@@ -24,11 +25,11 @@ from .finders import (
     longest_mamba_hit,
     longest_sliding_window_hit,
 )
-from .geometry import GroupKind, GroupSpec, HybridGeometry
-from .grid import cdiv, floor_to, lcm
+from .geometry import GroupKind, GroupSpec, HybridGeometry, sliding_window_need
+from .grid import cdiv, floor_to, lcm, next_grid_point
 from .mask import MaskPlan, mask_plan, reachable_block_mask
 from .reconcile import HitReconciliation, reconcile_hits, shared_prefix_boundary
-from .split import last_cacheable_position, mamba_block_aligned_split
+from .split import last_cacheable_position, mamba_block_aligned_split, prefill_end
 
 __all__ = [
     "Finder",
@@ -49,10 +50,13 @@ __all__ = [
     "longest_sliding_window_hit",
     "mamba_block_aligned_split",
     "mask_plan",
+    "next_grid_point",
+    "prefill_end",
     "promised_positions",
     "reachable_block_mask",
     "reachable_boundaries",
     "reconcile_hits",
     "replay_boundary",
     "shared_prefix_boundary",
+    "sliding_window_need",
 ]

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .errors import require_int
+from .grid import floor_to
 
 __all__ = ["reachable_boundaries", "replay_boundary"]
 
@@ -69,7 +70,7 @@ def reachable_boundaries(
     positions = {replay, junction} if junction else {replay}
     landings = [num_prompt_tokens, junction] if junction else [num_prompt_tokens]
     if sizes:
-        whole = min(num_prompt_tokens // size * size for size in sizes)
+        whole = min(floor_to(num_prompt_tokens, size) for size in sizes)
         positions.add(min(whole, replay))
         landings.append(whole)
     if drop:

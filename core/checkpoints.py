@@ -25,6 +25,7 @@ from __future__ import annotations
 from .boundaries import reachable_boundaries
 from .errors import require_int
 from .geometry import HybridGeometry
+from .grid import floor_to, next_grid_point
 
 __all__ = ["checkpoint_stop", "promised_positions"]
 
@@ -54,7 +55,7 @@ def promised_positions(
     boundaries = _boundaries(geometry, num_prompt_tokens, shared_prefix_boundary)
     end = require_int("prefill_end", num_prompt_tokens if prefill_end is None else prefill_end, 1)
     grid = geometry.hit_grid_tokens
-    positions = {x // grid * grid for x in boundaries}
+    positions = {floor_to(x, grid) for x in boundaries}
     interval = geometry.retention_interval
     if interval:
         positions.update(range(interval, end, interval))
@@ -82,12 +83,12 @@ def checkpoint_stop(
     grid = geometry.hit_grid_tokens
     stop = end
     for boundary in _boundaries(geometry, num_prompt_tokens, shared_prefix_boundary):
-        position = boundary // grid * grid
+        position = floor_to(boundary, grid)
         if start < position < stop:
             stop = position
     interval = geometry.retention_interval
     if interval:
-        segment = (start // interval + 1) * interval
+        segment = next_grid_point(start, interval)
         if segment < stop:
             stop = segment
     return stop

@@ -17,8 +17,9 @@ match past ``a`` and drop (:meth:`GroupSpec.eagle_drop_tokens`):
 
 Each finder returns the largest servable ``a`` with ``a + d <= bound`` (0 if
 none): the bound already includes the drop margin the coordinator granted.
-The sliding-window finder scans left to right once, keeping the current run
-of cached blocks, instead of re-checking ``need`` blocks per candidate.
+The sliding-window finder scans right to left from the deepest candidate and
+jumps past each uncached block, so it asks about every block at most once
+instead of re-checking ``need`` blocks per candidate.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .errors import InvalidArgument, require_int
-from .geometry import GroupKind, GroupSpec
+from .geometry import GroupKind, GroupSpec, sliding_window_need
 from .grid import cdiv, floor_to, lcm
 
 __all__ = [
@@ -78,13 +79,15 @@ def longest_sliding_window_hit(
     that is cached: on a hit it asks about ``need`` blocks, not all of them.
     An uncached block rules out every tail that contains it, so the next
     candidate tail ends at that block; each block is asked about at most once.
+    Raises :class:`InvalidArgument` on the arguments of
+    :func:`sliding_window_need`.
     """
-    need = cdiv(window - 1, block_size) + (1 if use_eagle else 0)
+    need = sliding_window_need(window, block_size, use_eagle)
     peek = 1 if use_eagle else 0
     step = lcm(alignment_tokens, block_size) // block_size  # hit blocks between candidates
     tail_end = bound // block_size
     while tail_end > peek:
-        tail_end = peek + (tail_end - peek) // step * step
+        tail_end = peek + floor_to(tail_end - peek, step)
         if tail_end <= peek:
             break
         first = max(tail_end - need, 0)

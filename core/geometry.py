@@ -19,10 +19,10 @@ from collections.abc import Iterable
 
 import attrs
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, require_int
 from .grid import cdiv, lcm
 
-__all__ = ["GroupKind", "GroupSpec", "HybridGeometry"]
+__all__ = ["GroupKind", "GroupSpec", "HybridGeometry", "sliding_window_need"]
 
 
 class GroupKind(enum.Enum):
@@ -82,16 +82,12 @@ class GroupSpec:
         return cls(GroupKind.MAMBA, block_size)
 
     def blocks_for_hit(self, use_eagle: bool) -> int:
-        """``need``: contiguous blocks a sliding-window hit needs at a grid point.
-
-        ``cdiv(W - 1, B)`` window blocks, plus the one block past the boundary
-        that an EAGLE lookup matches and drops. Only defined for SWA groups.
-        """
+        """:func:`sliding_window_need` of this group. Only defined for SWA groups."""
         if self.window is None:
             raise InvalidArgument(
                 "spec", self, "blocks_for_hit is defined for sliding-window groups"
             )
-        return cdiv(self.window - 1, self.block_size) + (1 if use_eagle else 0)
+        return sliding_window_need(self.window, self.block_size, use_eagle)
 
     def eagle_drop_tokens(self, alignment_tokens: int) -> int:
         """Tokens an EAGLE lookup of this group matches past a hit and drops.
@@ -104,6 +100,23 @@ class GroupSpec:
         if self.kind is GroupKind.SLIDING_WINDOW:
             return self.block_size
         return 0
+
+
+def sliding_window_need(window: int, block_size: int, use_eagle: bool) -> int:
+    """``need``: contiguous blocks a sliding-window hit needs at a grid point.
+
+    Resuming at ``a`` (a block boundary) the next token's window sees tokens
+    ``[a - W + 1, a)``: ``cdiv(W - 1, B)`` blocks. Under EAGLE the lookup also
+    matches the block just past ``a`` and drops it, one more. The finder
+    searches for runs this long and the mask keeps runs this long, so both
+    take it from here. Raises :class:`InvalidArgument` when ``window < 1``,
+    ``block_size < 1`` or ``use_eagle`` is not a bool.
+    """
+    require_int("window", window, 1)
+    require_int("block_size", block_size, 1)
+    if type(use_eagle) is not bool:
+        raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
+    return cdiv(window - 1, block_size) + (1 if use_eagle else 0)
 
 
 def _to_groups(value: Iterable[GroupSpec]) -> tuple[GroupSpec, ...]:
@@ -168,8 +181,10 @@ class HybridGeometry:
             only, or a positive multiple of ``L``.
 
     Derived (computed once, cached on the instance: the engine asks for them
-    on every step): :attr:`scheduler_block_size` (``L``) and
-    :attr:`alignment_tokens` (``A``). Construction raises
+    on every step): :attr:`scheduler_block_size` (``L``),
+    :attr:`alignment_tokens` (``A``), :attr:`hit_grid_tokens`,
+    :attr:`mamba_block_size` (``b``), :attr:`sub_block_full_attention_sizes`
+    and :attr:`eagle_drop_tokens` (``d``). Construction raises
     :class:`InvalidArgument` naming the attribute.
     """
 
@@ -183,6 +198,20 @@ class HybridGeometry:
     def scheduler_block_size(self) -> int:
         """``L``: lcm of every group's block size; chunk and hit grids live on it."""
         return lcm(*(group.block_size for group in self.groups))
+
+    @functools.cached_property
+    def mamba_block_size(self) -> int:
+        """``b``: the Mamba block, the grid vLLM's align-mode split floors chunks to.
+
+        The first Mamba group's block: in align mode vLLM gives every Mamba
+        group ``cache_config.block_size`` and its split works on that, while
+        page-size unification may widen attention blocks, so ``L`` can be a
+        multiple of it. ``L`` without a Mamba group (no split runs then).
+        """
+        for group in self.groups:
+            if group.kind is GroupKind.MAMBA:
+                return group.block_size
+        return self.scheduler_block_size
 
     @functools.cached_property
     def alignment_tokens(self) -> int:

@@ -18,9 +18,24 @@ put the only state one token past every lookup (vLLM #50409).
 from __future__ import annotations
 
 from .errors import InvalidArgument, require_int, require_optional_int
-from .grid import floor_to
+from .grid import floor_to, next_grid_point
 
-__all__ = ["last_cacheable_position", "mamba_block_aligned_split"]
+__all__ = ["last_cacheable_position", "mamba_block_aligned_split", "prefill_end"]
+
+
+def prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
+    """``max(P, N - 1)``: where a request's prefill ends and decode begins.
+
+    Until the prompt is computed a chunk is prefill; after it, accepted output
+    tokens not yet computed (a resumed request) are prefilled too, except the
+    last, which every decode step computes to produce the next token. The
+    split, the engine's long-prefill cap and its chunk counters all ask this.
+    Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1`` or
+    ``num_tokens < num_prompt_tokens``.
+    """
+    require_int("num_prompt_tokens", num_prompt_tokens, 1)
+    require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+    return max(num_prompt_tokens, num_tokens - 1)
 
 
 def last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
@@ -41,8 +56,8 @@ def last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
 
 def _last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
     if use_eagle:
-        return max(num_tokens // unit * unit - unit, 0)
-    return (num_tokens - 1) // unit * unit
+        return max(floor_to(num_tokens, unit) - unit, 0)
+    return floor_to(num_tokens - 1, unit)
 
 
 def mamba_block_aligned_split(
@@ -68,7 +83,8 @@ def mamba_block_aligned_split(
     ``N = num_tokens``, ``b = block_size`` (the Mamba group's block) and
     ``J = shared_prefix_boundary`` (SPEC section 4):
 
-    * Decode (``s >= max(P, N - 1)``): ``num_new_tokens`` unchanged.
+    * Decode (``s >=`` :func:`prefill_end`, ``max(P, N - 1)``):
+      ``num_new_tokens`` unchanged.
     * Otherwise the chunk end ``t = s + num_new_tokens`` is floored to the
       ``b`` grid while it is inside the prefill, unless that makes no progress
       and ``b`` exceeds ``max_prefill_tokens`` (then it advances sub-block).
@@ -119,18 +135,18 @@ def mamba_block_aligned_split(
             f"num_tokens={num_tokens}",
         )
 
-    prefill_end = max(num_prompt_tokens, num_tokens - 1)
-    if start >= prefill_end:
+    decode_start = prefill_end(num_prompt_tokens, num_tokens)
+    if start >= decode_start:
         return num_new_tokens
     end = start + num_new_tokens
-    if end < prefill_end:
-        aligned_end = end // block_size * block_size
+    if end < decode_start:
+        aligned_end = floor_to(end, block_size)
         if aligned_end > start or max_prefill_tokens is None or block_size <= max_prefill_tokens:
             end = aligned_end
 
     stop = end
     if start % block_size:
-        stop = _earlier(stop, start, (start // block_size + 1) * block_size)
+        stop = _earlier(stop, start, next_grid_point(start, block_size))
     if last_cacheable is None:
         last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle)
     stop = _earlier(stop, start, last_cacheable)

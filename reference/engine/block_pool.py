@@ -10,7 +10,8 @@ sliding-window blocks, Mamba positions without a state) and is never
 allocated, freed or counted.
 
 ``check`` verifies every pool invariant from scratch and is called after
-every step of every stress test; on failure it raises with a dump.
+every step of every stress test; on failure it raises
+:class:`InvariantViolation` listing every broken invariant, with a dump.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
 from junction.reference.engine.hash_chain import unit_hash
+from junction.reference.engine.invariants import InvariantViolation
 
 __all__ = ["Block", "BlockPool", "NoFreeBlocks"]
 
@@ -91,7 +93,10 @@ class BlockPool:
         return taken
 
     def _evict(self, block: Block) -> None:
-        assert block.key is not None
+        if block.key is None:
+            raise InvariantViolation(
+                "a block in the hashed free queue has a hash", f"{block} has none", self.dump()
+            )
         del self.cached[block.key]
         self.cached_per_group[block.key[0]] -= 1
         group_id = block.key[0]
@@ -206,7 +211,19 @@ class BlockPool:
             if block.key is None or block.key[0] != group_id or inner_hash not in inside:
                 problems.append(f"inner unit {inner_hash} -> {block} is not inside that block")
         if problems:
-            raise AssertionError("block pool invariants broken:\n  " + "\n  ".join(problems))
+            raise InvariantViolation(
+                "block pool invariants", "\n  " + "\n  ".join(problems), self.dump()
+            )
+
+    def dump(self) -> str:
+        """The pool's counts and every block that is held or cached."""
+        lines = [
+            f"pool: {self.num_free}/{self.num_usable} free "
+            f"({len(self.free_unhashed)} unhashed, {len(self.free_hashed)} hashed), "
+            f"{len(self.cached)} cached, {self.evictions} evictions"
+        ]
+        lines += [f"  {b}" for b in self.blocks[1:] if b.ref_count or b.key is not None]
+        return "\n".join(lines)
 
 
 def _unit_hashes(parent: int, tokens: Sequence[int], unit: int) -> list[int]:

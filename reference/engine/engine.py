@@ -10,8 +10,10 @@ module only schedules.
 
 Determinism: single-threaded; output tokens are a hash of (seed, request,
 position); queues are FIFO. The same config and submissions give the same
-run, step for step. ``check()`` verifies every invariant and is meant to be
-called after every step of a stress test.
+run, step for step, in any process (``PYTHONHASHSEED`` salts no hash it
+uses). ``check()`` verifies every invariant and is meant to be called after
+every step of a stress test; it raises :class:`InvariantViolation`, never a
+bare ``assert`` (which ``python -O`` strips).
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from collections import deque
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry, cdiv
+from junction.core import GroupKind, HybridGeometry, cdiv, prefill_end
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.coordinator import Coordinator
 from junction.reference.engine.group_managers import MambaManager
+from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy, Policy
 from junction.reference.engine.request import Request, RequestStatus
 
@@ -139,9 +142,8 @@ class Engine:
     def _tokens_for(self, request: Request, budget: int) -> int:
         start = request.num_computed_tokens
         wanted = min(request.num_tokens - start, budget)
-        prefill_end = max(request.num_prompt_tokens, request.num_tokens - 1)
         threshold = self.config.long_prefill_token_threshold
-        if start < prefill_end and threshold:
+        if threshold and start < prefill_end(request.num_prompt_tokens, request.num_tokens):
             wanted = min(wanted, threshold)
         if not self.align_mode:
             return wanted
@@ -211,7 +213,7 @@ class Engine:
         metrics = self.metrics
         metrics.steps += 1
         for request, start, tokens in scheduled:
-            if start < max(request.num_prompt_tokens, request.num_tokens - 1):
+            if start < prefill_end(request.num_prompt_tokens, request.num_tokens):
                 metrics.chunks += 1
                 metrics.prefill_tokens_computed += tokens
             request.num_computed_tokens = start + tokens
@@ -242,34 +244,59 @@ class Engine:
 
     # -- invariants -----------------------------------------------------------
     def check(self) -> None:
-        """Every engine invariant, from scratch; raises with a state dump on failure."""
+        """Every engine invariant, from scratch.
+
+        Raises :class:`InvariantViolation` naming the invariant and the numbers,
+        carrying :meth:`dump` (the pool's and every queued request).
+        """
         try:
-            running_ids = [r.request_id for r in self.running]
-            self.pool.check(self.coordinator.holders(running_ids))
-            for request in self.waiting:
-                assert request.status is RequestStatus.WAITING, request
-                for manager in self.coordinator.managers:
-                    assert not manager.held(request.request_id), f"waiting {request} holds blocks"
-            for request in self.running:
-                assert request.status is RequestStatus.RUNNING, request
-                assert 0 <= request.num_computed_tokens < request.num_tokens, request
-                for manager in self.coordinator.managers:
-                    if not isinstance(manager, MambaManager):
-                        continue
-                    # A Mamba group resumes from the state after exactly the computed tokens.
-                    state = manager.state(request.request_id)
-                    at = request.num_computed_tokens
-                    assert state == (at or None), f"{request}: Mamba state at {state}, not {at}"
-            if self.idle:
-                assert self.pool.num_free == self.pool.num_usable, (
-                    "blocks leaked after all finished"
+            self._check()
+        except InvariantViolation as error:
+            raise error.with_state(self.dump()) from None
+
+    def _check(self) -> None:
+        running_ids = [r.request_id for r in self.running]
+        self.pool.check(self.coordinator.holders(running_ids))
+        for request in self.waiting:
+            if request.status is not RequestStatus.WAITING:
+                raise InvariantViolation("a queued request is WAITING", f"{request}")
+            for manager in self.coordinator.managers:
+                held = manager.held(request.request_id)
+                if held:
+                    raise InvariantViolation(
+                        "a waiting request holds no blocks",
+                        f"{request} holds {held} in group {manager.group_id}",
+                    )
+        for request in self.running:
+            if request.status is not RequestStatus.RUNNING:
+                raise InvariantViolation("a scheduled request is RUNNING", f"{request}")
+            if not 0 <= request.num_computed_tokens < request.num_tokens:
+                raise InvariantViolation(
+                    "a running request has 0 <= computed < tokens",
+                    f"{request}: computed {request.num_computed_tokens}, "
+                    f"tokens {request.num_tokens}",
                 )
-        except AssertionError as error:
-            raise AssertionError(f"{error}\n{self.dump()}") from None
+            for manager in self.coordinator.managers:
+                if not isinstance(manager, MambaManager):
+                    continue
+                # A Mamba group resumes from the state after exactly the computed tokens.
+                state = manager.state(request.request_id)
+                at = request.num_computed_tokens
+                if state != (at or None):
+                    raise InvariantViolation(
+                        "the Mamba state sits at the computed tokens",
+                        f"{request}: group {manager.group_id} state at {state}, not {at}",
+                    )
+        if self.idle and self.pool.num_free != self.pool.num_usable:
+            raise InvariantViolation(
+                "no block is held once every request is done",
+                f"{self.pool.num_usable - self.pool.num_free} of {self.pool.num_usable} "
+                "blocks still held",
+            )
 
     def dump(self) -> str:
-        pool = self.pool
-        lines = [f"pool: {pool.num_free}/{pool.num_usable} free, {len(pool.cached)} cached"]
+        """The pool (counts, held and cached blocks) and every queued request."""
+        lines = [self.pool.dump()]
         lines += [f"running: {r}" for r in self.running]
         lines += [f"waiting: {r}" for r in self.waiting]
         return "\n".join(lines)

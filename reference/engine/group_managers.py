@@ -21,13 +21,14 @@ from collections.abc import Sequence
 
 from junction.core import Finder, GroupKind, GroupSpec, HybridGeometry, cdiv, group_finder
 from junction.reference.engine.block_pool import Block, BlockPool
+from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
 
 __all__ = ["GroupManager", "MambaStateMissing", "make_manager"]
 
 
-class MambaStateMissing(AssertionError):
+class MambaStateMissing(InvariantViolation):
     """A hit would resume a Mamba group without the state saved exactly there."""
 
 
@@ -84,7 +85,11 @@ class GroupManager:
         block_hash = request.chain.block_hash(index, self.block_size)
         block = None if block_hash is None else self.pool.lookup(self.group_id, block_hash)
         if block is None:
-            raise AssertionError(f"group {self.group_id}: block {index} of {request} is not cached")
+            raise InvariantViolation(
+                "a hit reuses only cached blocks",
+                f"group {self.group_id}: block {index} of {request} is not cached",
+                self.pool.dump(),
+            )
         return block
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
@@ -136,7 +141,12 @@ class GroupManager:
     def cache_block(self, request: Request, block: Block, index: int) -> None:
         size, chain = self.block_size, request.chain
         block_hash = chain.block_hash(index, size)
-        assert block_hash is not None
+        if block_hash is None:
+            raise InvariantViolation(
+                "only full blocks are cached",
+                f"group {self.group_id}: block {index} of {request} is not full "
+                f"({chain.num_hashed_tokens} tokens hashed)",
+            )
         tokens = request.tokens[index * size : (index + 1) * size]
         self.pool.cache(
             block,
@@ -169,6 +179,9 @@ class SlidingWindowManager(GroupManager):
         policy: CheckedPolicy,
     ):
         super().__init__(group_id, spec, geometry, pool, policy)
+        if spec.window is None:
+            raise ValueError(f"spec={spec!r}: a sliding-window manager needs a window")
+        self.window = spec.window
         self.released: dict[int, int] = {}
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
@@ -182,8 +195,7 @@ class SlidingWindowManager(GroupManager):
 
     def _first_in_window(self, position: int) -> int:
         """The first block the next token's window (``[pos - W + 1, pos)``) still sees."""
-        assert self.spec.window is not None
-        return max(position - self.spec.window + 1, 0) // self.block_size
+        return max(position - self.window + 1, 0) // self.block_size
 
     def after_step(self, request: Request) -> None:
         self.cache_full_blocks(request)
@@ -231,8 +243,10 @@ class MambaManager(GroupManager):
         state = self.cached_block(request, hit_length // self.block_size - 1)
         if state.state_position != hit_length:
             raise MambaStateMissing(
+                "a Mamba hit resumes from the state saved exactly at the hit",
                 f"group {self.group_id}: {request} would resume at {hit_length} from a state "
-                f"saved at {state.state_position}"
+                f"saved at {state.state_position}",
+                self.pool.dump(),
             )
         self.pool.touch([state])
         self.latest[rid] = state

@@ -9,7 +9,9 @@ obvious way, position by position and token by token, so that a property
   blocks a later request resuming there reads (every token of the window,
   the EAGLE peek block, the one Mamba state), and mark their union;
 * the stop point: walk the chunk token by token and stop at the first
-  position that is a mandatory stop;
+  position that is a mandatory stop; the last cacheable position is found by
+  walking down to the deepest position a later lookup can land at, not by
+  a floor formula;
 * reconciliation: try every length from ``M`` down and keep the largest that
   every group serves, checking each token's block against the cached set.
 
@@ -47,6 +49,12 @@ def _largest_multiple_at_most(value: int, unit: int) -> int:
 # Decision 3: the reachable-block mask
 
 
+def _window(window: int | None) -> int:
+    if window is None:
+        raise ValueError("a sliding-window group needs a window, got None")
+    return window
+
+
 def _window_blocks(position: int, block_size: int, window: int, use_eagle: bool) -> set[int]:
     """Blocks a sliding-window group reads to resume at ``position``."""
     blocks = {token // block_size for token in range(max(position - window + 1, 0), position)}
@@ -72,8 +80,7 @@ def oracle_blocks_needed(
     block at or below the position.
     """
     if kind == SLIDING_WINDOW:
-        assert window is not None
-        return _window_blocks(position, block_size, window, use_eagle)
+        return _window_blocks(position, block_size, _window(window), use_eagle)
     if kind == MAMBA:
         return _state_block(position, block_size)
     return set(range(position // block_size))
@@ -132,15 +139,26 @@ def oracle_reachable_block_mask(
 # Decision 2: the chunk stop point
 
 
-def _deepest_lookup_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
-    """The deepest ``unit``-grid position a resend of ``num_tokens`` tokens can hit.
+def _lookup_lands_at(position: int, num_tokens: int, unit: int, use_eagle: bool) -> bool:
+    """Whether a later lookup of these ``num_tokens`` tokens can resume at ``position``.
 
-    The lookup sees at most ``num_tokens - 1`` tokens; under EAGLE it instead
-    matches whole units up to ``num_tokens`` and then drops one of them.
+    A lookup resumes only on the ``unit`` grid and never at the last token,
+    which is always recomputed to produce logits. Under EAGLE it must also
+    have matched the whole unit just past ``position`` among the tokens
+    before dropping it.
     """
-    if use_eagle:
-        return max(_largest_multiple_at_most(num_tokens, unit) - unit, 0)
-    return _largest_multiple_at_most(num_tokens - 1, unit)
+    on_grid = position % unit == 0
+    before_last_token = position < num_tokens
+    unit_past_it_matched = not use_eagle or position + unit <= num_tokens
+    return on_grid and before_last_token and unit_past_it_matched
+
+
+def _deepest_lookup_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
+    """The deepest position a later lookup of ``num_tokens`` tokens can land at (0 if none)."""
+    for position in range(num_tokens - 1, -1, -1):
+        if _lookup_lands_at(position, num_tokens, unit, use_eagle):
+            return position
+    return 0
 
 
 def oracle_split(
@@ -160,11 +178,16 @@ def oracle_split(
 ) -> int:
     """Tokens to schedule: walk the chunk and stop at the first mandatory stop."""
     start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
-    prefill_end = max(num_prompt_tokens, num_tokens - 1)
-    if start >= prefill_end:
+
+    def in_prefill(position: int) -> bool:
+        # Prompt tokens are prefilled, and so are accepted output tokens not yet
+        # computed (a resumed request), all but the last: a decode step computes it.
+        return position < num_prompt_tokens or position < num_tokens - 1
+
+    if not in_prefill(start):
         return num_new_tokens
     chunk_end = start + num_new_tokens
-    if chunk_end < prefill_end:
+    if in_prefill(chunk_end):
         grid_end = _largest_multiple_at_most(chunk_end, block_size)
         fits = max_prefill_tokens is None or block_size <= max_prefill_tokens
         if grid_end > start or fits:
@@ -216,12 +239,11 @@ def _serves(group: OracleGroup, length: int, alignment: int, use_eagle: bool, li
             return False
         return all(token // block in group.cached for token in range(length + extra))
     if group.kind == SLIDING_WINDOW:
-        assert group.window is not None
         if length % block:
             return False
         if use_eagle and length + block > limit:
             return False
-        return _window_blocks(length, block, group.window, use_eagle) <= group.cached
+        return _window_blocks(length, block, _window(group.window), use_eagle) <= group.cached
     return length % block == 0 and length // block - 1 in group.cached
 
 

@@ -12,7 +12,7 @@
 * ``interval``: segments every ``R`` plus the replay boundary, never the
   junction: the behaviour before vLLM PR #47782 (with ``R = 0``: no pinning).
 * ``vllm-0.33`` and ``vllm-pr47782``: vLLM's formulas, in
-  ``reference.vllm_policies``.
+  ``reference.policies.vllm``.
 
 ``resolve_policy`` turns a command-line name into a policy: a built-in name
 or ``module:attribute`` (a policy object, or a class/factory called with no
@@ -29,6 +29,7 @@ from junction.core import (
     HybridGeometry,
     checkpoint_stop,
     mamba_block_aligned_split,
+    prefill_end,
     promised_positions,
     reachable_block_mask,
     reachable_boundaries,
@@ -56,9 +57,11 @@ class JunctionPolicy:
     def checkpoint_positions(
         self, geometry: HybridGeometry, request: RequestView
     ) -> tuple[int, ...]:
-        prefill_end = max(request.num_prompt_tokens, request.num_tokens - 1)
         return promised_positions(
-            geometry, request.num_prompt_tokens, self.junction(request), prefill_end
+            geometry,
+            request.num_prompt_tokens,
+            self.junction(request),
+            prefill_end(request.num_prompt_tokens, request.num_tokens),
         )
 
     def reachable_boundaries(
@@ -117,7 +120,7 @@ class JunctionPolicy:
             partial_hits=geometry.partial_hits,
             max_prefill_tokens=max_prefill_tokens,
         )
-        if start >= max(request.num_prompt_tokens, request.num_tokens - 1):
+        if start >= prefill_end(request.num_prompt_tokens, request.num_tokens):
             return tokens
         return self.stop(geometry, request, start + tokens) - start
 

@@ -12,7 +12,7 @@
   nothing for it). The mask floors them to ``A`` (vLLM's
   ``cache_hit_alignment_tokens``). The split is SPEC section 4's on
   ``cache_config.block_size``, which Mamba align mode makes the Mamba
-  groups' block (:func:`split_block_size`); page-size unification can widen
+  groups' block (``HybridGeometry.mamba_block_size``); page-size unification can widen
   an attention group, so this may be finer than ``L`` (docs/findings.md,
   "Chunks end on the Mamba block, hits land on L").
 * ``vllm-pr47782`` (:class:`VllmPR47782Policy`): as merged in PR #47782
@@ -39,16 +39,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from junction.core import (
-    GroupKind,
     GroupSpec,
     HybridGeometry,
     floor_to,
     mamba_block_aligned_split,
+    prefill_end,
     reachable_block_mask,
 )
 from junction.reference.engine.policy import RequestView
 
-__all__ = ["VllmPR47782Policy", "VllmPolicy", "split_block_size", "vllm_replay_boundaries"]
+__all__ = ["VllmPR47782Policy", "VllmPolicy", "vllm_replay_boundaries"]
 
 
 def vllm_replay_boundaries(
@@ -62,21 +62,6 @@ def vllm_replay_boundaries(
     resend = floor_to(num_prompt_tokens - 1, block)
     extension = floor_to(num_prompt_tokens, block)
     return tuple(sorted({max(resend - block, 0), max(extension - block, 0)}))
-
-
-def split_block_size(geometry: HybridGeometry) -> int:
-    """The grid vLLM's split works on: ``cache_config.block_size``.
-
-    In Mamba align mode vLLM sets ``mamba_block_size = cache_config.block_size``
-    and every Mamba spec uses it, while page-size unification may widen
-    attention blocks, so ``L`` can be a multiple of it. The first Mamba
-    group's block (all are equal in a configuration vLLM accepts); ``L`` when
-    there is none (the split never runs then).
-    """
-    for group in geometry.groups:
-        if group.kind is GroupKind.MAMBA:
-            return group.block_size
-    return geometry.scheduler_block_size
 
 
 class VllmPolicy:
@@ -95,8 +80,8 @@ class VllmPolicy:
         }
         interval = geometry.retention_interval
         if interval:
-            prefill_end = max(request.num_prompt_tokens, request.num_tokens - 1)
-            positions.update(range(interval, prefill_end, interval))
+            end = prefill_end(request.num_prompt_tokens, request.num_tokens)
+            positions.update(range(interval, end, interval))
         positions.discard(0)
         return tuple(sorted(positions))
 
@@ -152,7 +137,7 @@ class VllmPolicy:
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
-            block_size=split_block_size(geometry),
+            block_size=geometry.mamba_block_size,
             shared_prefix_boundary=request.shared_prefix_boundary,
             use_eagle=geometry.use_eagle,
             hash_block_size=geometry.hash_block_size,
@@ -168,6 +153,6 @@ class VllmPR47782Policy(VllmPolicy):
     name = "vllm-pr47782"
 
     def last_cacheable(self, geometry: HybridGeometry, request: RequestView) -> int | None:
-        block = split_block_size(geometry)
+        block = geometry.mamba_block_size
         position = floor_to(request.num_tokens, block)
         return max(position - block, 0) if geometry.use_eagle else position
