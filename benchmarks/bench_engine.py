@@ -18,7 +18,8 @@ import time
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.policies.builtin import JunctionPolicy
-from junction.reference.workloads.sessions import agent_sessions, run_workload
+from junction.reference.workloads.drive import run_workload
+from junction.reference.workloads.sessions import agent_sessions
 
 
 def build(retention_interval: int | None) -> Engine:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from junction.reference.cli.main import main
+from junction.reference.simulator.result import RunResult
+from junction.reference.simulator.run import Settings, simulate
+from junction.reference.simulator.variants import Variant, table_variants
+from junction.reference.simulator.workload import builtin_workload
 from junction.reference.workloads.trace import TraceError, parse_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,8 +89,46 @@ def test_prints_the_table_and_progress_and_plots(
     run(argv, tmp_path)
     captured = capsys.readouterr()
     assert "R=0 pinned" in captured.out and "sparse peak" in captured.out
-    assert "[##############################] 5/5" in captured.err  # the progress bar
+    assert captured.out == (tmp_path / "simulate.txt").read_text()  # the table and nothing else
+    assert "5/5" in captured.err and "full+swa pinned R=64" in captured.err  # the progress line
     assert (tmp_path / "simulate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_simulate_reports_every_run_as_it_ends() -> None:
+    workload = builtin_workload(0, sessions=2, turns=1, system_prompt_tokens=64)
+    settings = Settings(
+        num_blocks=1000,
+        max_num_batched_tokens=512,
+        chunk_tokens=0,
+        use_eagle=False,
+        concurrency=1,
+        seed=0,
+    )
+    heard: list[RunResult] = []
+    results = simulate(workload, ["full+swa"], table_variants(64), settings, heard.append)
+    assert heard == results and [r.variant.label for r in heard] == [
+        "dense",
+        "interval R=64",
+        "R=0 unpinned",
+        "R=0 pinned",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("policy", "interval", "message"),
+    [
+        ("vllm-0.33", 0, "'policy' must be in ('dense', 'interval', 'junction')"),
+        ("dense", 0, "retention_interval: expected None for dense, got 0"),
+        ("junction", -1, "retention_interval: expected an int >= 0, got -1"),
+        ("interval", None, "retention_interval: expected an int >= 0, got None"),
+    ],
+)
+def test_a_variant_is_a_registered_policy_at_an_interval(
+    policy: str, interval: int | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Variant(policy, interval)
+    assert Variant(policy="junction", retention_interval=0).make_policy().name == "junction"
 
 
 def test_eagle_and_pool_pressure_run(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from junction.core import GroupKind, GroupSpec, HybridGeometry, floor_to
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.policies.builtin import JunctionPolicy
-from junction.reference.workloads.sessions import agent_sessions, run_workload
+from junction.reference.workloads.drive import run_workload
+from junction.reference.workloads.sessions import agent_sessions
 
 SYSTEM_PROMPT = 700
 BLOCK = 16

@@ -1,0 +1,254 @@
+"""``python -m junction.reference simulate``: the options, the progress line and the outputs.
+
+Argparse and printing only: what a run computes is
+``junction.reference.simulator`` (geometries, variants, the workload, the
+runs, the table, the report, the plot). Standard output is the table and
+nothing else, byte for byte what ``docs/demo/simulate.txt`` holds; the
+workload line, the progress line and the list of files written go to
+standard error. Option values the simulator would reject (an ``R`` that is
+not a multiple of a geometry's ``L``, a bad trace) exit with status 2 naming
+the option, before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
+from junction.reference.simulator.plot import write_plot
+from junction.reference.simulator.report import report
+from junction.reference.simulator.result import RunResult
+from junction.reference.simulator.run import Settings, simulate
+from junction.reference.simulator.table import format_table
+from junction.reference.simulator.variants import sweep_variants, table_variants
+from junction.reference.simulator.workload import Workload, builtin_workload, trace_workload
+from junction.reference.workloads.drive import PoolTooSmall
+from junction.reference.workloads.trace import TraceError, load_trace
+
+from . import terminal
+from .arguments import int_at_least
+
+__all__ = ["add_parser"]
+
+DESCRIPTION = """\
+The reference engine runs one workload (built in, or a trace) on each
+built-in hybrid geometry under four retention policies:
+
+* dense: every materialised block is cached (R = None);
+* interval R: one checkpoint per R-token segment plus the replay
+  boundary, never the junction;
+* R=0 unpinned: the replay boundary only (vLLM before PR #47782);
+* R=0 pinned: the replay boundary and the junction (the default policy).
+
+It prints one table per geometry (token hit rate, system-prompt hit rate,
+prefill tokens computed, forward steps, sparse-group blocks retained at the
+peak and at the end, evictions), writes a JSON file with every number and a
+PNG plot of hit rate against retained blocks over a sweep of retention
+intervals, pinned and unpinned.
+
+The workload is closed-loop, like agents: --concurrency sessions are open
+at a time, each sends its next turn once the previous one has finished, and a
+new session opens when one ends. A turn resends the whole session so far, so
+turns reuse their predecessors' prompts and every session shares the system
+prompt. The system-prompt hit rate counts, over every request, the tokens of
+the longest prefix shared by all prompts (the system prompt) that the request
+reused.
+"""
+
+DEFAULT_INTERVALS = (64, 128, 256, 512, 1024)
+
+
+def _intervals(text: str) -> tuple[int, ...]:
+    values = []
+    for item in text.split(","):
+        try:
+            value = int(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not an int") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{value}: intervals must be >= 1")
+        values.append(value)
+    return tuple(sorted(set(values)))
+
+
+def _geometry(text: str) -> str:
+    if text not in GEOMETRIES:
+        raise argparse.ArgumentTypeError(
+            f"unknown geometry {text!r} (choose from {', '.join(GEOMETRIES)})"
+        )
+    return text
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``simulate`` on ``python -m junction.reference``'s subcommands."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "simulate",
+        help="retention policies on an agent workload: hit rate vs retained blocks",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    at_least_1 = int_at_least(1)
+    parser.add_argument(
+        "--geometry",
+        type=_geometry,
+        action="append",
+        metavar="NAME",
+        help=f"geometry to run, repeatable ({', '.join(GEOMETRIES)}; "
+        f"default: {' and '.join(DEFAULT_GEOMETRIES)})",
+    )
+    parser.add_argument(
+        "--sessions", type=at_least_1, default=48, help="agent sessions (default 48)"
+    )
+    parser.add_argument("--turns", type=at_least_1, default=4, help="turns per session (default 4)")
+    parser.add_argument(
+        "--system-prompt",
+        type=at_least_1,
+        default=1500,
+        metavar="TOKENS",
+        help="system prompt tokens (default 1500)",
+    )
+    parser.add_argument(
+        "--concurrency", type=at_least_1, default=8, help="sessions open at once (default 8)"
+    )
+    parser.add_argument(
+        "--blocks",
+        type=int_at_least(2),
+        default=40_000,
+        help="KV-cache pool size in blocks; lower it for eviction pressure (default 40000)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=at_least_1,
+        default=2048,
+        metavar="TOKENS",
+        help="tokens scheduled per step (default 2048)",
+    )
+    parser.add_argument(
+        "--chunk",
+        type=int_at_least(0),
+        default=256,
+        metavar="TOKENS",
+        help="prefill tokens per request per step, 0 for no cap (default 256)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=at_least_1,
+        default=256,
+        metavar="R",
+        help="the table's interval policy R, a multiple of every geometry's L (default 256)",
+    )
+    parser.add_argument(
+        "--intervals",
+        type=_intervals,
+        default=DEFAULT_INTERVALS,
+        metavar="R,R,...",
+        help="the plot's sweep of R (default " + ",".join(map(str, DEFAULT_INTERVALS)) + ")",
+    )
+    parser.add_argument(
+        "--eagle",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="EAGLE speculative decoding (default off)",
+    )
+    parser.add_argument("--seed", type=int_at_least(0), default=0, help="workload seed (default 0)")
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="replay a JSONL trace of token-id prompts instead (docs/trace-format.md)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out"),
+        metavar="DIR",
+        help="where simulate.json and simulate.png go (default out/)",
+    )
+    parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    parser.set_defaults(run=lambda args: run(args, parser))
+    return parser
+
+
+def _checked_geometries(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
+    """The geometries asked for, each once; every ``R`` must be a multiple of each one's ``L``."""
+    geometries: list[str] = list(dict.fromkeys(args.geometry or DEFAULT_GEOMETRIES))
+    for name in geometries:
+        block = GEOMETRIES[name].scheduler_block
+        for option, values in (("--interval", (args.interval,)), ("--intervals", args.intervals)):
+            for value in values:
+                if value % block:
+                    parser.error(
+                        f"{option} {value}: must be a multiple of the scheduler block "
+                        f"L={block} of geometry {name}"
+                    )
+    return geometries
+
+
+def _workload(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Workload:
+    if args.trace is None:
+        return builtin_workload(args.seed, args.sessions, args.turns, args.system_prompt)
+    try:
+        return trace_workload(args.trace, load_trace(args.trace))
+    except TraceError as error:
+        parser.error(f"--trace: {error}")
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    geometries = _checked_geometries(args, parser)
+    if not args.no_plot and importlib.util.find_spec("matplotlib") is None:
+        parser.error(
+            "the plot needs matplotlib: run `make setup` (or pip install -e '.[demo]'), "
+            "or pass --no-plot"
+        )
+    workload = _workload(args, parser)
+    settings = Settings(
+        num_blocks=args.blocks,
+        max_num_batched_tokens=args.budget,
+        chunk_tokens=args.chunk,
+        use_eagle=args.eagle,
+        concurrency=args.concurrency,
+        seed=args.seed,
+    )
+    table = table_variants(args.interval)
+    variants = list(dict.fromkeys((*table, *sweep_variants(args.intervals))))
+    print(
+        f"workload: {workload.source}; {workload.requests} requests, "
+        f"{workload.prompt_tokens:,} prompt tokens, system prompt (shared prefix) "
+        f"{workload.shared_prefix_tokens} tokens",
+        file=sys.stderr,
+    )
+    try:
+        with terminal.progress("simulate", len(geometries) * len(variants)) as advance:
+
+            def done(result: RunResult) -> None:
+                advance(status=f"{result.geometry} {result.variant.label}")
+
+            results = simulate(workload, geometries, variants, settings, done)
+    except PoolTooSmall as error:
+        print(
+            f"python -m junction.reference simulate: error: {error}; use more --blocks",
+            file=sys.stderr,
+        )
+        return 1
+    text = "\n\n".join(
+        format_table(
+            name, [r for v in table for r in results if r.geometry == name and r.variant == v]
+        )
+        for name in geometries
+    )
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    json_path, text_path = args.out / "simulate.json", args.out / "simulate.txt"
+    document = report(workload, geometries, settings, args.interval, args.intervals, results)
+    json_path.write_text(json.dumps(document, indent=1) + "\n")
+    text_path.write_text(text + "\n")
+    written = [json_path, text_path]
+    if not args.no_plot:
+        write_plot(args.out / "simulate.png", geometries, results)
+        written.append(args.out / "simulate.png")
+    print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)
+    return 0

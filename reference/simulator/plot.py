@@ -1,0 +1,86 @@
+"""The simulator's plot: hit rate against sparse blocks retained, over a sweep of ``R``.
+
+One panel per geometry; the pinned (default) and unpinned policies are one
+line each through their retention intervals, dense is a star. Points that
+coincide share one label, so the sweep stays legible where several ``R``
+retain the same blocks.
+
+matplotlib is imported inside :func:`write_plot`: it is an optional
+dependency (``.[demo]``), and every other part of the simulator runs
+without it. The PNG carries no ``Software`` metadata, so it only changes
+when matplotlib's rendering does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .geometries import GEOMETRIES
+from .result import RunResult
+
+__all__ = ["write_plot"]
+
+# policy -> (legend label, line style); annotations sit below dashed lines, above solid.
+_LINES = (
+    ("junction", "junction pinned (default)", "o-"),
+    ("interval", "unpinned (before #47782)", "s--"),
+)
+
+
+def write_plot(path: Path, geometries: Sequence[str], results: Sequence[RunResult]) -> None:
+    """Hit rate against sparse blocks retained (peak), one panel per geometry."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+
+    figure, axes = plt.subplots(
+        1, len(geometries), figsize=(6 * len(geometries), 4.6), squeeze=False
+    )
+    for axis, name in zip(axes[0], geometries, strict=True):
+        runs = [r for r in results if r.geometry == name]
+        for policy, label, style in _LINES:
+            points = sorted(
+                (r for r in runs if r.variant.policy == policy),
+                key=lambda r: r.sparse_retained_peak,
+            )
+            xs = [r.sparse_retained_peak for r in points]
+            ys = [r.token_hit_rate for r in points]
+            (line,) = axis.plot(xs, ys, style, label=label)
+            labels: dict[tuple[int, float], list[str]] = {}
+            for r in points:  # points that coincide share one label
+                key = (r.sparse_retained_peak, round(r.token_hit_rate, 4))
+                labels.setdefault(key, []).append(str(r.variant.retention_interval))
+            below = policy == "interval"
+            for (x, y), intervals in labels.items():
+                axis.annotate(
+                    "R=" + ",".join(intervals),
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(3, -6) if below else (2, 5),
+                    rotation=-40 if below else 40,
+                    rotation_mode="anchor",
+                    va="top" if below else "bottom",
+                    fontsize=7,
+                    color=line.get_color(),
+                )
+        for r in runs:
+            if r.variant.policy == "dense":
+                axis.plot(
+                    [r.sparse_retained_peak], [r.token_hit_rate], "k*", markersize=11, label="dense"
+                )
+        axis.set_title(f"{name}\n{GEOMETRIES[name].description}", fontsize=9)
+        axis.set_xlabel("sparse-group blocks retained (peak)")
+        axis.set_ylabel("token hit rate")
+        axis.set_xlim(left=0)
+        axis.margins(x=0.1, y=0.15)
+        axis.xaxis.set_major_formatter(ticker.StrMethodFormatter("{x:,.0f}"))
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize=8, loc="lower right")
+    figure.suptitle("Retention interval sweep: hit rate vs memory", fontsize=11)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(figure)

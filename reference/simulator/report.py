@@ -1,0 +1,50 @@
+"""The report of a whole simulation: what ``simulate.json`` holds.
+
+The workload (where it came from and its size), the settings (geometries,
+engine settings, the table's ``R`` and the plot's sweep), the table's row
+labels, and every run. The key order is the committed demo's, so the JSON
+is byte for byte what it was before the simulator was split into modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from .geometries import GEOMETRIES
+from .result import RunResult
+from .run import Settings
+from .variants import table_variants
+from .workload import Workload
+
+__all__ = ["report"]
+
+
+def report(
+    workload: Workload,
+    geometries: Sequence[str],
+    settings: Settings,
+    interval: int,
+    intervals: Sequence[int],
+    results: Sequence[RunResult],
+) -> dict[str, Any]:
+    """The JSON of a simulation; ``interval`` is the table's ``R``, ``intervals`` the sweep."""
+    return {
+        "workload": {
+            "source": workload.source,
+            "sessions": len(workload.sessions),
+            "requests": workload.requests,
+            "prompt_tokens": workload.prompt_tokens,
+            "system_prompt_tokens": workload.shared_prefix_tokens,
+        },
+        "settings": {
+            "geometries": {name: GEOMETRIES[name].description for name in geometries},
+            **attrs.asdict(settings),
+            "interval": interval,
+            "intervals": list(intervals),
+        },
+        "table": [variant.label for variant in table_variants(interval)],
+        "runs": [result.to_json() for result in results],
+    }

@@ -1,0 +1,108 @@
+"""Running a simulation: every (geometry, variant) on one workload, one engine each.
+
+Each run gets a fresh engine (a variant's ``R`` is part of the geometry, and
+runs must not share a cache), driven in a closed loop by
+``workloads.drive.run_sessions``. :func:`simulate` reports each finished run
+through ``on_progress`` rather than drawing anything: the simulator sits
+below the command line, which owns the terminal. Rejected: a progress bar
+here (the simulator would import the CLI's terminal layer, against the
+layering, and tests and library callers would get redraws they never asked
+for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from junction.core import GroupKind
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.workloads.drive import run_sessions
+
+from .geometries import GEOMETRIES
+from .result import GroupRetention, RunResult
+from .variants import Variant
+from .workload import Workload
+
+__all__ = ["Settings", "run_one", "simulate"]
+
+_at_least_1 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(1))
+_at_least_0 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
+
+
+@attrs.frozen
+class Settings:
+    """The engine side of a simulation (field order is the report's key order)."""
+
+    num_blocks: int = attrs.field(validator=_at_least_1)
+    max_num_batched_tokens: int = attrs.field(validator=_at_least_1)
+    chunk_tokens: int = attrs.field(validator=_at_least_0)  # 0: no per-request cap
+    use_eagle: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    concurrency: int = attrs.field(validator=_at_least_1)  # sessions open at once
+    seed: int = attrs.field(validator=_at_least_0)
+
+
+def run_one(
+    geometry_name: str, variant: Variant, workload: Workload, settings: Settings
+) -> RunResult:
+    """One geometry under one variant; raises ``workloads.drive.PoolTooSmall``."""
+    geometry = GEOMETRIES[geometry_name].build(variant.retention_interval, settings.use_eagle)
+    engine = Engine(
+        EngineConfig(
+            geometry,
+            num_blocks=settings.num_blocks,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+            long_prefill_token_threshold=settings.chunk_tokens,
+            seed=settings.seed,
+            policy=variant.make_policy(),
+        )
+    )
+    run_sessions(engine, workload.sessions, settings.concurrency)
+    metrics = engine.metrics
+    shared = workload.shared_prefix_tokens
+    reused = sum(min(r.hit_length, shared) for r in engine.requests.values())
+    sparse = [i for i, g in enumerate(geometry.groups) if g.kind is not GroupKind.FULL]
+    groups = tuple(
+        GroupRetention(
+            kind=group.kind.value,
+            block_size=group.block_size,
+            window=group.window,
+            retained_peak=metrics.retained_peak.get(i, 0),
+            retained_final=metrics.retained_final.get(i, 0),
+        )
+        for i, group in enumerate(geometry.groups)
+    )
+    return RunResult(
+        geometry=geometry_name,
+        variant=variant,
+        token_hit_rate=metrics.token_hit_rate,
+        system_prompt_hit_rate=reused / (shared * len(engine.requests)) if shared else None,
+        prefill_tokens_computed=metrics.prefill_tokens_computed,
+        steps=metrics.steps,
+        sparse_retained_peak=sum(metrics.retained_peak.get(i, 0) for i in sparse),
+        sparse_retained_final=sum(metrics.retained_final.get(i, 0) for i in sparse),
+        evictions=metrics.evictions,
+        preemptions=metrics.preemptions,
+        lookup_tokens=metrics.lookup_tokens,
+        hit_tokens=metrics.hit_tokens,
+        groups=groups,
+    )
+
+
+def simulate(
+    workload: Workload,
+    geometries: Sequence[str],
+    variants: Sequence[Variant],
+    settings: Settings,
+    on_progress: Callable[[RunResult], None] | None = None,
+) -> list[RunResult]:
+    """Every (geometry, variant) run, in that order; ``on_progress`` hears of each as it ends."""
+    results = []
+    for name in geometries:
+        for variant in variants:
+            result = run_one(name, variant, workload, settings)
+            results.append(result)
+            if on_progress is not None:
+                on_progress(result)
+    return results

@@ -1,0 +1,58 @@
+"""The simulator's text table: one per geometry, one line per variant.
+
+Fixed-width plain text, because the table is a committed artefact: the
+README quotes ``docs/demo/simulate.txt`` and a test checks that it does, so
+the bytes must not depend on the terminal's width or colour support.
+Rejected: a rich table (the terminal layer's), whose box drawing and column
+widths follow the console it is printed on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .geometries import GEOMETRIES
+from .result import RunResult
+
+__all__ = ["format_table"]
+
+# (name, width): the first column is left-aligned, the others right-aligned.
+_COLUMNS = (
+    ("policy", 15),
+    ("hit rate", 9),
+    ("sys-prompt", 10),
+    ("prefill tok", 12),
+    ("steps", 7),
+    ("sparse peak", 12),
+    ("sparse final", 12),
+    ("evictions", 10),
+)
+
+
+def _line(cells: Sequence[str]) -> str:
+    return "  ".join(
+        f"{cell:<{width}}" if i == 0 else f"{cell:>{width}}"
+        for i, (cell, (_, width)) in enumerate(zip(cells, _COLUMNS, strict=True))
+    )
+
+
+def format_table(geometry: str, rows: Sequence[RunResult]) -> str:
+    """One geometry's table: a header line, the column names, one line per run."""
+    lines = [f"{geometry}: {GEOMETRIES[geometry].description}", _line([n for n, _ in _COLUMNS])]
+    for row in rows:
+        system_prompt = row.system_prompt_hit_rate
+        lines.append(
+            _line(
+                (
+                    row.variant.label,
+                    f"{row.token_hit_rate:.3f}",
+                    "-" if system_prompt is None else f"{system_prompt:.3f}",
+                    f"{row.prefill_tokens_computed:,}",
+                    f"{row.steps:,}",
+                    f"{row.sparse_retained_peak:,}",
+                    f"{row.sparse_retained_final:,}",
+                    f"{row.evictions:,}",
+                )
+            )
+        )
+    return "\n".join(lines)

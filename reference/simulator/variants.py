@@ -1,0 +1,78 @@
+"""Retention variants: a registered policy at one retention interval ``R``.
+
+A variant is a configuration of a policy from the one registry
+(``junction.reference.policies.builtin``), not a policy of its own: the
+policy comes from ``resolve_policy`` by name, and ``R`` goes into the
+geometry. The simulator compares the three registered policies that differ
+in what they retain:
+
+* ``dense``: every materialised block is cached (``R`` is ignored: ``None``);
+* ``interval``: one checkpoint per ``R``-token segment plus the replay
+  boundary, never the junction (with ``R = 0``: vLLM before PR #47782);
+* ``junction``: the same, and the junction pinned (the default policy).
+
+Rejected: a second name -> factory table here (it drifted from the registry
+once already), and accepting vLLM's formula policies (their labels would
+claim a pinning they only partly do; the findings harness compares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from junction.reference.engine.policy import Policy
+from junction.reference.policies.builtin import resolve_policy
+
+__all__ = ["COMPARED_POLICIES", "Variant", "sweep_variants", "table_variants"]
+
+COMPARED_POLICIES = ("dense", "interval", "junction")
+
+
+def _interval(instance: Variant, attribute: attrs.Attribute[int | None], value: object) -> None:
+    dense = instance.policy == "dense"
+    if dense and value is not None:
+        raise ValueError(f"{attribute.name}: expected None for dense, got {value!r}")
+    if not dense and (type(value) is not int or value < 0):
+        raise ValueError(f"{attribute.name}: expected an int >= 0, got {value!r}")
+
+
+@attrs.frozen
+class Variant:
+    """One retention setting: a registered policy's name and the interval ``R``."""
+
+    policy: str = attrs.field(validator=attrs.validators.in_(COMPARED_POLICIES))
+    retention_interval: int | None = attrs.field(validator=_interval)
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the junction is pinned: all but the interval policy pin it."""
+        return self.policy != "interval"
+
+    @property
+    def label(self) -> str:
+        if self.policy == "dense":
+            return "dense"
+        if self.retention_interval == 0:
+            return "R=0 pinned" if self.pinned else "R=0 unpinned"
+        return f"{'pinned' if self.pinned else 'interval'} R={self.retention_interval}"
+
+    def make_policy(self) -> Policy:
+        return resolve_policy(self.policy)
+
+
+def table_variants(interval: int) -> tuple[Variant, ...]:
+    """The rows of the table: dense, interval R, R=0 unpinned, R=0 pinned."""
+    return (
+        Variant("dense", None),
+        Variant("interval", interval),
+        Variant("interval", 0),
+        Variant("junction", 0),
+    )
+
+
+def sweep_variants(intervals: Sequence[int]) -> tuple[Variant, ...]:
+    """The plot's points: pinned and unpinned at R = 0 and every interval, and dense."""
+    points = [Variant(policy, r) for policy in ("junction", "interval") for r in (0, *intervals)]
+    return (*points, Variant("dense", None))
