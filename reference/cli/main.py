@@ -13,10 +13,9 @@ import argparse
 import time
 
 from junction import core
-from junction.reference.cli import fuzz
+from junction.reference.cli import fuzz, simulate
 from junction.reference.harness import findings
 from junction.reference.oracle.exhaustive import check_exhaustively
-from junction.reference.simulator import simulate
 
 
 def _exhaustive(args: argparse.Namespace) -> int:
