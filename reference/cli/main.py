@@ -15,12 +15,21 @@ import time
 from junction import core
 from junction.reference.cli import fuzz, simulate
 from junction.reference.harness import findings
+from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import check_exhaustively
 
 
 def _exhaustive(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    coverage = check_exhaustively(core, args.bound)
+    total = 0  # the walk's size is not known up front, so the line counts what is done
+    with progress(f"exhaustive, bound {args.bound}", None) as advance:
+
+        def checked(decision: str, inputs: int) -> None:
+            nonlocal total
+            total += inputs
+            advance(inputs, status=f"{total:,} inputs, now {decision}")
+
+        coverage = check_exhaustively(core, args.bound, on_progress=checked)
     elapsed = time.perf_counter() - started
     print(f"bounded-exhaustive check, bound {args.bound}: core against the oracle")
     for name, count in coverage.checked.items():
