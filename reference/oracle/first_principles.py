@@ -27,6 +27,8 @@ from dataclasses import dataclass
 __all__ = [
     "OracleGroup",
     "oracle_blocks_needed",
+    "oracle_in_prefill",
+    "oracle_last_cacheable_position",
     "oracle_reachable_block_mask",
     "oracle_reconcile",
     "oracle_split",
@@ -153,12 +155,21 @@ def _lookup_lands_at(position: int, num_tokens: int, unit: int, use_eagle: bool)
     return on_grid and before_last_token and unit_past_it_matched
 
 
-def _deepest_lookup_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
+def oracle_last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
     """The deepest position a later lookup of ``num_tokens`` tokens can land at (0 if none)."""
     for position in range(num_tokens - 1, -1, -1):
         if _lookup_lands_at(position, num_tokens, unit, use_eagle):
             return position
     return 0
+
+
+def oracle_in_prefill(position: int, num_prompt_tokens: int, num_tokens: int) -> bool:
+    """Whether a request with ``position`` tokens computed is still prefilling.
+
+    Prompt tokens are prefilled, and so are accepted output tokens not yet
+    computed (a resumed request), all but the last: a decode step computes it.
+    """
+    return position < num_prompt_tokens or position < num_tokens - 1
 
 
 def oracle_split(
@@ -178,26 +189,20 @@ def oracle_split(
 ) -> int:
     """Tokens to schedule: walk the chunk and stop at the first mandatory stop."""
     start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
-
-    def in_prefill(position: int) -> bool:
-        # Prompt tokens are prefilled, and so are accepted output tokens not yet
-        # computed (a resumed request), all but the last: a decode step computes it.
-        return position < num_prompt_tokens or position < num_tokens - 1
-
-    if not in_prefill(start):
+    if not oracle_in_prefill(start, num_prompt_tokens, num_tokens):
         return num_new_tokens
     chunk_end = start + num_new_tokens
-    if in_prefill(chunk_end):
+    if oracle_in_prefill(chunk_end, num_prompt_tokens, num_tokens):
         grid_end = _largest_multiple_at_most(chunk_end, block_size)
         fits = max_prefill_tokens is None or block_size <= max_prefill_tokens
         if grid_end > start or fits:
             chunk_end = grid_end
 
-    replay = _deepest_lookup_position(num_tokens, block_size, use_eagle)
+    replay = oracle_last_cacheable_position(num_tokens, block_size, use_eagle)
     tail = -1
     if partial_hits:
         unit = block_size if hash_block_size is None else hash_block_size
-        tail = _deepest_lookup_position(num_prompt_tokens, unit, use_eagle)
+        tail = oracle_last_cacheable_position(num_prompt_tokens, unit, use_eagle)
         if not replay < tail < num_prompt_tokens:
             tail = -1
     junction = -1

@@ -11,8 +11,11 @@ from junction.core import (
     HybridGeometry,
     checkpoint_stop,
     mamba_block_aligned_split,
+    next_grid_point,
+    prefill_end,
     promised_positions,
     reachable_boundaries,
+    sliding_window_need,
 )
 
 
@@ -62,3 +65,32 @@ def test_no_junction_by_default() -> None:
     geometry = HybridGeometry([GroupSpec.full(1), GroupSpec.mamba(1)], 1)
     assert promised_positions(geometry, 5) == (4,)
     assert checkpoint_stop(geometry, start=0, end=4, num_prompt_tokens=5) == 4
+
+
+def test_prefill_end_is_the_prompt_or_all_but_the_last_token() -> None:
+    assert prefill_end(5, 5) == 5  # a fresh prompt: N - 1 = 4 < P
+    assert prefill_end(5, 6) == 5  # one output token: it is the one decode computes
+    assert prefill_end(5, 8) == 7  # resumed with 3 outputs: 2 of them are prefilled again
+
+
+def test_sliding_window_need_counts_window_blocks_and_the_eagle_peek() -> None:
+    assert sliding_window_need(1, 4, False) == 0  # W = 1 sees no earlier token
+    assert sliding_window_need(1, 4, True) == 1
+    assert sliding_window_need(5, 4, False) == 1  # 4 tokens back: one block
+    assert sliding_window_need(6, 4, False) == 2
+    assert sliding_window_need(6, 4, True) == 3
+    assert sliding_window_need(4, 1, False) == 3
+    assert GroupSpec.sliding_window(4, 6).blocks_for_hit(True) == 3
+
+
+def test_next_grid_point_is_strictly_past_the_value() -> None:
+    assert [next_grid_point(v, 4) for v in (-1, 0, 3, 4, 5)] == [0, 4, 4, 8, 8]
+    assert next_grid_point(5, 1) == 6
+
+
+def test_mamba_block_size_is_the_first_mamba_groups_block_else_l() -> None:
+    assert HybridGeometry([GroupSpec.full(64), GroupSpec.mamba(16)], 16).mamba_block_size == 16
+    mixed = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(8), GroupSpec.mamba(2)], 2)
+    assert mixed.mamba_block_size == 8
+    swa = HybridGeometry([GroupSpec.full(4), GroupSpec.sliding_window(6, 8)], 2)
+    assert swa.mamba_block_size == swa.scheduler_block_size == 12

@@ -24,12 +24,14 @@ from junction.core import (
     last_cacheable_position,
     mamba_block_aligned_split,
     mask_plan,
+    prefill_end,
     promised_positions,
     reachable_block_mask,
     reachable_boundaries,
     reconcile_hits,
     replay_boundary,
     shared_prefix_boundary,
+    sliding_window_need,
 )
 
 MAMBA4 = GroupSpec.mamba(4)
@@ -127,6 +129,14 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "blocks_for_hit",
         lambda: MAMBA4.blocks_for_hit(False),
         f"spec={MAMBA4!r}: blocks_for_hit is defined for sliding-window groups",
+    ),
+    ("need window", lambda: sliding_window_need(0, 4, False), "window=0: must be >= 1"),
+    ("need block", lambda: sliding_window_need(8, 0, False), "block_size=0: must be >= 1"),
+    ("need eagle", lambda: sliding_window_need(8, 4, 1), "use_eagle=1: must be a bool"),  # type: ignore[arg-type]
+    (
+        "need window type",
+        lambda: sliding_window_need(8.0, 4, False),  # type: ignore[arg-type]
+        "window=8.0: must be an int >= 1",
     ),
     (
         "geometry groups",
@@ -227,6 +237,12 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ("split c", lambda: _split(num_computed_tokens=-1), "num_computed_tokens=-1: must be >= 0"),
     ("split n", lambda: _split(num_new_tokens=-1), "num_new_tokens=-1: must be >= 0"),
     ("split P", lambda: _split(num_prompt_tokens=0), "num_prompt_tokens=0: must be >= 1"),
+    ("prefill_end P", lambda: prefill_end(0, 4), "num_prompt_tokens=0: must be >= 1"),
+    (
+        "prefill_end N",
+        lambda: prefill_end(5, 4),
+        "num_tokens=4: must be >= num_prompt_tokens (5)",
+    ),
     ("split N", lambda: _split(num_tokens=9), "num_tokens=9: must be >= num_prompt_tokens (10)"),
     ("split b", lambda: _split(block_size=0), "block_size=0: must be >= 1"),
     (

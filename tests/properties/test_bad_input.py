@@ -23,11 +23,13 @@ from junction.core import (
     group_finder,
     last_cacheable_position,
     mamba_block_aligned_split,
+    prefill_end,
     promised_positions,
     reachable_block_mask,
     reachable_boundaries,
     reconcile_hits,
     shared_prefix_boundary,
+    sliding_window_need,
 )
 
 from .oracle_adapters import finders_for
@@ -331,3 +333,36 @@ def test_group_finder_rejects_bad_arguments(geometry: HybridGeometry, data: st.D
 @given(st.one_of(st.none(), st.integers(), st.just([GroupSpec.full(4)])))
 def test_reconcile_rejects_a_non_geometry(value: object) -> None:
     assert_rejects(lambda: reconcile_hits(value, [], 0), "geometry", value)  # type: ignore[arg-type]
+
+
+@given(st.integers(1, 64), st.integers(0, 64), st.data())
+def test_prefill_end_rejects_bad_arguments(prompt: int, output: int, data: st.DataObject) -> None:
+    argument, value = data.draw(
+        st.one_of(
+            st.tuples(
+                st.just("num_prompt_tokens"), st.one_of(st.integers(max_value=0), not_an_int)
+            ),
+            st.tuples(
+                st.just("num_tokens"), st.one_of(st.integers(max_value=prompt - 1), not_an_int)
+            ),
+        )
+    )
+    args = {"num_prompt_tokens": prompt, "num_tokens": prompt + output, argument: value}
+    assert_rejects(lambda: prefill_end(**args), argument, value)
+
+
+@given(st.integers(1, 64), st.integers(1, 16), st.data())
+def test_sliding_window_need_rejects_bad_arguments(
+    window: int, block: int, data: st.DataObject
+) -> None:
+    argument, value = data.draw(
+        st.one_of(
+            st.tuples(
+                st.sampled_from(["window", "block_size"]),
+                st.one_of(st.integers(max_value=0), not_an_int),
+            ),
+            st.tuples(st.just("use_eagle"), not_a_bool),
+        )
+    )
+    args = {"window": window, "block_size": block, "use_eagle": False, argument: value}
+    assert_rejects(lambda: sliding_window_need(**args), argument, value)

@@ -10,9 +10,23 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import event, given
+from hypothesis import strategies as st
 
-from junction.core import mamba_block_aligned_split, reachable_block_mask, reconcile_hits
-from junction.reference.oracle.first_principles import oracle_split
+from junction.core import (
+    cdiv,
+    last_cacheable_position,
+    mamba_block_aligned_split,
+    prefill_end,
+    reachable_block_mask,
+    reconcile_hits,
+    sliding_window_need,
+)
+from junction.reference.oracle.first_principles import (
+    oracle_blocks_needed,
+    oracle_in_prefill,
+    oracle_last_cacheable_position,
+    oracle_split,
+)
 
 from .oracle_adapters import finders_for, oracle_hits, oracle_mask
 from .strategies import mask_inputs, reconcile_inputs, split_inputs
@@ -50,3 +64,28 @@ def test_reconciliation_matches_oracle(case: tuple[Any, list[frozenset[int]], in
     assert (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary) == want, (
         f"{geometry} cached={cached} M={max_hit} limit={limit}: core={got} oracle={want}"
     )
+
+
+@given(st.integers(1, 300), st.integers(1, 32), st.booleans())
+def test_last_cacheable_position_matches_oracle(tokens: int, unit: int, use_eagle: bool) -> None:
+    """Core's floor formula equals the deepest position a lookup lands at, found by walking."""
+    got = last_cacheable_position(tokens, unit, use_eagle)
+    assert got == oracle_last_cacheable_position(tokens, unit, use_eagle)
+
+
+@given(st.integers(1, 300), st.integers(0, 300))
+def test_prefill_end_is_where_the_oracle_stops_prefilling(prompt: int, output: int) -> None:
+    tokens = prompt + output
+    end = prefill_end(prompt, tokens)
+    assert oracle_in_prefill(end - 1, prompt, tokens)
+    assert not any(oracle_in_prefill(p, prompt, tokens) for p in range(end, tokens + 1))
+
+
+@given(st.integers(1, 64), st.integers(1, 16), st.booleans(), st.integers(0, 3))
+def test_sliding_window_need_is_the_blocks_a_grid_point_reads(
+    window: int, block: int, use_eagle: bool, extra: int
+) -> None:
+    """At any grid point past the window's reach, the oracle reads exactly ``need`` blocks."""
+    position = (cdiv(window, block) + extra) * block
+    needed = oracle_blocks_needed("sliding_window", position, block, window, use_eagle)
+    assert sliding_window_need(window, block, use_eagle) == len(needed)
