@@ -1,9 +1,9 @@
 """Which recorded finding explains a promise violation of vLLM 0.33.0.
 
-A violation found by ``audit.promises`` on random scenarios is either one of
-the findings in docs/findings.md, or new. The audit's tests require every
-violation to be explained, so an unknown defect fails them (with its
-scenario) instead of hiding among the known ones.
+A violation the promise checks find on vLLM's code (``audit.subject``) on
+random scenarios is either one of the findings in docs/findings.md, or new.
+The audit's tests require every violation to be explained, so an unknown
+defect fails them (with its scenario) instead of hiding among the known ones.
 
 Two kinds of rules:
 
@@ -11,23 +11,22 @@ Two kinds of rules:
   and ``core.reconcile_hits`` disagree is explained by the departure whose
   flag alone makes the restated lookup (``audit.lookup_model``) reproduce
   vLLM's answer;
-* the other findings are rules on the scenario's shape and on what went
-  wrong, each written from reading shrunk counterexamples and vLLM's code
-  (the reasons are in :mod:`audit.findings`).
+* the other findings are rules on the scenario's shape and on the typed
+  problem (``harness.verdict``: which check failed, at which position), each
+  written from reading shrunk counterexamples and vLLM's code (the reasons
+  are in :mod:`audit.findings`).
 """
 
 from __future__ import annotations
 
-import re
-
 import attrs
 
 from junction.core import GroupKind, HybridGeometry
-from junction.reference.harness.conformance import Scenario
+from junction.reference.harness import Promise, Scenario, Violation
+from junction.reference.harness.verdict import MissedPosition
 
 from .lookup_model import Quirks, model_reconcile
-from .promises import POLICY, run_prompts
-from .vllm_engine import Prefill, RequestState
+from .subject import POLICY, VllmRun, VllmSubject
 
 __all__ = ["LOOKUP_QUIRKS", "diagnose", "lookup_departures"]
 
@@ -41,7 +40,7 @@ def lookup_departures(scenario: Scenario) -> list[str]:
     :data:`LOOKUP_QUIRKS` order) that alone reproduces vLLM's answer, or
     ``"unexplained"``.
     """
-    engine = run_prompts(scenario)
+    engine = _run(scenario).engine
     engine.lookup(scenario.probe or scenario.prompts[-1])
     found: list[str] = []
     for lookup in engine.lookups:
@@ -64,6 +63,10 @@ def lookup_departures(scenario: Scenario) -> list[str]:
     return found
 
 
+def _run(scenario: Scenario) -> VllmRun:
+    return VllmSubject().run(scenario)
+
+
 def _mamba_narrower_than_grid(geometry: HybridGeometry) -> bool:
     return not geometry.partial_hits and any(
         g.kind is GroupKind.MAMBA and g.block_size < geometry.scheduler_block_size
@@ -84,16 +87,11 @@ def _sub_block_boundary(scenario: Scenario) -> bool:
     if not geometry.partial_hits or not mamba:
         return False
     alignment, block = geometry.alignment_tokens, mamba[0].block_size
-    for run in run_prompts(scenario).prefills:
-        for x in POLICY.reachable_boundaries(geometry, mamba[0], _state(run)):
+    for prefill in _run(scenario).prefills:
+        for x in POLICY.reachable_boundaries(geometry, mamba[0], prefill.request):
             if x // alignment * alignment % block:
                 return True
     return False
-
-
-def _state(run: Prefill) -> RequestState:
-    prompt = len(run.tokens)
-    return RequestState(prompt, prompt, prompt, run.lookup.shared_prefix_boundary)
 
 
 def _eagle_shifted(scenario: Scenario, position: int) -> bool:
@@ -101,9 +99,9 @@ def _eagle_shifted(scenario: Scenario, position: int) -> bool:
     ``floor_L(P - 1) - L`` or ``J - B`` for a group's block ``B``."""
     geometry = scenario.geometry
     grid = geometry.scheduler_block_size
-    for run in run_prompts(scenario).prefills:
-        junction = run.lookup.shared_prefix_boundary
-        if position == (len(run.tokens) - 1) // grid * grid - grid:
+    for prefill in _run(scenario).prefills:
+        prompt, junction = prefill.request.num_prompt_tokens, prefill.request.shared_prefix_boundary
+        if position == (prompt - 1) // grid * grid - grid:
             return True
         if junction and any(position == junction - g.block_size for g in geometry.groups):
             return True
@@ -117,46 +115,34 @@ def _eagle_zero_boundary(scenario: Scenario) -> bool:
     if not geometry.use_eagle:
         return False
     alignment = geometry.alignment_tokens
-    for run in run_prompts(scenario).prefills:
+    for prefill in _run(scenario).prefills:
         for group in geometry.groups:
-            if group.kind is GroupKind.SLIDING_WINDOW:
-                request = RequestState(
-                    len(run.tokens),
-                    len(run.tokens),
-                    len(run.tokens),
-                    run.lookup.shared_prefix_boundary,
-                )
-                if any(
-                    x < alignment for x in POLICY.reachable_boundaries(geometry, group, request)
-                ):
-                    return True
+            if group.kind is GroupKind.SLIDING_WINDOW and any(
+                x < alignment for x in POLICY.reachable_boundaries(geometry, group, prefill.request)
+            ):
+                return True
     return False
 
 
-def _missed_position(message: str) -> int | None:
-    match = re.search(r"promised position (\d+) is no chunk end", message)
-    return int(match.group(1)) if match else None
-
-
-def diagnose(scenario: Scenario, message: str) -> str | None:
+def diagnose(violation: Violation) -> str | None:
     """The key of the finding that explains this violation, or ``None`` (new)."""
-    geometry, promise = scenario.geometry, scenario.promise
+    scenario, promise = violation.scenario, violation.promise
+    geometry = scenario.geometry
     departures = lookup_departures(scenario)
     if departures and "unexplained" not in departures:
         return f"lookup-{departures[0]}"
-    if _mamba_narrower_than_grid(geometry) and promise != "reconciliation":
+    if _mamba_narrower_than_grid(geometry) and promise is not Promise.RECONCILIATION:
         return "mamba-grid"
-    missed = _missed_position(message)
+    missed = violation.problem.position if isinstance(violation.problem, MissedPosition) else None
     interval = geometry.retention_interval
-    if promise == "split" and missed is not None and interval and missed % interval == 0:
+    if missed is not None and interval and missed % interval == 0:
         return "segments-not-split"
-    if promise != "reconciliation" and _sub_block_boundary(scenario):
+    if promise is not Promise.RECONCILIATION and _sub_block_boundary(scenario):
         return "partial-sub-block"
-    shifted = missed is not None and geometry.use_eagle and _eagle_shifted(scenario, missed)
-    if promise == "split" and shifted:
+    if missed is not None and geometry.use_eagle and _eagle_shifted(scenario, missed):
         return "eagle-shift-split"
-    if promise == "economy" and _eagle_zero_boundary(scenario):
+    if promise is Promise.ECONOMY and _eagle_zero_boundary(scenario):
         return "eagle-zero-boundary"
-    if promise != "reconciliation" and _eagle_drops_a_hash_unit(geometry):
+    if promise is not Promise.RECONCILIATION and _eagle_drops_a_hash_unit(geometry):
         return "eagle-landing"
     return None

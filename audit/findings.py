@@ -2,7 +2,7 @@
 
 Each :class:`Finding` names one defect or departure in vLLM's own code, with
 the minimal counterexample the audit shrank it to (a replayable
-``reference.conformance.Scenario``), what in vLLM's code causes it, the
+``junction.reference.harness.Scenario``), what in vLLM's code causes it, the
 promise it breaks and the upstream report it matches (or "new").
 :func:`findings_markdown` re-runs every counterexample on the installed vLLM
 and writes what it observes, so the section is regenerated, never edited:
@@ -13,15 +13,16 @@ between the ``vllm-audit`` markers and leaves the rest of the file alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.harness.conformance import PROMISES, Scenario
+from junction.reference.harness import Promise, Scenario, check
 
 from .diagnosis import diagnose
-from .promises import check
+from .subject import VllmSubject
 from .vllm_env import PINNED_VERSION
 
 __all__ = ["AUDIT_BEGIN", "AUDIT_END", "FINDINGS", "Finding", "findings_markdown", "write_section"]
@@ -30,13 +31,17 @@ AUDIT_BEGIN = "<!-- vllm-audit:begin -->"
 AUDIT_END = "<!-- vllm-audit:end -->"
 
 
+def _promises(names: Iterable[str]) -> tuple[Promise, ...]:
+    return tuple(Promise.named(name) for name in names)
+
+
 @attrs.frozen
 class Finding:
     """One defect or departure of vLLM 0.33.0, with its minimal counterexample."""
 
     key: str
     title: str
-    promises: tuple[str, ...]
+    promises: tuple[Promise, ...] = attrs.field(converter=_promises)
     upstream: str
     cause: str
     impact: str
@@ -109,7 +114,7 @@ FINDINGS: tuple[Finding, ...] = (
         "partial-sub-block",
         "Partial hits: a boundary inside a Mamba block is kept at two different positions",
         ("junction", "economy", "split"),
-        "new (SPEC defect class: a sub-block junction rounded the wrong way)",
+        "new (a defect class of docs/domain.md: a sub-block junction rounded the wrong way)",
         "with partial hits (`A = H`) the split stops at the junction floored to the Mamba "
         "block from the chunk start (`s + floor_b(J - s)`) and the Mamba mask keeps block "
         "`floor_A(x) // B - 1`, the state at `floor_B(x)`; the sliding-window mask keeps its "
@@ -137,9 +142,9 @@ FINDINGS: tuple[Finding, ...] = (
         "the Mamba mask marks the state block of every `R`-token segment, but the split "
         "never stops at segment boundaries (its stops are the grid, the last cacheable "
         "position, the partial tail and the junction)",
-        "a segment state exists only if the budget happens to end a chunk there; SPEC "
-        "promise 3 counts only materialised segments, so lookups lose nothing they were "
-        "promised, but `R` is not the spacing of the kept states",
+        "a segment state exists only if the budget happens to end a chunk there; "
+        "promise 3 of docs/domain.md counts only materialised segments, so lookups lose "
+        "nothing they were promised, but `R` is not the spacing of the kept states",
         _scenario("split", [_full(2), _mamba(2)], 2, [(7, 0, 0, 0, 0, 0, 0)], budget=6, interval=2),
     ),
     Finding(
@@ -240,10 +245,10 @@ FINDINGS: tuple[Finding, ...] = (
 
 def _observed(finding: Finding) -> tuple[str, str]:
     """Re-run the counterexample on vLLM: what went wrong, and the diagnosis."""
-    problem = check(finding.counterexample)
-    if problem is None:
+    violation = check(finding.counterexample, VllmSubject())
+    if violation is None:
         return "no longer reproduces", "-"
-    return problem, diagnose(finding.counterexample, problem) or "undiagnosed"
+    return str(violation), diagnose(violation) or "undiagnosed"
 
 
 def _cell(text: str) -> str:
@@ -298,7 +303,7 @@ def findings_markdown() -> str:
     ]
     observed = [_observed(f) for f in FINDINGS]
     for number, (finding, (problem, _)) in enumerate(zip(FINDINGS, observed, strict=True), 1):
-        broken = ", ".join(PROMISES[p].split(".")[0] for p in finding.promises)
+        broken = ", ".join(str(p.number) for p in finding.promises)
         lines.append(
             f"| {number} | {_cell(finding.title)} | {broken} | {_cell(problem)} | "
             f"{_cell(finding.upstream)} |"
@@ -312,8 +317,8 @@ def findings_markdown() -> str:
         "",
         "### Causes and minimal counterexamples",
         "",
-        "Replay one with `audit.promises.check(Scenario.from_json(json.loads(text)))` "
-        "(`reference.conformance.Scenario`).",
+        "Replay one with `check(Scenario.from_json(json.loads(text)), VllmSubject())` "
+        "(`junction.reference.harness`, `junction.audit.subject`).",
         "",
     ]
     for number, (finding, (_, key)) in enumerate(zip(FINDINGS, observed, strict=True), 1):

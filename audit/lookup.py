@@ -4,7 +4,7 @@ Lookup is not a policy decision: ``core.reconcile_hits`` is exact by first
 principles. To compare vLLM's ``HybridKVCacheCoordinator.find_longest_cache_hit``
 with it, both must read the *same* cache, so this module turns vLLM's block
 pool plus one request's block-hash chain into core finders (and into the
-oracle's cached sets, for SPEC promise 6).
+oracle's cached sets, for promise 6 of docs/domain.md).
 
 vLLM keys a block of ``B = s * H`` tokens by the hash of its last hash unit
 (``BlockHashListWithBlockSize``), so group ``g`` has block ``i`` cached iff

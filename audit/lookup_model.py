@@ -1,7 +1,7 @@
 """vLLM 0.33.0's lookup restated, each departure from first principles a switch.
 
-``core.reconcile_hits`` is the exact lookup (SPEC section 3). vLLM's
-``HybridKVCacheCoordinator.find_longest_cache_hit`` departs from it in four
+``core.reconcile_hits`` is the exact lookup (docs/domain.md, "Decision 1").
+vLLM's ``HybridKVCacheCoordinator.find_longest_cache_hit`` departs from it in four
 places, found by the differential tests and read off vLLM's code
 (``kv_cache_coordinator.py``, ``single_type_kv_cache_manager.py``). This
 module restates vLLM's lookup with each departure behind a :class:`Quirks`

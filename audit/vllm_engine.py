@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from junction.core import GroupKind, HitReconciliation, HybridGeometry
+from junction.reference.harness.verdict import RequestState
 
 from .lookup import GroupView, core_reconcile, pool_views
 from .specs import kv_cache_config
@@ -51,25 +52,6 @@ __all__ = [
 
 class PoolExhausted(RuntimeError):
     """``allocate_slots`` refused a chunk: the prompt cannot fit the pool."""
-
-
-@attrs.frozen
-class RequestState:
-    """What a policy reads of a request (satisfies ``reference.policy.RequestView``)."""
-
-    num_prompt_tokens: int
-    num_tokens: int
-    num_computed_tokens: int
-    shared_prefix_boundary: int
-
-    @classmethod
-    def of(cls, request: Any) -> RequestState:
-        return cls(
-            int(request.num_prompt_tokens),
-            int(request.num_tokens),
-            int(request.num_computed_tokens),
-            int(request.shared_prefix_boundary),
-        )
 
 
 @attrs.frozen

@@ -3,12 +3,13 @@
 ``--policy`` is a built-in name (``junction``, ``dense``, ``interval``,
 ``vllm-0.33``, ``vllm-pr47782``) or ``module:attribute`` naming a user's
 policy (an object, or a class / factory called with no arguments). The
-promises take turns until ``--seconds`` are spent; a live line shows the time
-bar and the examples run per promise. The final table gives each promise's
-verdict; a violation prints its shrunk counterexample as a replayable
-scenario. Exit status: 0 when every promise held, 1 on any violation or
-policy error, 2 for bad arguments or a policy that cannot be loaded.
-``--seed`` replays a run: the same seed runs the same examples in order.
+promises take turns until ``--seconds`` are spent; a progress line on
+standard error shows the time spent and the examples run per promise. The
+final table gives each promise's verdict; a violation prints its shrunk
+counterexample as a replayable scenario. Exit status: 0 when every promise
+held, 1 on any violation or policy error, 2 for bad arguments or a policy
+that cannot be loaded. ``--seed`` replays a run: the same seed runs the same
+examples in order.
 """
 
 from __future__ import annotations
@@ -17,40 +18,22 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any
 
+from junction.reference.cli import terminal
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.engine.policy import PolicyError
-from junction.reference.harness.conformance import PROMISES, run_conformance
+from junction.reference.harness import ConformanceReport, Promise, Verdict, run_conformance
 from junction.reference.policies.builtin import resolve_policy
 
 __all__ = ["add_parser"]
 
-
-class _LiveLine:
-    """The time bar and per-promise example counts, redrawn in place on a terminal."""
-
-    def __init__(self, seconds: float, stream: TextIO, width: int = 24) -> None:
-        self.seconds = seconds
-        self.stream = stream
-        self.width = width
-        self.started = time.perf_counter()
-        self.counts: dict[str, str] = {}
-        self.tty = stream.isatty()
-
-    def update(self, promise: str, examples: int, status: str) -> None:
-        mark = {"kept": "", "violated": " VIOLATED", "error": " ERROR", "n/a": " n/a"}[status]
-        self.counts[promise] = f"{promise} {examples}{mark}"
-        elapsed = time.perf_counter() - self.started
-        filled = min(self.width, int(self.width * elapsed / self.seconds))
-        bar = "#" * filled + "." * (self.width - filled)
-        line = f"[{bar}] {elapsed:5.1f}/{self.seconds:g} s  " + "  ".join(self.counts.values())
-        self.stream.write(f"\r\033[K{line}" if self.tty else line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
+_MARKS = {
+    Verdict.KEPT: "",
+    Verdict.VIOLATED: " VIOLATED",
+    Verdict.ERROR: " ERROR",
+    Verdict.NOT_APPLICABLE: " n/a",
+}
 
 
 def _positive_seconds(text: str) -> float:
@@ -63,47 +46,59 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _run(args: argparse.Namespace) -> int:
-    try:
-        policy = resolve_policy(args.policy)
-    except PolicyError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    live = _LiveLine(args.seconds, sys.stderr)
-    try:
-        report = run_conformance(
+def _fuzz(args: argparse.Namespace, policy: Any) -> ConformanceReport:
+    """The run, with a progress line in seconds (the budget) and the examples per promise."""
+    counts: dict[Promise, str] = {}
+    with terminal.progress("fuzz", args.seconds) as advance:
+        started, shown = time.perf_counter(), 0
+
+        def on_progress(promise: Promise, examples: int, status: Verdict) -> None:
+            nonlocal shown
+            counts[promise] = f"{promise.value} {examples}{_MARKS[status]}"
+            elapsed = int(min(time.perf_counter() - started, args.seconds))
+            advance(elapsed - shown, status="  ".join(counts.values()))
+            shown = elapsed
+
+        return run_conformance(
             policy,
             seconds=args.seconds,
             seed=args.seed,
-            promises=args.promise or list(PROMISES),
-            on_progress=live.update,
+            promises=args.promise or list(Promise),
+            on_progress=on_progress,
         )
-    except PolicyError as error:  # the protocol itself is not implemented
-        live.close()
+
+
+def _json(report: ConformanceReport) -> dict[str, Any]:
+    return {
+        "policy": report.policy,
+        "seed": report.seed,
+        "passed": report.passed,
+        "verdicts": [
+            {
+                "promise": v.promise.value,
+                "statement": v.statement,
+                "status": v.status.value,
+                "examples": v.examples,
+                "seconds": round(v.seconds, 3),
+                "message": v.message,
+                "counterexample": v.counterexample.to_json() if v.counterexample else None,
+            }
+            for v in report.verdicts
+        ],
+    }
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        policy = resolve_policy(args.policy)
+        report = _fuzz(args, policy)
+    except PolicyError as error:  # cannot load, or the protocol itself is not implemented
         print(f"error: {error}", file=sys.stderr)
         return 2
-    live.close()
     print(report.table())
     if args.json:
-        document: dict[str, Any] = {
-            "policy": report.policy,
-            "seed": report.seed,
-            "passed": report.passed,
-            "verdicts": [
-                {
-                    "promise": v.promise,
-                    "statement": v.statement,
-                    "status": v.status,
-                    "examples": v.examples,
-                    "seconds": round(v.seconds, 3),
-                    "message": v.message,
-                    "counterexample": v.counterexample.to_json() if v.counterexample else None,
-                }
-                for v in report.verdicts
-            ],
-        }
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2)
+            json.dump(_json(report), handle, indent=2)
     return 0 if report.passed else 1
 
 
@@ -128,7 +123,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--promise",
         action="append",
-        choices=list(PROMISES),
+        choices=[p.value for p in Promise],
         help="check only this promise (repeatable; default: all)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")

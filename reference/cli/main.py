@@ -3,8 +3,8 @@
 ``exhaustive`` walks every input up to a bound and compares core with the
 first-principles oracle, printing how many inputs each decision covered.
 ``simulate`` runs retention policies on an agent workload; ``fuzz`` checks one
-policy's promises for a while (``reference.fuzz``); ``findings`` writes
-docs/findings.md (``reference.findings``).
+policy's promises for a while (``cli.fuzz``); ``findings`` writes
+docs/findings.md (``cli.findings``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import argparse
 import time
 
 from junction import core
-from junction.reference.cli import fuzz, simulate
-from junction.reference.harness import findings
+from junction.reference.cli import findings, fuzz, simulate
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import check_exhaustively
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from junction.audit.specs import vllm_geometry
 from junction.core import GroupKind, GroupSpec, HybridGeometry
-from junction.reference.harness.conformance import Scenario, scenarios
+from junction.reference.harness import Promise, Scenario, scenarios
 
 block_sizes = st.sampled_from([1, 2, 4, 8, 3, 6])
 windows = st.integers(1, 24)
@@ -136,6 +136,6 @@ def _as_vllm(scenario: Scenario) -> Scenario:
     )
 
 
-def vllm_scenarios(promise: str) -> st.SearchStrategy[Scenario]:
+def vllm_scenarios(promise: Promise) -> st.SearchStrategy[Scenario]:
     """The conformance harness's scenarios for one promise, on vLLM-valid geometries."""
     return scenarios(promise).map(_as_vllm)

@@ -1,4 +1,4 @@
-"""SPEC section 7 against vLLM 0.33.0's own code (``audit.promises``).
+"""The promises of docs/domain.md against vLLM 0.33.0's own code (``audit.subject``).
 
 vLLM breaks some promises; each way it does is a finding in docs/findings.md
 with a minimal counterexample. These properties draw the conformance
@@ -20,43 +20,45 @@ from hypothesis import given, settings
 
 from junction.audit.diagnosis import diagnose
 from junction.audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
-from junction.audit.promises import check
 from junction.audit.specs import vllm_geometry
-from junction.reference.harness.conformance import PROMISES, Scenario
+from junction.audit.subject import VllmSubject
+from junction.reference.harness import Promise, Scenario, check
 
 from .strategies import examples, vllm_scenarios
 
 FINDINGS_MD = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 
 
+VLLM = VllmSubject()
+
+
 def _explained(scenario: Scenario) -> None:
-    problem = check(scenario)
-    if problem is None:
+    violation = check(scenario, VLLM)
+    if violation is None:
         return
-    key = diagnose(scenario, problem)
-    assert key is not None, (
-        f"vLLM breaks promise {PROMISES[scenario.promise]!r} in a way no finding explains: "
-        f"{problem}\nscenario: {json.dumps(scenario.to_json())}"
+    assert diagnose(violation) is not None, (
+        f"vLLM breaks promise {violation.promise.statement!r} in a way no finding explains: "
+        f"{violation}\nscenario: {json.dumps(scenario.to_json())}"
     )
 
 
-def _property(promise: str, share: float) -> Callable[[], None]:
+def _property(promise: Promise, share: float) -> Callable[[], None]:
     @settings(max_examples=examples(share))
     @given(vllm_scenarios(promise))
     def test(scenario: Scenario) -> None:
         _explained(scenario)
 
-    test.__name__ = f"test_{promise}_violations_are_recorded_findings"
+    test.__name__ = f"test_{promise.value}_violations_are_recorded_findings"
     return test
 
 
-test_replay = _property("replay", 0.4)
-test_junction = _property("junction", 0.4)
-test_segments = _property("segments", 0.2)
-test_economy = _property("economy", 0.3)
-test_split = _property("split", 0.4)
-test_reconciliation = _property("reconciliation", 0.4)
-test_safety = _property("safety", 0.2)
+test_replay = _property(Promise.REPLAY, 0.4)
+test_junction = _property(Promise.JUNCTION, 0.4)
+test_segments = _property(Promise.SEGMENTS, 0.2)
+test_economy = _property(Promise.ECONOMY, 0.3)
+test_split = _property(Promise.SPLIT, 0.4)
+test_reconciliation = _property(Promise.RECONCILIATION, 0.4)
+test_safety = _property(Promise.SAFETY, 0.2)
 
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.key)
@@ -68,9 +70,10 @@ def test_findings_still_reproduce(finding: Finding) -> None:
         use_eagle=geometry.use_eagle,
         retention_interval=geometry.retention_interval,
     ), f"{finding.key}: vLLM decides partial hits otherwise"
-    problem = check(finding.counterexample)
-    assert problem is not None, f"{finding.key}: vLLM now keeps the promise on its counterexample"
-    assert diagnose(finding.counterexample, problem) == finding.key
+    violation = check(finding.counterexample, VLLM)
+    assert violation is not None, f"{finding.key}: vLLM now keeps the promise on its counterexample"
+    assert violation.promise in finding.promises
+    assert diagnose(violation) == finding.key
 
 
 def test_docs_section_is_current() -> None:

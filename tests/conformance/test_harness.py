@@ -14,7 +14,7 @@ import pytest
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.policy import PolicyError, RequestView
-from junction.reference.harness.conformance import PROMISES, Scenario, replay, run_conformance
+from junction.reference.harness import Promise, Scenario, Verdict, replay, run_conformance
 from junction.reference.policies.builtin import (
     DensePolicy,
     IntervalPolicy,
@@ -26,8 +26,8 @@ from junction.reference.policies.builtin import (
 def test_a_conforming_policy_gets_a_clean_report() -> None:
     report = run_conformance(JunctionPolicy(), examples=10, seed=3)
     assert report.passed and report.policy == "junction" and report.seed == 3
-    assert [v.promise for v in report.verdicts] == list(PROMISES)
-    assert all(v.status == "kept" and v.examples == 10 for v in report.verdicts)
+    assert [v.promise for v in report.verdicts] == list(Promise)
+    assert all(v.status is Verdict.KEPT and v.examples == 10 for v in report.verdicts)
     assert "junction" in report.table()
 
 
@@ -35,10 +35,11 @@ def test_a_violation_comes_back_shrunk_and_replayable() -> None:
     # No pinning: the junction promise cannot hold (the behaviour before #47782).
     report = run_conformance(IntervalPolicy(), examples=200, promises=["junction"])
     (verdict,) = report.violated
-    assert verdict.promise == "junction" and verdict.status == "violated"
+    assert verdict.promise is Promise.JUNCTION and verdict.status is Verdict.VIOLATED
     scenario = verdict.counterexample
-    assert scenario is not None
-    assert replay(scenario, IntervalPolicy()) == verdict.message
+    assert scenario is not None and verdict.violation is not None
+    assert verdict.violation.scenario == scenario and verdict.violation.subject == "engine"
+    assert replay(scenario, IntervalPolicy()) == verdict.violation
     assert replay(scenario, JunctionPolicy()) is None  # pinning fixes it
     # Through JSON and back, as a bug report would carry it.
     again = Scenario.from_json(json.loads(json.dumps(scenario.to_json())))
@@ -50,7 +51,7 @@ def test_the_same_seed_replays_the_same_run() -> None:
     first, second = (
         run_conformance(DensePolicy(), examples=100, seed=7, promises=["economy"]) for _ in range(2)
     )
-    assert first.verdicts[0].status == "violated"  # dense keeps every block under R = 0
+    assert first.verdicts[0].status is Verdict.VIOLATED  # dense keeps every block under R = 0
     assert first.verdicts[0].counterexample == second.verdicts[0].counterexample
     assert first.verdicts[0].examples == second.verdicts[0].examples
 
@@ -95,7 +96,7 @@ def test_a_broken_policy_is_an_error_naming_policy_and_call(
 ) -> None:
     report = run_conformance(policy, examples=20, promises=["split", "economy"], fail_fast=True)
     verdict = report.violated[0]
-    assert verdict.status == "error"
+    assert verdict.status is Verdict.ERROR and verdict.violation is None
     assert f"policy {policy.name!r}" in verdict.message
     assert call in verdict.message and problem in verdict.message
 
@@ -146,4 +147,4 @@ def test_where_narrows_the_geometries_and_marks_empty_scopes() -> None:
         JunctionPolicy(), examples=5, promises=["segments"], where=lambda g: g.use_eagle
     )
     (verdict,) = report.verdicts
-    assert verdict.status == "n/a" and report.passed
+    assert verdict.status is Verdict.NOT_APPLICABLE and report.passed

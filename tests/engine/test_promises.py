@@ -1,10 +1,10 @@
-"""End-to-end promises of SPEC section 7 for the default policy, no eviction pressure.
+"""End-to-end promises of docs/domain.md for the default policy, no eviction pressure.
 
 Each property draws scenarios from the public conformance harness
-(``reference.conformance.scenarios``) and replays them on the ``junction``
+(``junction.reference.harness.scenarios``) and replays them on the ``junction``
 policy through the reference engine; the scope of each promise (literal
 without EAGLE and partial hits, "sparse retention loses nothing" otherwise)
-is documented in ``reference.conformance``. The ``@example`` scenarios are
+is documented in ``junction.reference.harness.promises``. The ``@example`` scenarios are
 counterexamples ``make fuzz`` once found, kept so they stay fixed.
 """
 
@@ -13,15 +13,15 @@ from __future__ import annotations
 from hypothesis import example, given
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.harness.conformance import Scenario, replay, scenarios
+from junction.reference.harness import Scenario, replay, scenarios
 from junction.reference.policies.builtin import JunctionPolicy
 
 POLICY = JunctionPolicy()
 
 
 def assert_holds(scenario: Scenario) -> None:
-    problem = replay(scenario, POLICY)
-    assert problem is None, f"{problem}\nscenario: {scenario.to_json()}"
+    violation = replay(scenario, POLICY)
+    assert violation is None, f"{violation}\nscenario: {scenario.to_json()}"
 
 
 def _resend(geometry: HybridGeometry, prompt: tuple[int, ...], budget: int) -> Scenario:

@@ -1,4 +1,4 @@
-"""The bug zoo: one mutant per defect class of SPEC section 8.
+"""The bug zoo: one mutant per defect class of docs/domain.md ("Defect classes").
 
 Each is a small, readable change to the default ``junction`` policy (or, for
 the two lookup defects no policy can cause, to the reference engine), with

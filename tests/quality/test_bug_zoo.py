@@ -1,6 +1,6 @@
 """The suite finds these bugs: every zoo mutant breaks a named promise.
 
-Each mutant (``mutants.ZOO``, one per defect class of SPEC section 8) runs
+Each mutant (``mutants.ZOO``, one per defect class of docs/domain.md) runs
 through the public conformance harness with a bounded budget: at most
 ``EXAMPLES`` examples per promise, stopping at the first violation. The test
 requires a violation, of a promise the defect is known to break, with a
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from junction.reference.harness.conformance import replay, run_conformance
+from junction.reference.harness import Verdict, replay, run_conformance
 
 from .mutants import ZOO, Mutant
 
@@ -35,15 +35,15 @@ def test_the_harness_catches_the_mutant(mutant: Mutant) -> None:
     SCOREBOARD.append(
         (
             mutant.name,
-            caught[0].promise if caught else "-",
+            caught[0].promise.value if caught else "-",
             caught[0].seconds_to_counterexample if caught else None,
             elapsed,
         )
     )
     assert caught, f"{mutant.name}: no promise violated in {EXAMPLES} examples each"
     verdict = caught[0]
-    assert verdict.status == "violated", verdict.message
-    assert verdict.promise in mutant.expected, (verdict.promise, verdict.message)
+    assert verdict.status is Verdict.VIOLATED, verdict.message
+    assert verdict.promise.value in mutant.expected, (verdict.promise, verdict.message)
     assert verdict.counterexample is not None
     again = replay(verdict.counterexample, mutant.policy(), mutant.engine)
     assert again is not None, "the shrunk counterexample does not replay"

@@ -1,0 +1,137 @@
+"""vLLM 0.33.0's own code as a subject of the promise checks.
+
+The promises are checked once, in ``junction.reference.harness.promises``,
+against the subject protocol; this module adapts :class:`audit.vllm_engine.VllmEngine`
+(a real ``KVCacheManager`` fed prompts the way its scheduler feeds them) to
+it, so the audit and the reference engine are judged by the same lines.
+What is vLLM's here: its lookup (``get_computed_blocks``), its pool (what
+is kept, what the oracle reads), its split (through the scheduler stand-in).
+The promised positions are the ``vllm-0.33`` policy's
+(``VllmPolicy.checkpoint_positions``: its boundaries floored to ``A``, plus
+the segment boundaries under ``R > 0``), which the differential tests prove
+are the positions vLLM's masks keep.
+
+Modelled as vLLM runs one request at a time: the prompts are prefilled one
+after another, each freed when done (no decode tokens: a request's ``N`` is
+its prompt), and a prompt the pool cannot fit is skipped, as a scheduler
+would keep it waiting. A safety scenario's arrival gaps are therefore
+ignored; eviction still happens when the pool is small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import attrs
+
+from junction.core import HybridGeometry
+from junction.reference.harness import Hits, Prefill, RequestState, Resume, Scenario
+from junction.reference.oracle.first_principles import OracleGroup
+from junction.reference.policies.vllm import VllmPolicy
+
+from .split import vllm_split
+from .vllm_engine import Lookup, PoolExhausted, VllmEngine
+from .vllm_env import vllm
+
+__all__ = ["POLICY", "VllmRun", "VllmSubject"]
+
+POLICY = VllmPolicy()
+
+
+class VllmRun:
+    """vLLM's cache after a scenario's prompts (a ``harness.subject.Run``)."""
+
+    sub_block_states = True  # with partial hits vLLM keys a prompt's partial-tail state
+    policy = POLICY
+
+    def __init__(self, scenario: Scenario, geometry: HybridGeometry) -> None:
+        self.engine = VllmEngine(geometry, num_blocks=scenario.num_blocks)
+        for prompt in scenario.prompts:
+            try:
+                self.engine.prefill(prompt, scenario.budget)
+            except PoolExhausted:
+                continue
+        self._probes: dict[tuple[int, ...], Lookup] = {}
+
+    @property
+    def geometry(self) -> HybridGeometry:
+        return self.engine.geometry
+
+    @property
+    def prefills(self) -> list[Prefill]:
+        prefills = []
+        for run in self.engine.prefills:
+            prompt = len(run.tokens)
+            state = RequestState(prompt, prompt, prompt, run.lookup.shared_prefix_boundary)
+            starts = (run.lookup.hit_length, *run.chunk_ends[:-1])
+            chunks = tuple(zip(starts, run.chunk_ends, strict=False))
+            prefills.append(Prefill(state, chunks, run.stalled))
+        return prefills
+
+    @property
+    def resumes(self) -> list[Resume]:
+        return [
+            Resume(len(lookup.tokens), lookup.hit_length, lookup.state_materialized)
+            for lookup in self.engine.lookups
+        ]
+
+    def _lookup(self, prompt: Sequence[int]) -> Lookup:
+        """vLLM's lookup of ``prompt``, asked once per prompt (the pool does not change)."""
+        tokens = tuple(prompt)
+        if tokens not in self._probes:
+            self._probes[tokens] = self.engine.lookup(tokens)
+        return self._probes[tokens]
+
+    def lookup(self, prompt: Sequence[int]) -> Hits:
+        lookup = self._lookup(prompt)
+        junction = lookup.shared_prefix_boundary
+        # vLLM reports ℓ only through the junction: ℓ = J when U > 0, else h.
+        return Hits(lookup.hit_length, junction or lookup.hit_length, junction)
+
+    def cached_sets(self, prompt: Sequence[int]) -> list[OracleGroup]:
+        return [
+            OracleGroup(view.spec.kind.value, view.spec.block_size, view.spec.window, view.cached)
+            for view in self._lookup(prompt).views
+        ]
+
+    def kept(self, group_id: int) -> frozenset[Hashable]:
+        utils = vllm().utils
+        return frozenset(
+            bytes(utils.get_block_hash(key))
+            for key in list(self.engine.block_pool.cached_block_hash_to_block._cache)
+            if int(utils.get_group_id(key)) == group_id
+        )
+
+    def key(self, prefill: int, group_id: int, end: int) -> Hashable | None:
+        # vLLM keys a block (or a partial-tail state) by the hash of its last hash unit.
+        hashes = self.engine.prefills[prefill].block_hashes
+        unit = end // self.geometry.hash_block_size - 1
+        return hashes[unit] if 0 <= unit < len(hashes) else None
+
+    def split(self, request: RequestState, num_new_tokens: int, budget: int) -> int:
+        return vllm_split(
+            self.geometry,
+            num_prompt_tokens=request.num_prompt_tokens,
+            num_tokens=request.num_tokens,
+            num_computed_tokens=request.num_computed_tokens,
+            shared_prefix_boundary=request.shared_prefix_boundary,
+            num_new_tokens=num_new_tokens,
+            max_num_scheduled_tokens=budget,
+        )
+
+
+@attrs.frozen
+class VllmSubject:
+    """vLLM 0.33.0 on the scenario's geometry, or (``dense``) with ``R = None``."""
+
+    dense_retention: bool = False
+    name = "vLLM"
+
+    def run(self, scenario: Scenario) -> VllmRun:
+        geometry = scenario.geometry
+        if self.dense_retention:
+            geometry = attrs.evolve(geometry, retention_interval=None)
+        return VllmRun(scenario, geometry)
+
+    def dense(self) -> VllmSubject:
+        return VllmSubject(dense_retention=True)

@@ -1,0 +1,165 @@
+"""The reference engine as a :class:`.subject.Subject` of the promise checks.
+
+Only this module knows the engine's insides (its coordinator's managers and
+pool); the checks see the protocol. A third party's engine class plugs in
+through ``engine_factory`` (called with an ``EngineConfig``), as before.
+
+Under a scenario with ``gaps`` (safety) the prompts arrive ``gaps[i]`` steps
+apart into the scenario's small pool, so requests run together, evict and
+preempt; otherwise each runs to completion before the next is submitted.
+Every step is followed by the engine's own ``check`` (its invariants).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+
+from junction.core import GroupKind, HybridGeometry
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.policy import Policy
+from junction.reference.engine.request import Request
+from junction.reference.oracle.first_principles import OracleGroup
+from junction.reference.policies.builtin import DensePolicy
+
+from .scenario import Scenario
+from .subject import Hits, Prefill, Resume
+from .verdict import RequestState
+
+__all__ = ["EngineFactory", "EngineRun", "EngineSubject"]
+
+EngineFactory = Callable[[EngineConfig], Engine]
+
+
+def _step_limit(tokens: int) -> int:
+    """Steps after which a request that should have finished counts as stuck."""
+    return 4 * tokens + 100
+
+
+class EngineRun:
+    """The engine after a scenario's prompts (a :class:`.subject.Run`)."""
+
+    sub_block_states = False  # the engine serves a Mamba state only at its block's end
+
+    def __init__(self, scenario: Scenario, policy: Policy, engine_factory: EngineFactory) -> None:
+        config = EngineConfig(
+            scenario.geometry,
+            num_blocks=scenario.num_blocks,
+            max_num_batched_tokens=scenario.budget,
+            policy=policy,
+        )
+        self.engine = engine_factory(config)
+        self.resumes: list[Resume] = []
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+        self._materialized: set[tuple[int, ...]] = set()
+        output = scenario.max_output_tokens
+        if scenario.gaps:
+            for prompt, gap in zip(scenario.prompts, scenario.gaps, strict=True):
+                for _ in range(gap):
+                    if not self.engine.idle:
+                        self._step()
+                self.engine.submit(prompt, output)
+            self._drain(sum(map(len, scenario.prompts)) * 4, "requests")
+        else:
+            for prompt in scenario.prompts:
+                self.engine.submit(prompt, max_output_tokens=output)
+                self._drain(len(prompt) + output, f"{len(prompt)}-token prompt")
+
+    def _drain(self, tokens: int, what: str) -> None:
+        for _ in range(_step_limit(tokens)):
+            if self.engine.idle:
+                self.engine.check()  # nothing leaked once every request finished
+                return
+            self._step()
+        raise AssertionError(f"no progress: {what} still running after the step limit")
+
+    def _step(self) -> None:
+        for request_id, start, tokens in self.engine.step():
+            tokens_so_far = tuple(self.engine.requests[request_id].tokens)
+            spans = self._spans.setdefault(request_id, [])
+            if not spans or spans[-1][1] != start:  # admitted: resumes at its hit
+                self._resume(tokens_so_far, start)
+            spans.append((start, start + tokens))
+            self._materialized.add(tokens_so_far[: start + tokens])
+        self.engine.check()
+
+    def _resume(self, tokens: tuple[int, ...], hit: int) -> None:
+        materialized = hit == 0 or tokens[:hit] in self._materialized
+        self.resumes.append(Resume(len(tokens), hit, materialized))
+
+    @property
+    def geometry(self) -> HybridGeometry:
+        return self.engine.geometry
+
+    @property
+    def policy(self) -> Policy:
+        return self.engine.policy
+
+    @property
+    def prefills(self) -> list[Prefill]:
+        return [
+            Prefill(RequestState.of(request), tuple(self._spans.get(request_id, ())))
+            for request_id, request in self.engine.requests.items()
+        ]
+
+    def _probe(self, prompt: Sequence[int]) -> Request:
+        return Request(-1, tuple(prompt), 1, self.geometry.hash_block_size)
+
+    def lookup(self, prompt: Sequence[int]) -> Hits:
+        hits = self.engine.coordinator.lookup(self._probe(prompt))
+        self._resume(tuple(prompt), hits.hit_length)
+        return Hits(hits.hit_length, hits.longest_hit_length, hits.shared_prefix_boundary)
+
+    def cached_sets(self, prompt: Sequence[int]) -> list[OracleGroup]:
+        pool, chain = self.engine.pool, self._probe(prompt).chain
+        groups = []
+        for manager in self.engine.coordinator.managers:
+            spec, size = manager.spec, manager.block_size
+            if manager.sub_block_hits:  # full attention matching hash units
+                units = frozenset(
+                    j
+                    for j in range(len(chain.hashes))
+                    if pool.lookup_unit(manager.group_id, chain.hashes[j])
+                )
+                groups.append(OracleGroup("full", chain.unit, None, units))
+                continue
+            cached = set()
+            for i in range(chain.num_hashed_tokens // size):
+                block_hash = chain.block_hash(i, size)
+                assert block_hash is not None
+                block = pool.cached.get((manager.group_id, block_hash))
+                # Only an exact state serves a Mamba hit (promise 7).
+                if block and (
+                    spec.kind is not GroupKind.MAMBA or block.state_position == (i + 1) * size
+                ):
+                    cached.add(i)
+            groups.append(OracleGroup(spec.kind.value, size, spec.window, frozenset(cached)))
+        return groups
+
+    def kept(self, group_id: int) -> frozenset[Hashable]:
+        return frozenset(h for (group, h) in self.engine.pool.cached if group == group_id)
+
+    def key(self, prefill: int, group_id: int, end: int) -> Hashable | None:
+        size = self.geometry.groups[group_id].block_size
+        if end % size or end < size:
+            return None
+        request = self.engine.requests[prefill]
+        return request.chain.block_hash(end // size - 1, size)
+
+    def split(self, request: RequestState, num_new_tokens: int, budget: int) -> int:
+        return self.engine.policy.split(self.geometry, request, num_new_tokens, budget)
+
+
+class EngineSubject:
+    """The reference engine (or a third party's class) running ``policy``."""
+
+    name = "engine"
+
+    def __init__(self, policy: Policy, engine_factory: EngineFactory = Engine) -> None:
+        self.policy = policy
+        self.engine_factory = engine_factory
+
+    def run(self, scenario: Scenario) -> EngineRun:
+        return EngineRun(scenario, self.policy, self.engine_factory)
+
+    def dense(self) -> EngineSubject:
+        return EngineSubject(DensePolicy(), self.engine_factory)

@@ -1,0 +1,95 @@
+"""The seven promises of docs/domain.md ("The promises"), as one enum and one table.
+
+A promise used to be a string keyed into three parallel tables (statements,
+checks, scenario scopes), written twice (here and in the vLLM audit).
+Now :class:`Promise` is the key and :data:`_DESCRIPTORS` the one table of what
+is static about each promise: its number, its statement and the retention
+intervals its scenarios are drawn from. The check itself is one function per
+promise in :mod:`.promises`, dispatched by a ``match`` (exhaustive under mypy),
+not by a third table.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+__all__ = ["Promise", "Retention"]
+
+
+class Retention(enum.Enum):
+    """The retention intervals a promise's scenarios draw (its scope)."""
+
+    ANY = "any"  # None, 0 and multiples of L
+    ZERO = "zero"  # R = 0 only (economy is stated for it)
+    POSITIVE = "positive"  # R > 0 only (segments exist only there)
+
+
+class Promise(enum.Enum):
+    """A promise a retention policy keeps; the value is its name in JSON and on the CLI."""
+
+    REPLAY = "replay"
+    JUNCTION = "junction"
+    SEGMENTS = "segments"
+    ECONOMY = "economy"
+    SPLIT = "split"
+    RECONCILIATION = "reconciliation"
+    SAFETY = "safety"
+
+    @classmethod
+    def named(cls, name: str | Promise) -> Promise:
+        """The promise called ``name``; ``ValueError`` naming the choices otherwise."""
+        if isinstance(name, Promise):
+            return name
+        try:
+            return cls(name)
+        except ValueError:
+            choices = ", ".join(p.value for p in cls)
+            raise ValueError(f"promise={name!r}: must be one of {choices}") from None
+
+    @property
+    def number(self) -> int:
+        return _DESCRIPTORS[self].number
+
+    @property
+    def statement(self) -> str:
+        """``"<number>. <statement>"``, as the reports and docs/findings.md print it."""
+        return f"{self.number}. {_DESCRIPTORS[self].statement}"
+
+    @property
+    def retention(self) -> Retention:
+        return _DESCRIPTORS[self].retention
+
+    @property
+    def eagle(self) -> bool:
+        """Whether its scenarios may use EAGLE (segments are stated without it)."""
+        return self is not Promise.SEGMENTS
+
+
+@attrs.frozen
+class _Descriptor:
+    number: int
+    statement: str
+    retention: Retention = Retention.ANY
+
+
+_DESCRIPTORS: dict[Promise, _Descriptor] = {
+    Promise.REPLAY: _Descriptor(1, "a resend hits as far as full attention alone"),
+    Promise.JUNCTION: _Descriptor(
+        2, "after a shared prefix is seen twice, a third request hits it"
+    ),
+    Promise.SEGMENTS: _Descriptor(
+        3, "R > 0: a sharing request hits the last materialised segment", Retention.POSITIVE
+    ),
+    Promise.ECONOMY: _Descriptor(
+        4, "R = 0: every kept sparse block is needed by a promised position", Retention.ZERO
+    ),
+    Promise.SPLIT: _Descriptor(
+        5, "chunk ends on the grid or promised, in budget, promised ones hit"
+    ),
+    Promise.RECONCILIATION: _Descriptor(6, "the lookup equals the first-principles oracle"),
+    Promise.SAFETY: _Descriptor(
+        7, "invariants hold under pressure; no Mamba resume without its state"
+    ),
+}

@@ -1,0 +1,229 @@
+"""The seven promises of docs/domain.md ("The promises"), each checked once.
+
+Every check reads a subject only through :mod:`.subject`'s protocol, so the
+reference engine and vLLM's own code are judged by the same lines, and
+returns ``None`` when the promise holds or a :class:`.verdict.Violation`
+carrying the numbers that failed.
+
+Scope, where the literal promise cannot hold for any policy: "as far as full
+attention alone" is asserted literally without EAGLE and partial hits (under
+EAGLE a sliding window must match one of *its* blocks past the hit; with
+partial hits full attention lands inside blocks where a Mamba group has no
+state). There the hit must be at least what the same subject gets with every
+block and state cached on the same requests (``Subject.dense``): sparse
+retention loses nothing. (The vLLM audit once also judged EAGLE with Mamba
+groups only literally; one scope for every subject won over that.)
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from junction.core import GroupKind, HybridGeometry, last_cacheable_position
+from junction.reference.oracle.first_principles import oracle_blocks_needed, oracle_reconcile
+
+from .promise import Promise
+from .scenario import Scenario
+from .subject import Run, Subject
+from .verdict import (
+    Invariant,
+    KeptTooMany,
+    KeptUnneeded,
+    LookupMismatch,
+    MissedPosition,
+    NoProgress,
+    OffGrid,
+    OverBudget,
+    Problem,
+    RequestState,
+    ResumeWithoutState,
+    ShortOfDense,
+    ShortOfFullAttention,
+    ShortOfSegment,
+    Stalled,
+    Violation,
+)
+
+__all__ = ["check"]
+
+
+def check(scenario: Scenario, subject: Subject) -> Violation | None:
+    """Run the scenario's promise check on ``subject``: ``None`` when the promise holds.
+
+    A broken invariant of the subject (``AssertionError``) is a violation;
+    ``PolicyError`` (the policy raised or answered malformed) propagates.
+    """
+    try:
+        problem = _problem(scenario, subject)
+    except AssertionError as error:
+        problem = Invariant(str(error))
+    return None if problem is None else Violation(scenario, subject.name, problem)
+
+
+def _problem(scenario: Scenario, subject: Subject) -> Problem | None:
+    match scenario.promise:
+        case Promise.REPLAY | Promise.JUNCTION:
+            return _hit(scenario, subject)
+        case Promise.SEGMENTS:
+            return _segments(scenario, subject.run(scenario))
+        case Promise.ECONOMY:
+            return _economy(subject.run(scenario))
+        case Promise.SPLIT:
+            return _split(subject.run(scenario), scenario.budget)
+        case Promise.RECONCILIATION:
+            return _reconciliation(scenario, subject.run(scenario))
+        case Promise.SAFETY:
+            return _safety(scenario, subject.run(scenario))
+        case _:
+            assert_never(scenario.promise)
+
+
+def literal(geometry: HybridGeometry) -> bool:
+    """Whether "as far as full attention alone" can hold for any policy (see above)."""
+    return not geometry.use_eagle and not geometry.partial_hits
+
+
+def _hit(scenario: Scenario, subject: Subject) -> Problem | None:
+    """Promises 1 and 2: the probe hits as far as full attention alone (see the scope)."""
+    hits = subject.run(scenario).lookup(scenario.probe)
+    if literal(scenario.geometry):
+        if hits.hit != hits.longest:
+            return ShortOfFullAttention(hits.hit, hits.longest)
+        return None
+    dense = subject.dense().run(scenario).lookup(scenario.probe).hit
+    if hits.hit < dense:
+        return ShortOfDense(hits.hit, dense, scenario.geometry.retention_interval)
+    return None
+
+
+def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return min(len(a), len(b))
+
+
+def _segments(scenario: Scenario, run: Run) -> Problem | None:
+    """Promise 3: the probe hits the last segment boundary a chunk end materialised."""
+    interval = scenario.geometry.retention_interval
+    assert interval, "the segments promise is about R > 0"
+    (prompt,) = scenario.prompts
+    probe = scenario.probe
+    hit = run.lookup(probe).hit
+    reach = min(_shared(prompt, probe), len(prompt) - 1, len(probe) - 1)
+    ends = {end for prefill in run.prefills for end in prefill.chunk_ends}
+    segments = tuple(s for s in range(interval, reach + 1, interval) if s in ends)
+    if hit < max(segments, default=0):
+        return ShortOfSegment(hit, segments)
+    return None
+
+
+def _needed_ends(run: Run, group_id: int, position: int) -> list[int]:
+    """Ends of the blocks (states) group ``group_id`` reads to resume at ``position``."""
+    geometry = run.geometry
+    group = geometry.groups[group_id]
+    size = group.block_size
+    if group.kind is GroupKind.MAMBA and position % size and run.sub_block_states:
+        return [position]  # the partial-tail state, keyed at its hash unit
+    needed = oracle_blocks_needed(
+        group.kind.value, position, size, group.window, geometry.use_eagle
+    )
+    return [(index + 1) * size for index in needed]
+
+
+def _economy(run: Run) -> Problem | None:
+    """Promise 4: every kept sparse block is needed, within (boundaries x need) per request."""
+    geometry, policy = run.geometry, run.policy
+    for group_id, group in enumerate(geometry.groups):
+        if group.kind is GroupKind.FULL:
+            continue
+        per_boundary = (
+            1 if group.kind is GroupKind.MAMBA else group.blocks_for_hit(geometry.use_eagle)
+        )
+        needed = set()
+        allowance = 0
+        for index, prefill in enumerate(run.prefills):
+            request = prefill.request
+            allowance += len(set(policy.reachable_boundaries(geometry, group, request))) * (
+                per_boundary
+            )
+            for position in policy.checkpoint_positions(geometry, request):
+                if position >= request.num_prompt_tokens:
+                    continue
+                for end in _needed_ends(run, group_id, position):
+                    key = run.key(index, group_id, end)
+                    if key is not None:
+                        needed.add(key)
+        kept = run.kept(group_id)
+        unneeded = kept - needed
+        if unneeded:
+            return KeptUnneeded(group_id, group, len(unneeded), len(kept))
+        if len(kept) > allowance:
+            return KeptTooMany(group_id, group, len(kept), allowance)
+    return None
+
+
+def _split(run: Run, budget: int) -> Problem | None:
+    """Promise 5: chunk ends on the grid (or promised), in budget, promised ones hit, progress."""
+    geometry, policy = run.geometry, run.policy
+    grid = geometry.scheduler_block_size
+    for prefill in run.prefills:
+        request = prefill.request
+        prompt = request.num_prompt_tokens
+        if prefill.stalled:
+            return Stalled(request, prefill.chunk_ends)
+        if not prefill.chunks:
+            continue
+        promised = set(policy.checkpoint_positions(geometry, request))
+        tail = last_cacheable_position(prompt, geometry.hash_block_size, geometry.use_eagle)
+        for start, end in prefill.chunks:
+            if not 0 < end - start <= budget:
+                return OverBudget(request, start, end, budget)
+            allowed = end % grid == 0 or grid > budget or end in promised
+            allowed |= geometry.partial_hits and end == tail
+            if end < prompt and not allowed:
+                return OffGrid(request, start, end, grid)
+        ends = tuple(sorted(set(prefill.chunk_ends)))
+        first = prefill.chunks[0][0]
+        for position in sorted(promised):
+            if first < position < prompt and position not in ends:
+                return MissedPosition(request, position, ends)
+        # Progress: from every chunk start, a budget reaching the next grid point moves.
+        for start, _ in prefill.chunks:
+            reach = (start // grid + 1) * grid - start
+            if start >= prompt or reach > budget:
+                continue
+            wanted = min(reach, request.num_tokens - start)
+            state = RequestState(prompt, request.num_tokens, start, request.shared_prefix_boundary)
+            if run.split(state, wanted, budget) == 0:
+                return NoProgress(request, start, wanted)
+    return None
+
+
+def _reconciliation(scenario: Scenario, run: Run) -> Problem | None:
+    """Promise 6: the subject's ``(h, ℓ, J)`` equals the oracle's on the subject's own cache."""
+    geometry, probe = run.geometry, scenario.probe
+    got = run.lookup(probe).as_tuple()
+    unit = geometry.hash_block_size
+    want = oracle_reconcile(
+        run.cached_sets(probe),
+        geometry.alignment_tokens,
+        geometry.use_eagle,
+        len(probe) - 1,
+        len(probe) // unit * unit,
+    )
+    if got != want:
+        return LookupMismatch(got, want)
+    return None
+
+
+def _safety(scenario: Scenario, run: Run) -> Problem | None:
+    """Promise 7: under pressure (the subject checks its own invariants as it runs),
+    no lookup resumes a Mamba group at a position without its exact state."""
+    if not any(g.kind is GroupKind.MAMBA for g in scenario.geometry.groups):
+        return None
+    run.lookup(scenario.probe or scenario.prompts[-1])
+    for resume in run.resumes:
+        if not resume.state_materialized:
+            return ResumeWithoutState(resume.tokens, resume.hit)
+    return None

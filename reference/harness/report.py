@@ -1,0 +1,79 @@
+"""A conformance run's result: one verdict per promise, and the report that holds them.
+
+Typed all the way: the verdict is a :class:`.verdict.Verdict`, a violation a
+:class:`.verdict.Violation` with its numbers; :meth:`ConformanceReport.table`
+renders them for people (the fuzz command prints it), nothing parses it back.
+"""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+
+from .promise import Promise
+from .scenario import Scenario
+from .verdict import Verdict, Violation
+
+__all__ = ["ConformanceReport", "PromiseVerdict"]
+
+
+@attrs.frozen
+class PromiseVerdict:
+    """One promise's outcome over a run.
+
+    ``violation`` is set when ``status`` is violated; ``error`` (the
+    ``PolicyError`` text, naming the policy and the call) when it is error;
+    ``counterexample`` is the (shrunk) scenario of either. ``n/a`` means
+    ``where`` excluded every geometry in the promise's scope.
+    ``seconds_to_counterexample`` is the wall time from the start of the run
+    to the first failing example, before shrinking; ``seconds`` the time this
+    promise's checks took.
+    """
+
+    promise: Promise
+    status: Verdict
+    examples: int
+    seconds: float
+    counterexample: Scenario | None = None
+    violation: Violation | None = None
+    error: str = ""
+    seconds_to_counterexample: float | None = None
+
+    @property
+    def statement(self) -> str:
+        return self.promise.statement
+
+    @property
+    def message(self) -> str:
+        """What went wrong, for people: the violation rendered, or the policy error."""
+        return str(self.violation) if self.violation is not None else self.error
+
+
+@attrs.frozen
+class ConformanceReport:
+    policy: str
+    seed: int
+    verdicts: tuple[PromiseVerdict, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.violated
+
+    @property
+    def violated(self) -> tuple[PromiseVerdict, ...]:
+        """The verdicts that are violated or error."""
+        return tuple(v for v in self.verdicts if v.status.failed)
+
+    def table(self) -> str:
+        lines = [f"policy {self.policy!r}, seed {self.seed}"]
+        lines.append(f"  {'promise':<16}{'verdict':<10}{'examples':>9}{'seconds':>9}")
+        for v in self.verdicts:
+            lines.append(
+                f"  {v.promise.value:<16}{v.status.value:<10}{v.examples:>9}{v.seconds:>9.1f}"
+            )
+        for v in self.violated:
+            lines.append(f"\n{v.statement}: {v.status.value}\n  {v.message}")
+            if v.counterexample is not None:
+                lines.append(f"  scenario: {json.dumps(v.counterexample.to_json())}")
+        return "\n".join(lines)

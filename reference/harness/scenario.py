@@ -1,0 +1,107 @@
+"""A replayable input of one promise check, and its JSON form.
+
+A scenario is plain data (geometry, prompts, budget, pool), never a closure
+over an engine, so a counterexample found on one subject replays on any other
+(the reference engine, vLLM's own code) and travels in a bug report as JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+
+from .promise import Promise
+
+__all__ = ["Scenario"]
+
+
+def _prompts(value: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(prompt) for prompt in value)
+
+
+def _ints(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
+def _promise(name: Promise | str) -> Promise:
+    return Promise.named(name)
+
+
+def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"Scenario.{attribute.name}: expected >= 1, got {value}")
+
+
+@attrs.frozen
+class Scenario:
+    """What one promise check runs.
+
+    ``prompts`` run one after another to completion; with ``gaps`` (the
+    ``safety`` promise) they arrive ``gaps[i]`` steps apart instead, into a
+    pool of ``num_blocks``. ``probe`` is the request looked up afterwards
+    (empty when unused).
+    """
+
+    promise: Promise = attrs.field(converter=_promise)
+    geometry: HybridGeometry
+    prompts: tuple[tuple[int, ...], ...] = attrs.field(converter=_prompts)
+    probe: tuple[int, ...] = attrs.field(converter=_ints, default=())
+    budget: int = attrs.field(default=16, validator=_positive)
+    num_blocks: int = attrs.field(default=5000, validator=_positive)
+    gaps: tuple[int, ...] = attrs.field(converter=_ints, default=())
+    max_output_tokens: int = attrs.field(default=2, validator=_positive)
+
+    @gaps.validator
+    def _gaps(self, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
+        if value and len(value) != len(self.prompts):
+            raise ValueError(
+                f"Scenario.gaps: expected one per prompt ({len(self.prompts)}), got {len(value)}"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        geometry = self.geometry
+        return {
+            "promise": self.promise.value,
+            "geometry": {
+                "groups": [
+                    {"kind": g.kind.value, "block_size": g.block_size, "window": g.window}
+                    for g in geometry.groups
+                ],
+                "hash_block_size": geometry.hash_block_size,
+                "partial_hits": geometry.partial_hits,
+                "use_eagle": geometry.use_eagle,
+                "retention_interval": geometry.retention_interval,
+            },
+            "prompts": [list(p) for p in self.prompts],
+            "probe": list(self.probe),
+            "budget": self.budget,
+            "num_blocks": self.num_blocks,
+            "gaps": list(self.gaps),
+            "max_output_tokens": self.max_output_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Scenario:
+        g = data["geometry"]
+        groups = []
+        for group in g["groups"]:
+            kind = GroupKind(group["kind"])
+            if kind is GroupKind.FULL:
+                groups.append(GroupSpec.full(group["block_size"]))
+            elif kind is GroupKind.MAMBA:
+                groups.append(GroupSpec.mamba(group["block_size"]))
+            else:
+                groups.append(GroupSpec.sliding_window(group["block_size"], group["window"]))
+        geometry = HybridGeometry(
+            groups,
+            g["hash_block_size"],
+            partial_hits=g["partial_hits"],
+            use_eagle=g["use_eagle"],
+            retention_interval=g["retention_interval"],
+        )
+        fields = {k: v for k, v in data.items() if k != "geometry"}
+        return cls(geometry=geometry, **fields)

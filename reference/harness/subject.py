@@ -1,0 +1,149 @@
+"""What a promise check needs of a prefix cache: the subject protocol.
+
+The seven promises are checked once (:mod:`.promises`) against this small
+protocol; the reference engine (:mod:`.engine_subject`) and vLLM 0.33.0's own
+code (``junction.audit.subject``) are two adapters of it, and another engine
+(SGLang) is meant to be a third. A :class:`Subject` runs a scenario's prompts
+with its policy and configuration; the :class:`Run` it returns is then asked
+what the promises are about: lookups, the cached sets the first-principles
+oracle reads, chunk ends, the blocks kept per group, and the split's answer
+for one request state.
+
+Why this shape: before, the harness was typed to the concrete ``Engine`` and
+read ``coordinator.managers`` and ``pool.cached``; the audit re-wrote every
+check against vLLM's objects. The protocol names exactly what the checks read,
+in engine-neutral terms: positions in tokens, a cache key per (prompt, group,
+block end) that the subject chooses, request snapshots a policy can read.
+Rejected: a protocol per promise (seven small ones, and an engine author
+would implement them all anyway); passing the engine object and letting each
+check probe it (what the audit had to duplicate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Protocol
+
+import attrs
+
+from junction.core import HybridGeometry
+from junction.reference.engine.policy import Policy
+from junction.reference.oracle.first_principles import OracleGroup
+
+from .scenario import Scenario
+from .verdict import RequestState
+
+__all__ = ["Hits", "Prefill", "Resume", "Run", "Subject"]
+
+
+@attrs.frozen
+class Hits:
+    """A lookup's answer: the hit ``h``, the longest single-group hit ``ℓ``, the junction ``J``."""
+
+    hit: int
+    longest: int
+    junction: int
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        return (self.hit, self.longest, self.junction)
+
+
+@attrs.frozen
+class Prefill:
+    """One prompt of the run: its request state at the end and the chunks it computed.
+
+    ``chunks`` are ``(start, end)`` token spans in order; the first starts at
+    the admission hit. ``stalled``: the split scheduled nothing although
+    prefill remained (a subject that cannot stall leaves it ``False``).
+    """
+
+    request: RequestState
+    chunks: tuple[tuple[int, int], ...]
+    stalled: bool = False
+
+    @property
+    def chunk_ends(self) -> tuple[int, ...]:
+        return tuple(end for _, end in self.chunks)
+
+
+@attrs.frozen
+class Resume:
+    """A lookup the run made (an admission, or a check's probe) and whether the Mamba
+    state at its hit existed: a chunk end of an earlier request left the state after
+    exactly ``tokens[:hit]`` (align mode writes states only at chunk ends)."""
+
+    tokens: int
+    hit: int
+    state_materialized: bool
+
+
+class Run(Protocol):
+    """A subject after it ran a scenario's prompts (no eviction unless the scenario asks)."""
+
+    @property
+    def geometry(self) -> HybridGeometry: ...
+
+    @property
+    def policy(self) -> Policy:
+        """The policy whose promised positions and boundaries the subject keeps."""
+        ...
+
+    @property
+    def prefills(self) -> Sequence[Prefill]:
+        """One per prompt that ran, in the scenario's order."""
+        ...
+
+    @property
+    def resumes(self) -> Sequence[Resume]:
+        """Every lookup so far, in order (admissions, then :meth:`lookup` calls)."""
+        ...
+
+    @property
+    def sub_block_states(self) -> bool:
+        """Whether a Mamba group keeps a state at a hash unit inside its block (vLLM's
+        partial-tail state); otherwise a state serves only at its block's end."""
+        ...
+
+    def lookup(self, prompt: Sequence[int]) -> Hits:
+        """The subject's lookup for a new request ``prompt`` (recorded in :attr:`resumes`)."""
+        ...
+
+    def cached_sets(self, prompt: Sequence[int]) -> Sequence[OracleGroup]:
+        """Per group, which blocks of ``prompt``'s chain it can serve from (the oracle's input)."""
+        ...
+
+    def kept(self, group_id: int) -> frozenset[Hashable]:
+        """The keys of every block (state) the group keeps cached."""
+        ...
+
+    def key(self, prefill: int, group_id: int, end: int) -> Hashable | None:
+        """The key :meth:`kept` uses for prompt ``prefill``'s block (state) ending at
+        token ``end`` in the group; ``None`` where no such block can exist."""
+        ...
+
+    def split(self, request: RequestState, num_new_tokens: int, budget: int) -> int:
+        """How many tokens the subject's split schedules for ``request`` this step."""
+        ...
+
+
+class Subject(Protocol):
+    """Something that runs a scenario's prompts with a given policy and configuration."""
+
+    @property
+    def name(self) -> str:
+        """How violations name it: ``"engine"``, ``"vLLM"``."""
+        ...
+
+    def run(self, scenario: Scenario) -> Run:
+        """A fresh cache that ran the scenario's prompts.
+
+        Raises ``AssertionError`` when the subject's own invariants break (the
+        check reports it as a violation) and ``PolicyError`` when its policy
+        raises or answers malformed (an error verdict).
+        """
+        ...
+
+    def dense(self) -> Subject:
+        """The same subject retaining every block and state: the yardstick where
+        "as far as full attention alone" cannot hold for any policy."""
+        ...
