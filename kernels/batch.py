@@ -6,6 +6,14 @@ every row. Rules are core's rules, checked with one vectorised comparison
 each; a violation raises :class:`core.InvalidArgument` naming the argument
 *and the first offending row* (``num_tokens[3]``), its value and the rule.
 Rejected: silently clamping or skipping bad rows (a silent wrong answer).
+
+Every row is int64, where core has Python integers, so a value int64 cannot
+hold is rejected here rather than wrapped: a Python scalar outside int64, and
+a tensor whose dtype can hold one (uint16, uint32, uint64: ``2**64 - 1``
+would become ``-1``). Sums of arguments that core compares with a bound are
+checked by :func:`require_sum_at_most` without forming the sum, which may
+leave int64 (three starts of ``2**62`` once summed to a negative start and
+passed ``start <= num_tokens``).
 """
 
 from __future__ import annotations
@@ -14,9 +22,19 @@ import torch
 
 from junction.core import InvalidArgument
 
-__all__ = ["BatchShape", "flag_rows", "int_rows", "require_at_least", "require_rows"]
+__all__ = [
+    "BatchShape",
+    "flag_rows",
+    "int_rows",
+    "require_at_least",
+    "require_integer_dtype",
+    "require_rows",
+    "require_sum_at_most",
+]
 
+# The integer dtypes whose every value int64 holds.
 _INTEGER_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+_INT64 = torch.iinfo(torch.int64)
 
 
 class BatchShape:
@@ -55,12 +73,21 @@ def int_rows(name: str, value: object, shape: BatchShape) -> torch.Tensor:
     costs no memory traffic in the vectorised formulas.
     """
     if isinstance(value, torch.Tensor):
-        if value.dtype not in _INTEGER_DTYPES:
-            raise InvalidArgument(name, str(value.dtype), "must be an integer tensor")
-        return value.to(torch.int64)
+        return require_integer_dtype(name, value).to(torch.int64)
     if type(value) is not int:
         raise InvalidArgument(name, value, "must be an int or a 1-D integer tensor")
+    if not _INT64.min <= value <= _INT64.max:
+        raise InvalidArgument(name, value, "must fit in int64 (the batched paths compute in it)")
     return torch.full((1,), value, dtype=torch.int64, device=shape.device).expand(shape.rows)
+
+
+def require_integer_dtype(name: str, value: torch.Tensor) -> torch.Tensor:
+    """``value`` if its dtype is an integer type whose every value int64 holds."""
+    if value.dtype not in _INTEGER_DTYPES:
+        raise InvalidArgument(
+            name, str(value.dtype), "must be an int8, int16, int32, int64 or uint8 tensor"
+        )
+    return value
 
 
 def flag_rows(name: str, value: object, shape: BatchShape) -> tuple[torch.Tensor, bool | None]:
@@ -86,3 +113,23 @@ def require_rows(name: str, values: torch.Tensor, bad: torch.Tensor, rule: str) 
     if bool(bad.any()):
         row = int(bad.nonzero()[0, 0])
         raise InvalidArgument(f"{name}[{row}]", int(values[row]), rule)
+
+
+def require_sum_at_most(
+    name: str,
+    values: torch.Tensor,
+    addends: tuple[torch.Tensor, ...],
+    limit: torch.Tensor,
+    rule: str,
+) -> None:
+    """Raise for the first row where ``values + sum(addends) > limit``, exactly.
+
+    Every operand must be ``>= 0``. The sum itself may leave int64, so this
+    subtracts from the room left instead: ``limit - values`` fits, and
+    clamping the room at ``-1`` before each subtraction keeps a row that is
+    already over negative while the difference stays ``>= -1 - (2**63 - 1)``.
+    """
+    room = limit - values
+    for addend in addends:
+        room = room.clamp(min=-1) - addend
+    require_rows(name, values, room < 0, rule)

@@ -14,6 +14,17 @@ row's start, so no ``rows x width`` int64 block-index tensor is built: each
 row's periodic part is gathered from a small table of the ``period`` possible
 patterns (indexed by the row's phase), and each boundary run is a per-row
 column interval.
+
+Why no sum leaves int64: core computes in Python integers, these paths in
+int64, and block indices reach ``2**63 - 1``. A column ``j`` stands for block
+``start + j``, which is never formed. The periodic residue ``(phase + j) mod
+period`` is taken of ``j - (period - phase)``, since ``phase + j`` passes
+int64 for periods near it (a live block, not only a padding column). A
+boundary's run ``[e - run, e)`` with ``e = floor_A(x) // B + shift`` is held
+as offsets from the start, ``e - start`` clamped to ``[-1, width]`` on the
+side each end is compared from: ``e`` itself passes int64 for ``x = 2**63 -
+1``, and ``e - run - start`` underflows for a start far past ``x``.
+Rejected: rejecting such rows (core answers them, and the offsets are exact).
 """
 
 from __future__ import annotations
@@ -44,16 +55,18 @@ def mask_torch(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
             patterns = (columns + torch.arange(period, device=columns.device)[:, None]) % period
             keep = (patterns >= period - run)[phase]
         else:
-            keep = (columns + phase[:, None]).remainder(period) >= period - run
+            residue = (columns - (period - phase)[:, None]).remainder(period)
+            keep = residue >= period - run
         if shift and width:
             keep[:, 0] &= batch.start >= shift  # block 0 precedes the first run
     else:
         keep = torch.zeros((rows, width), dtype=torch.bool, device=columns.device)
     if keeps_boundaries:
         for boundary in batch.boundaries.unbind(dim=1):
-            run_end = boundary // alignment * alignment // block + shift - batch.start
-            run_end = torch.where(boundary >= 0, run_end, 0)  # -1 pads: an empty run
-            keep |= (columns >= (run_end - run)[:, None]) & (columns < run_end[:, None])
+            offset = boundary // alignment * alignment // block - batch.start
+            low = offset.clamp(min=-1) - run + shift
+            high = torch.where(boundary >= 0, offset.clamp(max=width) + shift, 0)  # -1: none
+            keep |= (columns >= low[:, None]) & (columns < high[:, None])
     if rows and int(batch.length.min()) < width:
         keep &= columns < batch.length[:, None]
     return keep
@@ -76,8 +89,15 @@ def reachable_block_mask(
     them); ``reachable_boundaries`` is ``None`` or a ``rows x K`` tensor padded
     with ``-1``. Returns ``None`` when the group caches every block, else a
     ``rows x max(end - start)`` bool tensor whose row ``r`` starts with core's
-    mask for that row and is False after it. Raises
-    :class:`core.InvalidArgument` like core, naming the offending row.
+    mask for that row and is False after it, for every row core accepts
+    whose arguments fit in int64: block indices and boundaries up to
+    ``2**63 - 1`` are answered exactly, with no sum left to overflow.
+
+    Raises :class:`core.InvalidArgument` naming the argument, the first
+    offending row, its value and the rule, for a row that breaks one of core's
+    rules (core raises for that row too), for a Python scalar outside int64 or
+    a tensor of a dtype int64 cannot hold (uint16, uint32, uint64), and for
+    the group arguments exactly as core does.
     """
     plan = mask_plan(alignment_tokens, spec, use_eagle, retention_interval)
     batch = MaskBatch(start_block, end_block, reachable_boundaries)

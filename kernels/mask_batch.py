@@ -2,6 +2,10 @@
 
 Its own module so that ``mask.py`` (which dispatches to Triton) and
 ``triton_kernels.py`` (which reads these rows) both import it and not each other.
+
+Boundaries take only dtypes whose every value int64 holds: a uint64
+``2**64 - 1`` would otherwise become the ``-1`` pad and silently vanish.
+The row length ``end - start`` of two non-negative int64s always fits.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import torch
 
 from junction.core import InvalidArgument
 
-from .batch import BatchShape, int_rows, require_rows
+from .batch import BatchShape, int_rows, require_integer_dtype, require_rows
 
 __all__ = ["MaskBatch"]
 
@@ -48,16 +52,9 @@ class MaskBatch:
                     str(reachable_boundaries.device),
                     f"must be on {shape.device}",
                 )
-            if (
-                reachable_boundaries.dtype.is_floating_point
-                or reachable_boundaries.dtype is torch.bool
-            ):
-                raise InvalidArgument(
-                    "reachable_boundaries",
-                    str(reachable_boundaries.dtype),
-                    "must be an integer tensor",
-                )
-            boundaries = reachable_boundaries.to(torch.int64)
+            boundaries = require_integer_dtype("reachable_boundaries", reachable_boundaries).to(
+                torch.int64
+            )
             bad = (boundaries < -1).any(dim=1)
             require_rows(
                 "reachable_boundaries",

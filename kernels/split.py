@@ -5,8 +5,16 @@ Python scalar (every row) or a 1-D tensor (one entry per request). The torch
 path is a straight-line vectorisation of core's formula: every candidate stop
 is computed for every row and the earliest one strictly inside the chunk wins,
 through a chain of ``where``s in the same order as core's ``_earlier`` calls.
-Candidate stops that do not apply become the largest int64 and fold in with
-``minimum``; a flag passed as one Python bool computes only its own branch.
+A flag passed as one Python bool computes only its own branch.
+
+Why offsets: core computes in Python integers, these paths in int64. Every
+position is therefore held as an offset from the row's start ``s``: the chunk
+end ``t = s + num_new_tokens`` becomes ``num_new_tokens``, and the next grid
+point ``floor_b(s) + b`` becomes ``b - s mod b``. ``s`` and every absolute
+position used (``prefill_end``, ``lcp``, the partial tail, the junction) are
+in ``[0, num_tokens]``, so every difference fits; ``t`` is formed only where
+it lies inside the prefill. Rejected: rejecting rows whose ``t`` leaves int64
+(core answers them, and the offsets answer them exactly, at no cost).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from .backend import resolve_backend
-from .split_batch import LARGEST, Grid, SplitBatch
+from .split_batch import Grid, SplitBatch
 
 __all__ = ["mamba_block_aligned_split", "split_torch"]
 
@@ -31,39 +39,40 @@ def _last_cacheable(
     return with_eagle if uniform else torch.where(eagle, with_eagle, without)
 
 
-def split_torch(batch: SplitBatch) -> torch.Tensor:
-    """Tokens to schedule per row (int64), vectorised with torch.
+def _earlier(
+    stop: torch.Tensor, candidate: torch.Tensor, applies: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``core._earlier`` on offsets: ``candidate`` where it applies and lies in ``(0, stop)``."""
+    inside = (candidate > 0) & (candidate < stop)
+    return torch.where(inside if applies is None else inside & applies, candidate, stop)
 
-    Each candidate stop that is not strictly after the start is replaced by
-    the largest int64 and folded in with ``minimum``: the earliest candidate
-    inside the chunk wins, as in core.
-    """
+
+def split_torch(batch: SplitBatch) -> torch.Tensor:
+    """Tokens to schedule per row (int64), vectorised with torch on offsets from the start."""
     start, new, block = batch.start, batch.num_new_tokens, batch.block_size
     prompt, total = batch.num_prompt_tokens, batch.num_tokens
-    prefill_end = torch.maximum(prompt, total - 1)
-    end = start + new
-    aligned = block.floor(end)
-    take = end < prefill_end
+    prefill_left = torch.maximum(prompt, total - 1) - start  # <= 0: decode
+    inside = new < prefill_left  # t < prefill_end
+    # floor_b(t) - s, with t formed only where it is inside the prefill (so fits).
+    aligned = block.floor(start + torch.where(inside, new, 0)) - start
+    take = inside
     if batch.max_prefill_tokens is not None:
-        take &= (aligned > start) | (block.rows <= batch.max_prefill_tokens)
-    end = torch.where(take, aligned, end)
+        take &= (aligned > 0) | (block.rows <= batch.max_prefill_tokens)
+    end = torch.where(take, aligned, new)
 
-    never = torch.full((1,), LARGEST, dtype=torch.int64, device=start.device)
     offset = block.remainder(start)
-    stop = torch.minimum(end, torch.where(offset != 0, start - offset + block.rows, never))
+    stop = _earlier(end, block.rows - offset, offset != 0)
     last_cacheable = _last_cacheable(total, block, batch.use_eagle, batch.eagle)
-    stop = torch.minimum(stop, torch.where(last_cacheable > start, last_cacheable, never))
+    stop = _earlier(stop, last_cacheable - start)
     if batch.partial is not False:
-        unit = batch.hash_block_size
-        tail = _last_cacheable(prompt, unit, batch.use_eagle, batch.eagle)
-        usable = batch.partial_hits & (last_cacheable < tail) & (tail < prompt) & (tail > start)
-        stop = torch.minimum(stop, torch.where(usable, tail, never))
-    junction = batch.shared_prefix_boundary
-    inside = (start < junction) & (junction < end)
-    junction_stop = junction - block.remainder(junction - start)
-    usable = inside & (junction_stop > start)
-    stop = torch.minimum(stop, torch.where(usable, junction_stop, never))
-    return torch.where(start >= prefill_end, new, (stop - start).clamp_(min=0))
+        tail = _last_cacheable(prompt, batch.hash_block_size, batch.use_eagle, batch.eagle)
+        usable = batch.partial_hits & (last_cacheable < tail) & (tail < prompt)
+        stop = _earlier(stop, tail - start, usable)
+    junction = batch.shared_prefix_boundary - start
+    # s + floor_b(J - s), as an offset; the clamp keeps rows with J < s from underflowing.
+    junction_stop = block.floor(junction.clamp(min=0))
+    stop = _earlier(stop, junction_stop, (junction > 0) & (junction < end))
+    return torch.where(prefill_left <= 0, new, stop.clamp_(min=0))
 
 
 def mamba_block_aligned_split(
@@ -86,9 +95,15 @@ def mamba_block_aligned_split(
 
     Every argument is a Python scalar or a 1-D tensor with one entry per
     request (at least one must be a tensor; all tensors share length and
-    device). Guarantees ``result[r]`` equals core's answer for row ``r``.
-    Raises :class:`core.InvalidArgument` naming the argument and row that
-    breaks one of core's rules, or a bad ``backend``.
+    device). Guarantees ``result[r]`` equals core's answer for row ``r`` for
+    every row core accepts whose arguments fit in int64; the whole call
+    computes in int64, exactly, with no sum left to overflow.
+
+    Raises :class:`core.InvalidArgument` naming the argument, the first
+    offending row (``num_tokens[3]``), its value and the rule, for a row that
+    breaks one of core's rules (core raises for that row too), for a Python
+    scalar outside int64 or a tensor of a dtype int64 cannot hold (uint16,
+    uint32, uint64), and for a bad ``backend``.
     """
     batch = SplitBatch(
         num_computed_tokens=num_computed_tokens,

@@ -2,6 +2,12 @@
 
 Its own module so that ``split.py`` (which dispatches to Triton) and
 ``triton_kernels.py`` (which reads these rows) both import it and not each other.
+
+The one sum validation needs, the chunk start ``computed + local + external``,
+is checked against ``num_tokens`` without being formed (it may leave int64),
+so a row core rejects is rejected here too; once it passes, the start fits.
+Everything the formulas derive from these rows is an offset from the start
+(see ``split.py``), so no other row needs rejecting for int64's sake.
 """
 
 from __future__ import annotations
@@ -10,11 +16,16 @@ import torch
 
 from junction.core import InvalidArgument
 
-from .batch import BatchShape, flag_rows, int_rows, require_at_least, require_rows
+from .batch import (
+    BatchShape,
+    flag_rows,
+    int_rows,
+    require_at_least,
+    require_rows,
+    require_sum_at_most,
+)
 
-__all__ = ["LARGEST", "Grid", "SplitBatch"]
-
-LARGEST = torch.iinfo(torch.int64).max
+__all__ = ["Grid", "SplitBatch"]
 
 
 class SplitBatch:
@@ -65,15 +76,16 @@ class SplitBatch:
             self.max_prefill_tokens = int_rows("max_prefill_tokens", limit, shape)
             require_at_least("max_prefill_tokens", self.max_prefill_tokens, 1, "must be >= 1")
         computed = rows["num_computed_tokens"]
-        start = computed + rows["num_new_local_computed_tokens"]
-        start = start + rows["num_external_computed_tokens"]
-        require_rows(
+        local = rows["num_new_local_computed_tokens"]
+        external = rows["num_external_computed_tokens"]
+        require_sum_at_most(
             "num_computed_tokens",
             computed,
-            start > total,
+            (local, external),
+            total,
             "the chunk start (computed + local + external) must be <= num_tokens",
         )
-        self.start = start
+        self.start = computed + local + external  # <= num_tokens: fits in int64
         self.num_new_tokens = rows["num_new_tokens"]
         self.num_prompt_tokens = prompt
         self.num_tokens = total

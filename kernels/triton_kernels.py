@@ -10,6 +10,12 @@ start). The mask is written as bytes and viewed as bool. Offsets are int64 so
 outputs past 2**31 elements stay addressable. On CPU tensors these run only
 under ``TRITON_INTERPRET=1`` (the test suite sets it before this module is
 imported), which executes the same kernel bodies with numpy.
+
+Like the torch paths, positions are offsets from each row's start, so no
+intermediate leaves int64 for any row the batch validation accepted (see
+``split.py`` and ``mask.py``). Triton's ``//`` and ``%`` truncate toward zero
+where torch's and core's floor, so every operand of one is ``>= 0``; where a
+floor-mod of a negative value is needed it is made explicit.
 """
 
 from __future__ import annotations
@@ -21,13 +27,21 @@ import triton.language as tl
 from junction.core import MaskPlan
 
 from .mask_batch import MaskBatch
-from .split_batch import LARGEST, SplitBatch
+from .split_batch import SplitBatch
 
 __all__ = ["mask_triton", "split_triton"]
 
+# "No limit" for max_prefill_tokens: every block size (an int64) is <= it.
+NO_LIMIT = torch.iinfo(torch.int64).max
 SPLIT_BLOCK = 256
 MASK_ROWS = 16
 MASK_COLUMNS = 64
+
+
+@triton.jit
+def _earlier(stop, candidate, applies):
+    """``core._earlier`` on offsets from the start: ``candidate`` if in ``(0, stop)``."""
+    return tl.where(applies & (candidate > 0) & (candidate < stop), candidate, stop)
 
 
 @triton.jit  # type: ignore[untyped-decorator]
@@ -59,36 +73,32 @@ def _split_kernel(
     partial = tl.load(partial_ptr + offsets, mask=live, other=0) != 0
     limit = tl.load(limit_ptr + offsets, mask=live, other=1)
 
-    prefill_end = tl.maximum(prompt, total - 1)
-    end = start + new
-    aligned = end // block * block
-    take = (end < prefill_end) & ((aligned > start) | (block <= limit))
-    end = tl.where(take, aligned, end)
+    prefill_left = tl.maximum(prompt, total - 1) - start  # <= 0: decode
+    inside = new < prefill_left  # t < prefill_end
+    end_inside = start + tl.where(inside, new, 0)  # t only where it fits
+    aligned = end_inside // block * block - start
+    take = inside & ((aligned > 0) | (block <= limit))
+    end = tl.where(take, aligned, new)
 
-    stop = end
-    next_grid = (start // block + 1) * block
-    stop = tl.where(
-        (start % block != 0) & (start < next_grid) & (next_grid < stop), next_grid, stop
-    )
+    offset = start % block
+    stop = _earlier(end, block - offset, offset != 0)
     last_cacheable = tl.where(
         eagle, tl.maximum(total // block * block - block, 0), (total - 1) // block * block
     )
-    stop = tl.where((start < last_cacheable) & (last_cacheable < stop), last_cacheable, stop)
+    stop = _earlier(stop, last_cacheable - start, True)
     tail = tl.where(eagle, tl.maximum(prompt // unit * unit - unit, 0), (prompt - 1) // unit * unit)
     tail_ok = partial & (last_cacheable < tail) & (tail < prompt)
-    stop = tl.where(tail_ok & (start < tail) & (tail < stop), tail, stop)
-    junction_stop = start + tl.maximum(junction - start, 0) // block * block
-    junction_ok = (start < junction) & (junction < end)
-    stop = tl.where(
-        junction_ok & (start < junction_stop) & (junction_stop < stop), junction_stop, stop
-    )
-    result = tl.where(start >= prefill_end, new, tl.maximum(stop - start, 0))
+    stop = _earlier(stop, tail - start, tail_ok)
+    junction = junction - start
+    junction_stop = tl.maximum(junction, 0) // block * block
+    stop = _earlier(stop, junction_stop, (junction > 0) & (junction < end))
+    result = tl.where(prefill_left <= 0, new, tl.maximum(stop, 0))
     tl.store(out_ptr + offsets, result, mask=live)
 
 
 def _limit_rows(batch: SplitBatch) -> torch.Tensor:
     if batch.max_prefill_tokens is None:
-        return torch.full_like(batch.start, LARGEST)
+        return torch.full_like(batch.start, NO_LIMIT)
     return batch.max_prefill_tokens.contiguous()
 
 
@@ -139,17 +149,25 @@ def _mask_kernel(
     live_row = row < rows
     start = tl.load(start_ptr + row, mask=live_row, other=0)
     length = tl.load(length_ptr + row, mask=live_row, other=0)
-    index = start + column
     keep = column < 0
     if PERIODIC:
-        relative = index - shift
-        phase = tl.maximum(relative, 0) % period
-        keep = (relative >= 0) & (phase >= period - run)
+        # Block start + column, with phase = (start - shift) floor-mod period:
+        # kept iff start + column >= shift and (phase + column) mod period >=
+        # period - run. phase + column can leave int64 for periods near it, so
+        # the residue is taken of column - (period - phase) instead.
+        phase = (start - shift) % period
+        phase += tl.where(phase < 0, period, 0)
+        wrapped = column - (period - phase)
+        residue = (wrapped + tl.where(wrapped < 0, period, 0)) % period
+        keep = (column >= shift - start) & (residue >= period - run)
     if KEEPS_BOUNDARIES:
         for k in range(num_boundaries):
             boundary = tl.load(boundary_ptr + row * num_boundaries + k, mask=live_row, other=-1)
-            run_end = tl.maximum(boundary, 0) // alignment * alignment // block + shift
-            keep = keep | ((boundary >= 0) & (index >= run_end - run) & (index < run_end))
+            # The run [e - run, e), e = floor_A(x) // B + shift, as offsets (see mask.py).
+            offset = tl.maximum(boundary, 0) // alignment * alignment // block - start
+            low = tl.maximum(offset, -1) - run + shift
+            high = tl.minimum(offset, width) + shift
+            keep = keep | ((boundary >= 0) & (column >= low) & (column < high))
     keep = keep & (column < length)
     tl.store(out_ptr + row * width + column, keep.to(tl.int8), mask=live_row & (column < width))
 
