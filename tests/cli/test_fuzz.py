@@ -31,7 +31,13 @@ def test_a_violation_exits_1_with_a_replayable_scenario(
 
 
 def test_a_user_policy_by_module_attribute() -> None:
-    argv = ["fuzz", "--policy", "junction.reference.policies.builtin:DensePolicy", "--seconds", "0.1"]
+    argv = [
+        "fuzz",
+        "--policy",
+        "junction.reference.policies.builtin:DensePolicy",
+        "--seconds",
+        "0.1",
+    ]
     assert reference([*argv, "--promise", "replay"]) == 0
 
 
