@@ -259,7 +259,9 @@ class Engine:
         self.pool.check(self.coordinator.holders(running_ids))
         for request in self.waiting:
             if request.status is not RequestStatus.WAITING:
-                raise InvariantViolation("a queued request is WAITING", f"{request}")
+                raise InvariantViolation(
+                    "a queued request is WAITING", f"{request}: status {request.status.name}"
+                )
             for manager in self.coordinator.managers:
                 held = manager.held(request.request_id)
                 if held:
@@ -269,7 +271,9 @@ class Engine:
                     )
         for request in self.running:
             if request.status is not RequestStatus.RUNNING:
-                raise InvariantViolation("a scheduled request is RUNNING", f"{request}")
+                raise InvariantViolation(
+                    "a scheduled request is RUNNING", f"{request}: status {request.status.name}"
+                )
             if not 0 <= request.num_computed_tokens < request.num_tokens:
                 raise InvariantViolation(
                     "a running request has 0 <= computed < tokens",
