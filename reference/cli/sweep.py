@@ -6,6 +6,8 @@ every mask input, batched per group configuration), answers each batch with
 the chosen backend and each input with ``core``, and compares them element
 by element. Prints the bound reached and inputs per second; exits 1 on any
 disagreement. ``--seconds`` stops after the bound whose sweep ends past it.
+A progress line on standard error counts the inputs checked, batch by batch
+(the walk's size is not known up front: counting it would enumerate twice).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import itertools
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -24,6 +26,7 @@ from junction.core import mamba_block_aligned_split as core_split
 from junction.core import reachable_block_mask as core_mask
 from junction.kernels.mask import reachable_block_mask
 from junction.kernels.split import mamba_block_aligned_split
+from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import MaskInput, mask_inputs, split_inputs
 
 SPLIT_BATCH = 65_536
@@ -40,7 +43,10 @@ def _split_batches(bound: int) -> Iterator[list[dict[str, object]]]:
             del no_limit
 
 
-def sweep_split(bound: int, device: torch.device, backend: str) -> tuple[int, int]:
+def sweep_split(
+    bound: int, device: torch.device, backend: str, on_batch: Callable[[int], None]
+) -> tuple[int, int]:
+    """Inputs checked and disagreements; ``on_batch`` hears each batch's size."""
     checked = failed = 0
     for rows in _split_batches(bound):
         tensors: dict[str, object] = {}
@@ -55,6 +61,7 @@ def sweep_split(bound: int, device: torch.device, backend: str) -> tuple[int, in
         want = [core_split(**row) for row in rows]  # type: ignore[arg-type]
         checked += len(rows)
         failed += sum(g != w for g, w in zip(got, want, strict=True))
+        on_batch(len(rows))
     return checked, failed
 
 
@@ -63,7 +70,10 @@ def _group_configuration(case: MaskInput) -> tuple[object, ...]:
     return (case.alignment_tokens, case.spec, case.use_eagle, case.retention_interval)
 
 
-def sweep_mask(bound: int, device: torch.device, backend: str) -> tuple[int, int]:
+def sweep_mask(
+    bound: int, device: torch.device, backend: str, on_batch: Callable[[int], None]
+) -> tuple[int, int]:
+    """Inputs checked and disagreements; ``on_batch`` hears each batch's size."""
     checked = failed = 0
     for _, group in itertools.groupby(mask_inputs(core, bound), key=_group_configuration):
         cases: list[MaskInput] = list(group)
@@ -99,6 +109,7 @@ def sweep_mask(bound: int, device: torch.device, backend: str) -> tuple[int, int
                 row = rows[index]
                 failed += want is None or row[:length] != want or any(row[length:])
         checked += len(cases)
+        on_batch(len(cases))
     return checked, failed
 
 
@@ -121,17 +132,20 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     total = failures = 0
     reached = 0
-    for bound in range(1, args.bound + 1):
-        for name, sweep in (("split", sweep_split), ("mask", sweep_mask)):
-            checked, failed = sweep(bound, device, args.backend)
-            total += checked
-            failures += failed
-            print(
-                f"bound {bound} {name:<5} {checked:>10,} inputs, {failed} disagreements", flush=True
-            )
-        reached = bound
-        if args.seconds is not None and time.perf_counter() - started > args.seconds:
-            break
+    with progress("sweep", None) as advance:
+        for bound in range(1, args.bound + 1):
+            for name, sweep in (("split", sweep_split), ("mask", sweep_mask)):
+                advance(0, status=f"bound {bound} {name}")
+                checked, failed = sweep(bound, device, args.backend, advance)
+                total += checked
+                failures += failed
+                print(
+                    f"bound {bound} {name:<5} {checked:>10,} inputs, {failed} disagreements",
+                    flush=True,
+                )
+            reached = bound
+            if args.seconds is not None and time.perf_counter() - started > args.seconds:
+                break
     elapsed = time.perf_counter() - started
     print(
         f"bound reached {reached} on {device} ({args.backend}): {total:,} inputs in "

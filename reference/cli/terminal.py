@@ -22,7 +22,6 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
-    TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -51,7 +50,7 @@ def progress(description: str, total: float | None) -> Iterator[ProgressLine]:
     columns = [
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn() if total is not None else TaskProgressColumn(),
+        MofNCompleteColumn(),  # "n/?" when the total is unknown: the count still shows
         TimeElapsedColumn(),
         TextColumn("eta"),
         TimeRemainingColumn(),

@@ -10,8 +10,10 @@ from junction.reference.cli.sweep import main as sweep
 
 def test_exhaustive_prints_counts_and_agrees(capsys: pytest.CaptureFixture[str]) -> None:
     assert reference(["exhaustive", "--bound", "1"]) == 0
-    out = capsys.readouterr().out
-    assert "reachable_block_mask" in out and "every input agrees" in out
+    captured = capsys.readouterr()
+    assert "reachable_block_mask" in captured.out and "every input agrees" in captured.out
+    assert "77,916 inputs in" in captured.out
+    assert "77916/? " in captured.err and "reconcile_hits" in captured.err  # the progress line
 
 
 def test_exhaustive_rejects_a_bad_bound(capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,5 +25,6 @@ def test_exhaustive_rejects_a_bad_bound(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_sweep_reports_the_bound_and_rate(capsys: pytest.CaptureFixture[str]) -> None:
     assert sweep(["--bound", "1", "--device", "cpu", "--backend", "torch"]) == 0
-    out = capsys.readouterr().out
-    assert "bound reached 1" in out and "inputs/s, 0 disagreements" in out
+    captured = capsys.readouterr()
+    assert "bound reached 1" in captured.out and "inputs/s, 0 disagreements" in captured.out
+    assert "45660/? " in captured.err and "bound 1 mask" in captured.err  # the progress line
