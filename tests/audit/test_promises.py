@@ -22,7 +22,9 @@ from junction.audit.diagnosis import diagnose
 from junction.audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
 from junction.audit.specs import vllm_geometry
 from junction.audit.subject import VllmSubject
-from junction.reference.harness import Promise, Scenario, check
+from junction.core import GroupSpec, HybridGeometry
+from junction.reference.harness import Promise, Scenario, Violation, check
+from junction.reference.harness.verdict import ResumeWithoutState
 
 from .strategies import examples, vllm_scenarios
 
@@ -80,3 +82,10 @@ def test_docs_section_is_current() -> None:
     text = FINDINGS_MD.read_text(encoding="utf-8")
     start, end = text.index(AUDIT_BEGIN), text.index(AUDIT_END) + len(AUDIT_END)
     assert text[start:end] + "\n" == findings_markdown(), "run `make audit-findings`"
+
+
+def test_a_violation_no_finding_explains_is_new() -> None:
+    # A plain geometry where vLLM's lookup agrees with core: no rule applies.
+    geometry = HybridGeometry([GroupSpec.full(2), GroupSpec.mamba(2)], 2)
+    scenario = Scenario(Promise.SAFETY, geometry, [(0,) * 4], (0,) * 4)
+    assert diagnose(Violation(scenario, "vLLM", ResumeWithoutState(4, 2))) is None
