@@ -18,9 +18,19 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
 started=$(date +%s)
 
+# Install from a copy of what the distribution is built from: pip builds in
+# the source tree, and its build/ would otherwise land in the checkout.
+mkdir "$work/src"
+cp "$repo/pyproject.toml" "$repo/README.md" "$repo/LICENSE" "$work/src/"
+for folder in junction core kernels reference audit; do
+    cp -R "$repo/$folder" "$work/src/$folder"  # -R keeps junction/'s relative links
+done
+find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
+src="$work/src"
+
 "$python" -m venv "$work/venv"
 pip=("$work/venv/bin/python" -m pip --disable-pip-version-check --quiet)
-"${pip[@]}" install "$repo"
+"${pip[@]}" install "$src"
 
 site="$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 # What the venv holds before the install: pip, setuptools (older Pythons), their helpers.
@@ -49,7 +59,7 @@ if "$work/venv/bin/mypy" --strict --no-incremental user_of_core.py > /dev/null; 
 fi
 echo "check-install: mypy --strict on a user file importing the installed junction.core: ok"
 
-"${pip[@]}" install "$repo[reference]"
+"${pip[@]}" install "$src[reference]"
 if "$work/venv/bin/python" -m pip list --disable-pip-version-check | grep -Ei '^(torch|vllm|triton) '; then
     fail "the reference extra pulled torch, Triton or vLLM"
 fi
