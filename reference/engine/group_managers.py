@@ -9,7 +9,7 @@
   end of a scheduled chunk, a chunk that ends on the block grid leaves a
   state that may be cached, and the next chunk continues in a fresh block.
 
-Caching goes through the retention policy (``reference.policy``): its
+Caching goes through the retention policy (``reference.engine.policy``): its
 reachable boundaries for the group and the request, then its block mask;
 lookups go through ``core.group_finder``. The managers hold no decision
 arithmetic of their own.
