@@ -63,11 +63,6 @@ class HitReconciliation:
     longest_hit_length: int
     shared_prefix_boundary: int
 
-    @property
-    def uncached_common_prefix(self) -> int:
-        """``U = ℓ - h``: tokens proven shared that some sparse group cannot serve."""
-        return self.longest_hit_length - self.hit_length
-
 
 def reconcile_hits(
     geometry: HybridGeometry,
