@@ -27,6 +27,7 @@ __all__ = [
     "flag_rows",
     "int_rows",
     "require_at_least",
+    "require_int64",
     "require_integer_dtype",
     "require_rows",
     "require_sum_at_most",
@@ -76,9 +77,16 @@ def int_rows(name: str, value: object, shape: BatchShape) -> torch.Tensor:
         return require_integer_dtype(name, value).to(torch.int64)
     if type(value) is not int:
         raise InvalidArgument(name, value, "must be an int or a 1-D integer tensor")
+    return torch.full(
+        (1,), require_int64(name, value), dtype=torch.int64, device=shape.device
+    ).expand(shape.rows)
+
+
+def require_int64(name: str, value: int) -> int:
+    """``value`` if int64 holds it (core takes any Python int; these paths cannot)."""
     if not _INT64.min <= value <= _INT64.max:
         raise InvalidArgument(name, value, "must fit in int64 (the batched paths compute in it)")
-    return torch.full((1,), value, dtype=torch.int64, device=shape.device).expand(shape.rows)
+    return value
 
 
 def require_integer_dtype(name: str, value: torch.Tensor) -> torch.Tensor:

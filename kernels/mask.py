@@ -25,6 +25,8 @@ as offsets from the start, ``e - start`` clamped to ``[-1, width]`` on the
 side each end is compared from: ``e`` itself passes int64 for ``x = 2**63 -
 1``, and ``e - run - start`` underflows for a start far past ``x``.
 Rejected: rejecting such rows (core answers them, and the offsets are exact).
+What is rejected is a sparse group whose ``A``, ``B`` or ``R`` int64 cannot
+hold: the plan's sizes enter the same int64 arithmetic.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import torch
 from junction.core import GroupSpec, MaskPlan, mask_plan
 
 from .backend import resolve_backend
+from .batch import require_int64
 from .mask_batch import MaskBatch
 
 __all__ = ["mask_torch", "reachable_block_mask"]
@@ -49,9 +52,10 @@ def mask_torch(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
     period, run, shift, block, alignment, keeps_boundaries = plan
     if period:
         phase = (batch.start - shift).remainder(period)
-        if period * width <= PHASE_TABLE_LIMIT:
+        if 0 < period * width <= PHASE_TABLE_LIMIT:
             # Every row's periodic part is one of `period` patterns: build them
-            # once and gather, instead of rows x width int64 arithmetic.
+            # once and gather, instead of rows x width int64 arithmetic. (An
+            # empty width must not build them: `period` may be near 2**63.)
             patterns = (columns + torch.arange(period, device=columns.device)[:, None]) % period
             keep = (patterns >= period - run)[phase]
         else:
@@ -96,14 +100,22 @@ def reachable_block_mask(
     Raises :class:`core.InvalidArgument` naming the argument, the first
     offending row, its value and the rule, for a row that breaks one of core's
     rules (core raises for that row too), for a Python scalar outside int64 or
-    a tensor of a dtype int64 cannot hold (uint16, uint32, uint64), and for
-    the group arguments exactly as core does.
+    a tensor of a dtype int64 cannot hold (uint16, uint32, uint64), for the
+    group arguments exactly as core does, and, for a sparse group, for an
+    ``alignment_tokens``, ``spec.block_size`` or ``retention_interval``
+    outside int64.
     """
     plan = mask_plan(alignment_tokens, spec, use_eagle, retention_interval)
     batch = MaskBatch(start_block, end_block, reachable_boundaries)
     backend = resolve_backend(backend, batch.shape.device)
     if plan is None:
         return None
+    # The plan's sizes enter int64 arithmetic; each is at most one of these
+    # (the period is the segment, A or R, over B; the run is shorter).
+    require_int64("alignment_tokens", alignment_tokens)
+    require_int64("spec.block_size", spec.block_size)
+    if retention_interval is not None:
+        require_int64("retention_interval", retention_interval)
     if backend == "triton":
         from .triton_kernels import mask_triton
 
