@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,10 +21,13 @@ from collections.abc import Callable, Iterator
 import torch
 
 from junction import core
+from junction.core import InvalidArgument
 from junction.core import mamba_block_aligned_split as core_split
 from junction.core import reachable_block_mask as core_mask
+from junction.kernels.backend import BACKENDS, resolve_backend
 from junction.kernels.mask import reachable_block_mask
 from junction.kernels.split import mamba_block_aligned_split
+from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import MaskInput, mask_inputs, split_inputs
 
@@ -113,22 +115,46 @@ def sweep_mask(
     return checked, failed
 
 
+def available_device(text: str) -> torch.device:
+    """A ``--device`` torch knows and this machine has; argparse exits 2 otherwise."""
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a torch device (e.g. cpu, cuda, cuda:1)"
+        ) from None
+    here = ["cpu"]
+    accelerator = torch.accelerator.current_accelerator()
+    if accelerator is not None:
+        here += [f"{accelerator.type}:{index}" for index in range(torch.accelerator.device_count())]
+    if device.type != "cpu" and f"{device.type}:{device.index or 0}" not in here:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not available on this machine (available: {', '.join(here)})"
+        )
+    return device
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m junction.reference.cli.sweep", description=__doc__
     )
-    parser.add_argument("--bound", type=int, default=3, help="largest bound to sweep (default 3)")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--backend", default="auto", choices=("auto", "torch", "triton"))
+    parser.add_argument(
+        "--bound", type=int_at_least(1), default=3, help="largest bound to sweep (default 3)"
+    )
+    parser.add_argument(
+        "--device",
+        type=available_device,
+        default="cuda" if torch.cuda.is_available() else "cpu",
+        help="a torch device this machine has (default cuda if available, else cpu)",
+    )
+    parser.add_argument("--backend", default="auto", choices=BACKENDS)
     parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
     args = parser.parse_args(argv)
-    if (
-        args.backend == "triton"
-        and args.device == "cpu"
-        and os.environ.get("TRITON_INTERPRET") != "1"
-    ):
-        parser.error("--backend triton on --device cpu needs TRITON_INTERPRET=1 (slow)")
-    device = torch.device(args.device)
+    device = args.device
+    try:
+        resolve_backend(args.backend, device)  # e.g. triton on cpu without its interpreter
+    except InvalidArgument as error:
+        parser.error(str(error))
     started = time.perf_counter()
     total = failures = 0
     reached = 0
