@@ -7,8 +7,14 @@ One dispatch entry per decision, each taking ``backend="auto" | "torch" |
 * :func:`reachable_block_mask`: requests x blocks masks of one group;
 * :func:`shared_prefix_boundary`: the junction from hit lengths.
 
-Inputs are validated with core's rules and errors (:class:`core.InvalidArgument`,
-naming the argument and the offending row). ``core`` never imports this package.
+Guarantee: row ``r`` of the answer is core's answer for row ``r``, exactly,
+or the call raises :class:`core.InvalidArgument` naming the argument, the
+first offending row (``num_tokens[3]``), its value and the rule. A row is
+rejected when it breaks one of core's rules (core rejects it too) or holds a
+value int64 cannot (a Python scalar outside int64, a uint16/32/64 tensor, a
+sparse group's size); no sum or product these paths form leaves int64 for
+any row they accept (``split.py`` and ``mask.py`` say how), so there is no
+third outcome. ``core`` never imports this package.
 """
 
 from .junction import shared_prefix_boundary

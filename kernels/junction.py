@@ -21,9 +21,12 @@ def shared_prefix_boundary(
 ) -> torch.Tensor:
     """Per row, ``longest_hit_length`` where it exceeds ``hit_length``, else 0 (int64).
 
-    Raises :class:`core.InvalidArgument` for a negative hit or a row whose hit
-    exceeds its longest single-group hit. Every backend runs this one torch
-    expression: it is a single elementwise ``where``, which no kernel beats.
+    Guarantees core's answer for every row (only comparisons: no value is
+    formed, so none can leave int64). Raises :class:`core.InvalidArgument`
+    naming the argument and first offending row for a negative hit or a hit
+    exceeding its longest single-group hit (core raises too), and for a Python
+    scalar outside int64 or a uint16/32/64 tensor. Every backend runs this one
+    torch expression: it is a single elementwise ``where``, which no kernel beats.
     """
     shape = BatchShape({"hit_length": hit_length, "longest_hit_length": longest_hit_length})
     hit = int_rows("hit_length", hit_length, shape)
