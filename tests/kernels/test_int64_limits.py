@@ -82,14 +82,18 @@ def split_batches(draw: st.DrawFn, maximum: int = LIMIT) -> list[dict[str, Any]]
     return rows
 
 
-def core_or_error(call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except InvalidArgument as error:
-        return error
+def core_answers(rows: list[dict[str, Any]]) -> list[int | InvalidArgument]:
+    """Core's answer per row, or the error it raises for that row."""
+    answers: list[int | InvalidArgument] = []
+    for row in rows:
+        try:
+            answers.append(mamba_block_aligned_split(**row))
+        except InvalidArgument as error:
+            answers.append(error)
+    return answers
 
 
-def assert_core_or_rejected(wants: list[Any], batched: Callable[[], Any]) -> Any:
+def assert_core_or_rejected(wants: list[int | InvalidArgument], batched: Callable[[], Any]) -> Any:
     """The batched answer, after checking it against core's answers (or errors) per row."""
     try:
         got = batched()
@@ -106,7 +110,7 @@ def assert_core_or_rejected(wants: list[Any], batched: Callable[[], Any]) -> Any
 
 
 def check_split(rows: list[dict[str, Any]], backend: str, shared_as_scalars: bool) -> None:
-    wants = [core_or_error(lambda row=row: mamba_block_aligned_split(**row)) for row in rows]
+    wants = core_answers(rows)
     arguments = split_tensors(rows, shared_as_scalars=shared_as_scalars)
     if not any(isinstance(value, torch.Tensor) for value in arguments.values()):
         arguments["num_tokens"] = torch.tensor([row["num_tokens"] for row in rows])
@@ -119,7 +123,7 @@ def check_split(rows: list[dict[str, Any]], backend: str, shared_as_scalars: boo
 
 # The issue's two cases: a chunk end past int64 (core answers 2: the next grid
 # point), and three start counts of 2**62 whose sum wrapped below num_tokens.
-CHUNK_END_PAST_INT64 = [
+CHUNK_END_PAST_INT64: list[dict[str, Any]] = [
     {
         **{name: 0 for name in ("num_new_local_computed_tokens", "num_external_computed_tokens")},
         "num_computed_tokens": 2,
@@ -134,7 +138,7 @@ CHUNK_END_PAST_INT64 = [
         "max_prefill_tokens": None,
     }
 ]
-STARTS_WRAPPING_PAST_INT64 = [
+STARTS_WRAPPING_PAST_INT64: list[dict[str, Any]] = [
     {
         **CHUNK_END_PAST_INT64[0],
         "num_computed_tokens": 2**62,
@@ -181,7 +185,7 @@ def test_split_near_int64_is_core_or_rejected_in_triton(
 def test_narrow_dtypes_near_their_limits(dtype: torch.dtype, data: st.DataObject) -> None:
     """Sums of narrow tensors (three int32 counts of 2**31 - 1) are taken in int64."""
     rows = data.draw(split_batches(torch.iinfo(dtype).max))
-    wants = [core_or_error(lambda row=row: mamba_block_aligned_split(**row)) for row in rows]
+    wants = core_answers(rows)
     arguments = {
         name: value.to(dtype) if isinstance(value, torch.Tensor) and name not in FLAGS else value
         for name, value in split_tensors(rows).items()
