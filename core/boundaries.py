@@ -4,7 +4,7 @@ One request hands the mask (``core.mask``) the token positions a later
 request may resume at: the replay boundary ``P - 1`` (a resend of the prompt
 looks up at most ``N - 1`` tokens, so its hit floors ``P - 1``) and the
 junction ``J`` when one was detected. The mask floors each to the hit grid
-itself. Keeping this in one function is the point of SPEC section 6: the
+itself. Keeping this in one function is the point of docs/domain.md's "one source of truth": the
 split, the mask and the finder must all talk about the same positions.
 
 Two lookups land elsewhere, and both are promised too:

@@ -1,4 +1,4 @@
-"""Promised checkpoint positions: the one source of truth of SPEC section 6.
+"""Promised checkpoint positions: the one source of truth (docs/domain.md).
 
 Most upstream defects are two places disagreeing about one position: the
 split stops at one grid point, the mask keeps another, the finder lands on a

@@ -6,7 +6,7 @@ group kinds over a group's cache state, given as a predicate
 ``is_cached(block_index) -> bool`` on the request's block-hash chain, so the
 reference engine (a hash lookup) and tests (a set) share them.
 
-What "servable" means, from first principles (SPEC section 2b), for an
+What "servable" means, from first principles (docs/domain.md, "First principles"), for an
 ``A``-aligned length ``a`` and, under EAGLE, the tokens ``d`` the lookup must
 match past ``a`` and drop (:meth:`GroupSpec.eagle_drop_tokens`):
 

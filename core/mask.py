@@ -111,7 +111,7 @@ def reachable_block_mask(
     Mamba; a sliding window whose periodic tails already cover every block, or
     whose alignment ``A`` is not a whole number of its blocks), else a list of
     ``end_block - start_block`` bools, element ``k`` for block
-    ``start_block + k``. Guarantees (SPEC section 5):
+    ``start_block + k``. Guarantees (docs/domain.md, decision 3):
 
     * SWA (``need = cdiv(W-1, B) + E``, ``shift = E``, ``p = seg / B`` with
       ``seg = A`` if ``R is None``, ``R`` if ``R > 0``): block ``i`` is marked

@@ -16,7 +16,7 @@ the request's junction (Marconi: cache on the second sighting).
 
 EAGLE: a non-Mamba group proves a candidate ``c`` by matching up to ``min(c +
 d, limit)`` and dropping ``d`` tokens, where ``limit`` is the request's hashed
-tokens (vLLM's bound; SPEC section 3 says ``M``, which puts a resend of a
+tokens (vLLM's bound; the first statement of decision 1 says ``M``, which puts a resend of a
 block-aligned prompt one unit below the state the split keeps). A group that
 proved ``c`` is not asked again while the candidate stays ``c``; any new
 candidate is proved afresh, with the drop. Rejected: vLLM 0.33's "verified"
@@ -75,7 +75,7 @@ def reconcile_hits(
     ``finders[k]`` is the finder of ``geometry.groups[k]``; ``max_hit_length``
     is ``M = N - 1`` (the last token is always recomputed); ``lookup_limit``
     is how far an EAGLE lookup may match before its drop: the request's
-    hashed tokens, as vLLM bounds it (default ``M``, as SPEC section 3 reads;
+    hashed tokens, as vLLM bounds it (default ``M``, as decision 1 is first stated;
     the drop keeps the hit at or below ``M`` either way). Returns ``h``, the
     largest ``A``-aligned length ``<= M`` that every group serves (EAGLE groups
     with their drop), ``ℓ`` (the first full-attention group's hit, or the first

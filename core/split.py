@@ -81,7 +81,7 @@ def mamba_block_aligned_split(
     With ``s = num_computed_tokens + num_new_local_computed_tokens +
     num_external_computed_tokens``, ``P = num_prompt_tokens``,
     ``N = num_tokens``, ``b = block_size`` (the Mamba group's block) and
-    ``J = shared_prefix_boundary`` (SPEC section 4):
+    ``J = shared_prefix_boundary`` (docs/domain.md, decision 2):
 
     * Decode (``s >=`` :func:`prefill_end`, ``max(P, N - 1)``):
       ``num_new_tokens`` unchanged.

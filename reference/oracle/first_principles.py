@@ -2,8 +2,8 @@
 
 This module never imports ``core``. It restates the three decisions the slow,
 obvious way, position by position and token by token, so that a property
-"core == oracle" compares two independent derivations of SPEC sections 2b,
-3, 4 and 5 rather than one formula with itself:
+"core == oracle" compares two independent derivations of the first principles and
+the three decisions of docs/domain.md rather than one formula with itself:
 
 * the mask: list the positions the request promises, list for each the
   blocks a later request resuming there reads (every token of the window,

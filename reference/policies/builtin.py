@@ -1,10 +1,10 @@
 """The built-in retention policies and the name registry.
 
-* ``junction`` (the default): one source of truth (SPEC section 6). The
-  promised positions (``core.promised_positions``) feed the mask, which keeps
+* ``junction`` (the default): one source of truth (docs/domain.md, "Promised
+  positions: one source of truth"). The promised positions (``core.promised_positions``) feed the mask, which keeps
   what they need on the grid hits land on, and the split, which stops at
   every one of them (``core.checkpoint_stop``); the exact finders land on
-  them. It keeps every promise of SPEC section 7, under EAGLE and ``R > 0``.
+  them. It keeps every promise of docs/domain.md, under EAGLE and ``R > 0``.
 * ``dense``: the same chunks, but every block it materialises is cached
   (``R`` is ignored). In align mode a Mamba state exists only where a chunk
   ended, so an interval policy, whose split also stops at every segment, can
@@ -106,7 +106,7 @@ class JunctionPolicy:
         num_new_tokens: int,
         max_prefill_tokens: int,
     ) -> int:
-        """SPEC section 4's split on :meth:`chunk_grid`, then :meth:`stop`."""
+        """Decision 2's split (docs/domain.md) on :meth:`chunk_grid`, then :meth:`stop`."""
         start = request.num_computed_tokens
         tokens = mamba_block_aligned_split(
             num_computed_tokens=start,

@@ -10,7 +10,7 @@
   assumed); the junction ``J`` is added, and ``J - B`` (the group's own block)
   under EAGLE, dropped when negative (vLLM passes it, and its mask marks
   nothing for it). The mask floors them to ``A`` (vLLM's
-  ``cache_hit_alignment_tokens``). The split is SPEC section 4's on
+  ``cache_hit_alignment_tokens``). The split is decision 2's (docs/domain.md) on
   ``cache_config.block_size``, which Mamba align mode makes the Mamba
   groups' block (``HybridGeometry.mamba_block_size``); page-size unification can widen
   an attention group, so this may be finer than ``L`` (docs/findings.md,
@@ -30,7 +30,7 @@ group, so under EAGLE every group is treated as one (vLLM's fallback), and
 partial hits exactly when vLLM enables them (``audit.specs.vllm_geometry``).
 
 Both reuse ``core``'s formulas: the mask and the split there *are* vLLM 0.33's
-(SPEC sections 4 and 5); what differs is which positions they are handed and
+(decisions 2 and 3 of docs/domain.md); what differs is which positions they are handed and
 on which grid.
 """
 

@@ -1,4 +1,4 @@
-"""Worked examples from SPEC.md, one per upstream situation, as readable anchors.
+"""Worked examples from docs/domain.md, one per upstream situation, as readable anchors.
 
 The properties prove core equals the oracle everywhere; these pin a few
 numbers a reader can check by hand against the spec's formulas.

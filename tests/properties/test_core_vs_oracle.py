@@ -1,4 +1,4 @@
-"""Core equals the first-principles oracle on every decision (SPEC sections 3-5).
+"""Core equals the first-principles oracle on every decision (decisions 1-3 of docs/domain.md).
 
 Each property also records which region of the space the example hit
 (``hypothesis.event``), so ``--hypothesis-show-statistics`` shows that the
