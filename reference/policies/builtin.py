@@ -1,8 +1,8 @@
 """The built-in retention policies and the name registry.
 
 * ``junction`` (the default): one source of truth (docs/domain.md, "Promised
-  positions: one source of truth"). The promised positions (``core.promised_positions``) feed the mask, which keeps
-  what they need on the grid hits land on, and the split, which stops at
+  positions: one source of truth"). The promised positions
+  (``core.promised_positions``) feed the mask, which keeps what they need on the grid hits land on, and the split, which stops at
   every one of them (``core.checkpoint_stop``); the exact finders land on
   them. It keeps every promise of docs/domain.md, under EAGLE and ``R > 0``.
 * ``dense``: the same chunks, but every block it materialises is cached
