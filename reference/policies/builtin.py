@@ -2,9 +2,10 @@
 
 * ``junction`` (the default): one source of truth (docs/domain.md, "Promised
   positions: one source of truth"). The promised positions
-  (``core.promised_positions``) feed the mask, which keeps what they need on the grid hits land on, and the split, which stops at
-  every one of them (``core.checkpoint_stop``); the exact finders land on
-  them. It keeps every promise of docs/domain.md, under EAGLE and ``R > 0``.
+  (``core.promised_positions``) feed the mask, which keeps what they need on
+  the grid hits land on, and the split, which stops at every one of them
+  (``core.checkpoint_stop``); the exact finders land on them. It keeps every
+  promise of docs/domain.md, under EAGLE and ``R > 0``.
 * ``dense``: the same chunks, but every block it materialises is cached
   (``R`` is ignored). In align mode a Mamba state exists only where a chunk
   ended, so an interval policy, whose split also stops at every segment, can
