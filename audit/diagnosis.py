@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry
+from junction.core import GroupKind, HybridGeometry, floor_to, replay_boundary
 from junction.reference.harness import Promise, Scenario, Violation
 from junction.reference.harness.verdict import MissedPosition
 
@@ -89,7 +89,7 @@ def _sub_block_boundary(scenario: Scenario) -> bool:
     alignment, block = geometry.alignment_tokens, mamba[0].block_size
     for prefill in _run(scenario).prefills:
         for x in POLICY.reachable_boundaries(geometry, mamba[0], prefill.request):
-            if x // alignment * alignment % block:
+            if floor_to(x, alignment) % block:
                 return True
     return False
 
@@ -101,7 +101,7 @@ def _eagle_shifted(scenario: Scenario, position: int) -> bool:
     grid = geometry.scheduler_block_size
     for prefill in _run(scenario).prefills:
         prompt, junction = prefill.request.num_prompt_tokens, prefill.request.shared_prefix_boundary
-        if position == (prompt - 1) // grid * grid - grid:
+        if position == floor_to(replay_boundary(prompt), grid) - grid:
             return True
         if junction and any(position == junction - g.block_size for g in geometry.groups):
             return True

@@ -16,7 +16,7 @@ argument, the value and the rule when its input is invalid.
 """
 
 from .boundaries import reachable_boundaries, replay_boundary
-from .checkpoints import checkpoint_stop, promised_positions
+from .checkpoints import checkpoint_stop, promised_positions, segment_boundaries
 from .errors import InvalidArgument
 from .finders import (
     Finder,
@@ -57,6 +57,7 @@ __all__ = [
     "reachable_boundaries",
     "reconcile_hits",
     "replay_boundary",
+    "segment_boundaries",
     "shared_prefix_boundary",
     "sliding_window_need",
 ]

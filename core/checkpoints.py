@@ -56,11 +56,22 @@ def promised_positions(
     end = require_int("prefill_end", num_prompt_tokens if prefill_end is None else prefill_end, 1)
     grid = geometry.hit_grid_tokens
     positions = {floor_to(x, grid) for x in boundaries}
-    interval = geometry.retention_interval
-    if interval:
-        positions.update(range(interval, end, interval))
+    positions.update(segment_boundaries(geometry.retention_interval, end))
     positions.discard(0)
     return tuple(sorted(positions))
+
+
+def segment_boundaries(retention_interval: int | None, prefill_end: int) -> range:
+    """The segment boundaries ``R, 2R, ...`` strictly below ``prefill_end``.
+
+    Empty unless ``R > 0`` (dense and ``R = 0`` retention have no segments).
+    Raises :class:`InvalidArgument` on a negative ``R`` or a negative ``prefill_end``.
+    """
+    end = require_int("prefill_end", prefill_end, 0)
+    if retention_interval is None:
+        return range(0)
+    interval = require_int("retention_interval", retention_interval, 0)
+    return range(interval, end, interval) if interval else range(0)
 
 
 def checkpoint_stop(

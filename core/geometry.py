@@ -89,6 +89,19 @@ class GroupSpec:
             )
         return sliding_window_need(self.window, self.block_size, use_eagle)
 
+    def first_window_block(self, position: int) -> int:
+        """The first block the next token's window still reads once ``position``
+        tokens are computed: the window is ``[position - W + 1, position)``, so
+        blocks below ``floor((position - W + 1) / B)`` (0 at the start) are out of it.
+        Only defined for SWA groups; raises :class:`InvalidArgument` otherwise or
+        on a negative ``position``."""
+        if self.window is None:
+            raise InvalidArgument(
+                "spec", self, "first_window_block is defined for sliding-window groups"
+            )
+        start = require_int("position", position, 0) - self.window + 1
+        return max(start, 0) // self.block_size
+
     def eagle_drop_tokens(self, alignment_tokens: int) -> int:
         """Tokens an EAGLE lookup of this group matches past a hit and drops.
 

@@ -181,28 +181,23 @@ class SlidingWindowManager(GroupManager):
         super().__init__(group_id, spec, geometry, pool, policy)
         if spec.window is None:
             raise ValueError(f"spec={spec!r}: a sliding-window manager needs a window")
-        self.window = spec.window
         self.released: dict[int, int] = {}
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
         full = hit_length // self.block_size
-        first = self._first_in_window(hit_length)
+        first = self.spec.first_window_block(hit_length)
         hit = [self.cached_block(request, i) for i in range(first, full)]
         self.pool.touch(hit)
         self.blocks[request.request_id] = [self.pool.null_block] * first + hit
         self.num_cached[request.request_id] = full
         self.released[request.request_id] = first
 
-    def _first_in_window(self, position: int) -> int:
-        """The first block the next token's window (``[pos - W + 1, pos)``) still sees."""
-        return max(position - self.window + 1, 0) // self.block_size
-
     def after_step(self, request: Request) -> None:
         self.cache_full_blocks(request)
         rid = request.request_id
         blocks = self.blocks[rid]
         done = self.released.get(rid, 0)
-        first = min(self._first_in_window(request.num_computed_tokens), len(blocks))
+        first = min(self.spec.first_window_block(request.num_computed_tokens), len(blocks))
         if first > done:
             gone = [b for b in blocks[done:first] if b is not self.pool.null_block]
             blocks[done:first] = [self.pool.null_block] * (first - done)

@@ -125,7 +125,8 @@ class EngineRun:
             cached = set()
             for i in range(chain.num_hashed_tokens // size):
                 block_hash = chain.block_hash(i, size)
-                assert block_hash is not None
+                if block_hash is None:  # i < num_hashed_tokens // size: always hashed
+                    raise LookupError(f"block {i} of group {manager.group_id} has no hash")
                 block = pool.cached.get((manager.group_id, block_hash))
                 # Only an exact state serves a Mamba hit (promise 7).
                 if block and (

@@ -85,7 +85,8 @@ def _section(name: str, examples: int, seed: int, progress: Progress | None) -> 
             rows.append(
                 f"| {len(rows) + 1} | {scope} | {verdict.statement} | {message} | {diagnosis} |"
             )
-            assert verdict.counterexample is not None
+            if verdict.counterexample is None:  # a violated verdict always carries one
+                raise ValueError(f"{scope}: violated promise {verdict.statement} has no scenario")
             details += [
                 f"**{len(rows)}.** {scope}, promise {verdict.statement}: {message}",
                 "",

@@ -19,7 +19,13 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from junction.core import GroupKind, HybridGeometry, last_cacheable_position
+from junction.core import (
+    GroupKind,
+    HybridGeometry,
+    floor_to,
+    last_cacheable_position,
+    next_grid_point,
+)
 from junction.reference.oracle.first_principles import oracle_blocks_needed, oracle_reconcile
 
 from .promise import Promise
@@ -106,7 +112,8 @@ def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
 def _segments(scenario: Scenario, run: Run) -> Problem | None:
     """Promise 3: the probe hits the last segment boundary a chunk end materialised."""
     interval = scenario.geometry.retention_interval
-    assert interval, "the segments promise is about R > 0"
+    if not interval:
+        raise ValueError(f"retention_interval={interval!r}: the segments promise needs R > 0")
     (prompt,) = scenario.prompts
     probe = scenario.probe
     hit = run.lookup(probe).hit
@@ -190,7 +197,7 @@ def _split(run: Run, budget: int) -> Problem | None:
                 return MissedPosition(request, position, ends)
         # Progress: from every chunk start, a budget reaching the next grid point moves.
         for start, _ in prefill.chunks:
-            reach = (start // grid + 1) * grid - start
+            reach = next_grid_point(start, grid) - start
             if start >= prompt or reach > budget:
                 continue
             wanted = min(reach, request.num_tokens - start)
@@ -210,7 +217,7 @@ def _reconciliation(scenario: Scenario, run: Run) -> Problem | None:
         geometry.alignment_tokens,
         geometry.use_eagle,
         len(probe) - 1,
-        len(probe) // unit * unit,
+        floor_to(len(probe), unit),
     )
     if got != want:
         return LookupMismatch(got, want)

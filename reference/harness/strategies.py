@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
 
 from .promise import Promise, Retention
 from .scenario import Scenario
@@ -66,7 +66,7 @@ def _safety(draw: st.DrawFn) -> Scenario:
         prompts.append((*base[:shared], *tail))
     longest = max(len(p) for p in prompts) + 4
     blocks_per_request = sum(
-        -(-longest // g.block_size) if g.kind is not GroupKind.MAMBA else 2 for g in geometry.groups
+        cdiv(longest, g.block_size) if g.kind is not GroupKind.MAMBA else 2 for g in geometry.groups
     )
     return Scenario(
         Promise.SAFETY,

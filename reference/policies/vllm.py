@@ -45,6 +45,7 @@ from junction.core import (
     mamba_block_aligned_split,
     prefill_end,
     reachable_block_mask,
+    segment_boundaries,
 )
 from junction.reference.engine.policy import RequestView
 
@@ -78,10 +79,8 @@ class VllmPolicy:
             for group in geometry.groups
             for x in self.reachable_boundaries(geometry, group, request)
         }
-        interval = geometry.retention_interval
-        if interval:
-            end = prefill_end(request.num_prompt_tokens, request.num_tokens)
-            positions.update(range(interval, end, interval))
+        end = prefill_end(request.num_prompt_tokens, request.num_tokens)
+        positions.update(segment_boundaries(geometry.retention_interval, end))
         positions.discard(0)
         return tuple(sorted(positions))
 

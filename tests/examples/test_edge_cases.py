@@ -15,6 +15,7 @@ from junction.core import (
     prefill_end,
     promised_positions,
     reachable_boundaries,
+    segment_boundaries,
     sliding_window_need,
 )
 
@@ -81,6 +82,23 @@ def test_sliding_window_need_counts_window_blocks_and_the_eagle_peek() -> None:
     assert sliding_window_need(6, 4, True) == 3
     assert sliding_window_need(4, 1, False) == 3
     assert GroupSpec.sliding_window(4, 6).blocks_for_hit(True) == 3
+
+
+def test_segment_boundaries_are_multiples_of_r_strictly_below_the_end() -> None:
+    assert list(segment_boundaries(4, 12)) == [4, 8]
+    assert list(segment_boundaries(4, 13)) == [4, 8, 12]
+    assert list(segment_boundaries(1, 3)) == [1, 2]
+    assert list(segment_boundaries(4, 4)) == []
+    assert list(segment_boundaries(4, 0)) == []
+    assert list(segment_boundaries(0, 12)) == []  # R = 0: semantic checkpoints only
+    assert list(segment_boundaries(None, 12)) == []  # dense: no segments
+
+
+def test_first_window_block_is_the_oldest_block_the_window_still_reads() -> None:
+    swa = GroupSpec.sliding_window(4, 6)  # window [p - 5, p)
+    assert [swa.first_window_block(p) for p in (0, 5, 8, 9, 12, 13)] == [0, 0, 0, 1, 1, 2]
+    assert GroupSpec.sliding_window(4, 1).first_window_block(8) == 2  # W = 1 reads nothing
+    assert GroupSpec.sliding_window(1, 3).first_window_block(7) == 5
 
 
 def test_next_grid_point_is_strictly_past_the_value() -> None:

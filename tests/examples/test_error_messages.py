@@ -30,6 +30,7 @@ from junction.core import (
     reachable_boundaries,
     reconcile_hits,
     replay_boundary,
+    segment_boundaries,
     shared_prefix_boundary,
     sliding_window_need,
 )
@@ -129,6 +130,23 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "blocks_for_hit",
         lambda: MAMBA4.blocks_for_hit(False),
         f"spec={MAMBA4!r}: blocks_for_hit is defined for sliding-window groups",
+    ),
+    (
+        "first_window_block",
+        lambda: MAMBA4.first_window_block(4),
+        f"spec={MAMBA4!r}: first_window_block is defined for sliding-window groups",
+    ),
+    (
+        "first_window_block position",
+        lambda: GroupSpec.sliding_window(4, 8).first_window_block(-1),
+        "position=-1: must be >= 0",
+    ),
+    ("segments interval", lambda: segment_boundaries(-4, 8), "retention_interval=-4: must be >= 0"),
+    ("segments end", lambda: segment_boundaries(4, -1), "prefill_end=-1: must be >= 0"),
+    (
+        "segments end type",
+        lambda: segment_boundaries(None, 1.5),  # type: ignore[arg-type]
+        "prefill_end=1.5: must be an int >= 0",
     ),
     ("need window", lambda: sliding_window_need(0, 4, False), "window=0: must be >= 1"),
     ("need block", lambda: sliding_window_need(8, 0, False), "block_size=0: must be >= 1"),

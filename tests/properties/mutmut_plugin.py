@@ -5,11 +5,39 @@ mutmut runs, per mutant, the tests that call the mutated function, with
 bounded-exhaustive walk, which runs last (it is ~6x slower under mutmut's
 trampolines): examples, then the oracle properties, then the other
 properties (bad input, ...), then the exhaustive check.
+
+It also rebuilds the ``junction`` namespace inside ``mutants/``: mutmut copies
+folders with ``shutil.copytree``, which turns the checkout's ``junction/core``
+symlink into a copy of the *unmutated* core, and every mutant would survive.
+The links are made before any test imports ``junction``.
 """
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
+
+_PARTS = ("core", "reference", "kernels", "audit")
+
+
+def _link_namespace(root: Path) -> None:
+    namespace = root / "junction"
+    namespace.mkdir(exist_ok=True)
+    for name in ("__init__.py", "py.typed"):
+        if not (namespace / name).exists():
+            shutil.copy2(root.parent / "junction" / name, namespace / name)
+    for part in _PARTS:
+        link = namespace / part
+        if not link.is_symlink():
+            if link.exists():
+                shutil.rmtree(link)
+            link.symlink_to(Path("..") / part, target_is_directory=True)
+
+
+if Path.cwd().name == "mutants":
+    _link_namespace(Path.cwd())
 
 _LAST = "test_exhaustive.py"
 _FIRST = ("tests/examples/", "test_core_vs_oracle.py")
