@@ -4,8 +4,9 @@ One request hands the mask (``core.mask``) the token positions a later
 request may resume at: the replay boundary ``P - 1`` (a resend of the prompt
 looks up at most ``N - 1`` tokens, so its hit floors ``P - 1``) and the
 junction ``J`` when one was detected. The mask floors each to the hit grid
-itself. Keeping this in one function is the point of docs/domain.md's "one source of truth": the
-split, the mask and the finder must all talk about the same positions.
+itself. Keeping this in one function is the point of docs/domain.md's "one
+source of truth": the split, the mask and the finder must all talk about the
+same positions.
 
 Two lookups land elsewhere, and both are promised too:
 
@@ -18,9 +19,19 @@ Two lookups land elsewhere, and both are promised too:
   last block is never filled, a resend reaches the prompt's last whole block
   ``w = floor_Bf(P)`` and no further (``w - d`` under EAGLE).
 
-Rejected: vLLM 0.33's ``floor_L(P) - L``-style shifted replay positions, which
-assume a drop of one scheduler block; the drop is a hash unit with partial
-hits, and a state kept a block too low is one no lookup lands on.
+None of them may floor to 0 on the grid hits land on: no lookup resumes at
+0 (a hit of 0 reuses nothing, so it reads no block, no window and no state),
+so such a boundary promises nothing, yet the mask would keep an EAGLE peek
+block for it. :func:`reachable_boundaries` leaves them out itself, so its
+output wired straight into ``reachable_block_mask`` keeps only needed blocks.
+
+Rejected: dropping them inside ``reachable_block_mask``: the mask is vLLM
+0.33's by its arguments (vLLM hands it ``max(floor_L(P - 1) - L, 0)`` and
+keeps block 0 for it under EAGLE; ``reference/policies/vllm.py`` reproduces
+that), and the batched kernels share its plan. Rejected too: vLLM 0.33's
+``floor_L(P) - L``-style shifted replay positions, which assume a drop of one
+scheduler block; the drop is a hash unit with partial hits, and a state kept
+a block too low is one no lookup lands on.
 """
 
 from __future__ import annotations
@@ -46,6 +57,8 @@ def reachable_boundaries(
     shared_prefix_boundary: int = 0,
     eagle_drop_tokens: int = 0,
     whole_block_sizes: Iterable[int] = (),
+    *,
+    hit_grid_tokens: int = 1,
 ) -> tuple[int, ...]:
     """``P - 1`` and, when the request carries one (``J != 0``), ``J``.
 
@@ -54,11 +67,13 @@ def reachable_boundaries(
     :attr:`HybridGeometry.sub_block_full_attention_sizes`); with
     ``w = min floor_B(P)`` over them, ``min(w, P - 1)`` is promised too.
     Under EAGLE (``eagle_drop_tokens = d > 0``) ``P - d``, ``J - d`` and
-    ``w - d`` are promised as well (those that are >= 0). Sorted, without
-    repeats.
+    ``w - d`` are promised as well. Sorted, without repeats, and each at
+    least ``hit_grid_tokens`` (the grid the mask floors to,
+    :attr:`HybridGeometry.hit_grid_tokens`; 1 by default): a position that
+    floors to 0 there is no resumption and is left out.
 
     Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1``, ``J < 0``,
-    ``eagle_drop_tokens < 0`` or a block size is < 1.
+    ``eagle_drop_tokens < 0``, a block size is < 1 or ``hit_grid_tokens < 1``.
     """
     replay = replay_boundary(num_prompt_tokens)
     junction = require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
@@ -67,12 +82,14 @@ def reachable_boundaries(
         require_int(f"whole_block_sizes[{index}]", size, 1)
         for index, size in enumerate(whole_block_sizes)
     ]
-    positions = {replay, junction} if junction else {replay}
-    landings = [num_prompt_tokens, junction] if junction else [num_prompt_tokens]
+    grid = require_int("hit_grid_tokens", hit_grid_tokens, 1)
+    # J = 0 (none) and every landing below the grid fall to the filter below.
+    positions = {replay, junction}
+    landings = [num_prompt_tokens, junction]
     if sizes:
         whole = min(floor_to(num_prompt_tokens, size) for size in sizes)
         positions.add(min(whole, replay))
         landings.append(whole)
     if drop:
-        positions |= {x - drop for x in landings if x >= drop}
-    return tuple(sorted(positions))
+        positions |= {x - drop for x in landings}
+    return tuple(sorted(x for x in positions if x >= grid))

@@ -36,6 +36,7 @@ def _boundaries(geometry: HybridGeometry, prompt: int, junction: int) -> tuple[i
         junction,
         geometry.eagle_drop_tokens,
         geometry.sub_block_full_attention_sizes,
+        hit_grid_tokens=geometry.hit_grid_tokens,
     )
 
 
@@ -57,7 +58,6 @@ def promised_positions(
     grid = geometry.hit_grid_tokens
     positions = {floor_to(x, grid) for x in boundaries}
     positions.update(segment_boundaries(geometry.retention_interval, end))
-    positions.discard(0)
     return tuple(sorted(positions))
 
 

@@ -79,8 +79,10 @@ def oracle_blocks_needed(
 
     Full attention: every block before it. Sliding window: the blocks the next
     token's window sees (plus the EAGLE peek block). Mamba: the deepest state
-    block at or below the position.
+    block at or below the position. Nothing at 0: a hit of 0 reuses nothing.
     """
+    if position == 0:
+        return set()
     if kind == SLIDING_WINDOW:
         return _window_blocks(position, block_size, _window(window), use_eagle)
     if kind == MAMBA:
@@ -133,7 +135,14 @@ def oracle_reachable_block_mask(
     kept = set(periodic)
     if retention_interval is not None:
         for boundary in reachable_boundaries:
-            kept |= needed(_largest_multiple_at_most(boundary, alignment_tokens))
+            position = _largest_multiple_at_most(boundary, alignment_tokens)
+            kept |= needed(position)
+            if position == 0 and kind == SLIDING_WINDOW and use_eagle:
+                # vLLM's mask keeps the run a lookup landing here matches, which
+                # at 0 is the EAGLE peek block alone, though no hit reads it.
+                # Kept for compatibility (the mask is vLLM's by its arguments);
+                # core.reachable_boundaries never hands a boundary that floors to 0.
+                kept.add(0)
     return [block in kept for block in range(start_block, end_block)]
 
 

@@ -68,16 +68,15 @@ class JunctionPolicy:
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
     ) -> tuple[int, ...]:
-        boundaries = reachable_boundaries(
+        # On the hit grid the mask floors to: none floors to 0 (core leaves
+        # those out; they promise nothing, yet would keep an EAGLE peek block).
+        return reachable_boundaries(
             request.num_prompt_tokens,
             self.junction(request),
             geometry.eagle_drop_tokens,
             geometry.sub_block_full_attention_sizes,
+            hit_grid_tokens=geometry.hit_grid_tokens,
         )
-        # One that floors to 0 promises nothing (a hit of 0 reads no block),
-        # yet the mask would keep an EAGLE peek block for it.
-        grid = geometry.hit_grid_tokens
-        return tuple(x for x in boundaries if x >= grid)
 
     def block_mask(
         self,

@@ -10,7 +10,11 @@
   assumed); the junction ``J`` is added, and ``J - B`` (the group's own block)
   under EAGLE, dropped when negative (vLLM passes it, and its mask marks
   nothing for it). The mask floors them to ``A`` (vLLM's
-  ``cache_hit_alignment_tokens``). The split is decision 2's (docs/domain.md) on
+  ``cache_hit_alignment_tokens``). Compatibility choice: boundaries that
+  floor to 0 (``max(floor_L(P - 1) - L, 0)`` for a short prompt, ``J - B``
+  below ``A``) are handed on as vLLM hands them, so under EAGLE a sliding
+  window keeps its peek block 0 for them although no hit reads it;
+  ``core.reachable_boundaries``, which the default policy uses, leaves them out. The split is decision 2's (docs/domain.md) on
   ``cache_config.block_size``, which Mamba align mode makes the Mamba
   groups' block (``HybridGeometry.mamba_block_size``); page-size unification can widen
   an attention group, so this may be finer than ``L`` (docs/findings.md,

@@ -44,10 +44,17 @@ def test_split_accepts_a_last_cacheable_position_of_zero() -> None:
     assert mamba_block_aligned_split(**chunk, block_size=4, last_cacheable=0) == 4
 
 
-def test_boundaries_keep_a_landing_point_of_zero_and_blocks_of_one_token() -> None:
-    # P = d: a resend under EAGLE lands at P - d = 0 (">= 0" includes it).
-    assert reachable_boundaries(16, 0, 16) == (0, 15)
-    assert reachable_boundaries(20, 16, 16) == (0, 4, 16, 19)
+def test_boundaries_leave_out_what_floors_to_zero_and_allow_blocks_of_one_token() -> None:
+    # P = d: a resend under EAGLE lands at P - d = 0, no resumption: left out.
+    assert reachable_boundaries(16, 0, 16) == (15,)
+    assert reachable_boundaries(20, 16, 16) == (4, 16, 19)
+    assert reachable_boundaries(1) == ()  # P = 1: the replay boundary is 0
+    assert reachable_boundaries(2) == (1,)  # the default grid of 1 keeps 1
+    # On the hit grid: 4 floors to itself and stays, 3 and 1 floor to 0.
+    assert reachable_boundaries(5, 0, 0, hit_grid_tokens=4) == (4,)
+    assert reachable_boundaries(5, 0, 4, hit_grid_tokens=4) == (4,)
+    assert reachable_boundaries(5, 0, 4, hit_grid_tokens=1) == (1, 4)
+    assert reachable_boundaries(20, 16, 16, hit_grid_tokens=5) == (16, 19)
     # A whole block of one token is a valid block size: w = P.
     assert reachable_boundaries(5, 0, 0, (1,)) == (4,)
     assert reachable_boundaries(9, 0, 2, (4,)) == (6, 7, 8)

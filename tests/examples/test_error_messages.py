@@ -78,6 +78,11 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "whole_block_sizes[1]=0: must be >= 1",
     ),
     (
+        "boundaries grid",
+        lambda: reachable_boundaries(5, hit_grid_tokens=0),
+        "hit_grid_tokens=0: must be >= 1",
+    ),
+    (
         "boundaries P type",
         lambda: reachable_boundaries(True),  # type: ignore[arg-type]
         "num_prompt_tokens=True: must be an int >= 1",

@@ -269,6 +269,8 @@ def test_reachable_boundaries_reject_bad_positions(prompt: object, junction: int
         lambda: reachable_boundaries(5, 0, 0, (4, junction)), "whole_block_sizes[1]", junction
     )
     assert_rejects(lambda: reachable_boundaries(5, 0, 0, (0,)), "whole_block_sizes[0]", 0)
+    grid = junction + 1  # <= 0
+    assert_rejects(lambda: reachable_boundaries(5, hit_grid_tokens=grid), "hit_grid_tokens", grid)
 
 
 @given(geometries(), st.integers(1, 100), st.integers(0, 100), st.integers(1, 100))

@@ -2,6 +2,9 @@
 
 * ``checkpoint_stop`` is the earliest of ``promised_positions`` strictly inside
   the chunk (the direct segment arithmetic agrees with the enumeration).
+* Core alone, wired as an engine that vendors only ``core`` wires it
+  (``reachable_boundaries`` into ``reachable_block_mask`` on the hit grid),
+  keeps only blocks the oracle says some promised position needs (economy).
 * First principles: a resend of a prompt, with full attention holding the
   blocks a finished request leaves (whole blocks of the prompt, or more once
   output tokens filled the last one), lands where full attention alone can
@@ -14,8 +17,19 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junction.core import GroupKind, HybridGeometry, checkpoint_stop, promised_positions
-from junction.reference.oracle.first_principles import OracleGroup, oracle_reconcile
+from junction.core import (
+    GroupKind,
+    HybridGeometry,
+    checkpoint_stop,
+    promised_positions,
+    reachable_block_mask,
+    reachable_boundaries,
+)
+from junction.reference.oracle.first_principles import (
+    OracleGroup,
+    oracle_blocks_needed,
+    oracle_reconcile,
+)
 
 from .strategies import geometries
 
@@ -78,3 +92,44 @@ def test_a_resend_lands_on_a_promised_position(
     landing = hit // grid * grid
     promised = promised_positions(geometry, prompt)
     assert landing == 0 or landing in promised, (hit, landing, promised)
+
+
+@given(geometries(), st.integers(1, 80), st.data())
+def test_core_alone_keeps_only_blocks_a_promised_position_needs(
+    geometry: HybridGeometry, prompt: int, data: st.DataObject
+) -> None:
+    """Economy of core wired by itself: with ``R = 0`` every block a sparse group
+    keeps is read, by first principles, to resume at some promised position."""
+    alignment = geometry.alignment_tokens
+    junction = data.draw(st.integers(0, (prompt - 1) // alignment)) * alignment
+    geometry = HybridGeometry(
+        geometry.groups,
+        geometry.hash_block_size,
+        partial_hits=geometry.partial_hits,
+        use_eagle=geometry.use_eagle,
+        retention_interval=0,
+    )
+    grid = geometry.hit_grid_tokens
+    boundaries = reachable_boundaries(
+        prompt,
+        junction,
+        geometry.eagle_drop_tokens,
+        geometry.sub_block_full_attention_sizes,
+        hit_grid_tokens=grid,
+    )
+    promised = promised_positions(geometry, prompt, junction)
+    for spec in geometry.groups:
+        size = spec.block_size
+        full_blocks = prompt // size
+        mask = reachable_block_mask(0, full_blocks, grid, spec, geometry.use_eagle, 0, boundaries)
+        if mask is None:
+            assert spec.kind is GroupKind.FULL
+            continue
+        needed = set().union(
+            *(
+                oracle_blocks_needed(spec.kind.value, x, size, spec.window, geometry.use_eagle)
+                for x in promised
+            )
+        )
+        kept = {index for index, keep in enumerate(mask) if keep}
+        assert kept <= needed, (spec, boundaries, promised, sorted(kept - needed))
