@@ -20,10 +20,21 @@ of :class:`RequestView`), not a copy. Every call goes through
 :class:`CheckedPolicy`, which turns an exception or a malformed answer into a
 :class:`PolicyError` naming the policy, the call and its arguments: a broken
 user policy must never look like a broken engine.
+
+A policy is untrusted code (``fuzz`` runs policies still being written), so
+``CheckedPolicy`` catches ``BaseException``: a policy raising ``SystemExit(0)``
+or ``KeyboardInterrupt`` is a policy error, not a clean exit (a false pass) or
+an interrupted run. The cost: in-process, a real Ctrl-C that lands inside a
+policy call also becomes a policy error; the ``fuzz`` command runs the policy
+in a worker process that ignores SIGINT, so there it cannot. An answer is
+judged by cheap checks first (``len`` before iterating, at most one position
+per token) and rendered bounded (``reprlib``) on one line, so a
+10-million-element answer is rejected at once instead of printed.
 """
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -102,18 +113,49 @@ def _describe(request: RequestView) -> str:
     )
 
 
+_BRIEF = reprlib.Repr()
+_BRIEF.maxstring = _BRIEF.maxother = 80
+
+
+def _show(value: object) -> str:
+    """``value``'s repr, bounded and on one line, whatever its ``__repr__`` does."""
+    try:
+        text = _BRIEF.repr(value)
+    except BaseException as error:  # a hostile __repr__ must not escape the check
+        text = f"<{type(value).__name__} whose repr raised {type(error).__name__}>"
+    return " ".join(text.split())
+
+
+def _raised(error: BaseException) -> str:
+    """``raised Type: message``, bounded and on one line."""
+    try:
+        message = str(error)
+    except BaseException:
+        message = "<str() of the exception raised too>"
+    message = " ".join(message.split())
+    if len(message) > 200:
+        message = message[:197] + "..."
+    return (
+        f"raised {type(error).__name__}: {message}" if message else f"raised {type(error).__name__}"
+    )
+
+
 class CheckedPolicy:
     """Wraps a policy; every answer is validated and every failure named.
 
-    Positions must be ints ``>= 0`` (checkpoints ``> 0``); a mask must be
+    Positions must be ints ``>= 0`` (checkpoints ``> 0``), at most one per
+    token position of the request (``num_tokens + 1``); a mask must be
     ``None`` or exactly ``end_block - start_block`` bools; a split must be an
-    int in ``[0, num_new_tokens]``.
+    int in ``[0, num_new_tokens]``. Any exception the policy raises,
+    ``BaseException`` included, becomes a :class:`PolicyError`.
     """
 
     def __init__(self, policy: object) -> None:
-        name = getattr(policy, "name", None)
-        label = name if isinstance(name, str) else type(policy).__name__
-        if not isinstance(policy, Policy):
+        label = type(policy).__name__
+        try:
+            name = getattr(policy, "name", None)
+            label = name if isinstance(name, str) else label
+            conforms = isinstance(policy, Policy)
             missing = [
                 method
                 for method in (
@@ -124,23 +166,40 @@ class CheckedPolicy:
                 )
                 if not callable(getattr(policy, method, None))
             ]
+        except BaseException as error:  # a property that raises, even SystemExit
+            raise PolicyError(label, "Policy protocol", _raised(error)) from None
+        if not conforms:
             problem = f"missing methods {missing}" if missing else "has no str attribute 'name'"
-            raise PolicyError(label, "Policy protocol", f"{problem} (got {policy!r})")
+            raise PolicyError(label, "Policy protocol", f"{problem} (got {_show(policy)})")
         if not isinstance(name, str):
-            raise PolicyError(label, "name", f"must be a str, got {name!r}")
+            raise PolicyError(label, "name", f"must be a str, got {_show(name)}")
         self.policy: Policy = policy
         self.name = name
 
-    def _call_failed(self, call: str, error: Exception) -> PolicyError:
-        return PolicyError(self.name, call, f"raised {type(error).__name__}: {error}")
+    def _call_failed(self, call: str, error: BaseException) -> PolicyError:
+        return PolicyError(self.name, call, _raised(error))
 
-    def _positions(self, call: str, answer: object, minimum: int) -> tuple[int, ...]:
+    def _positions(
+        self, call: str, answer: object, minimum: int, request: RequestView
+    ) -> tuple[int, ...]:
         if isinstance(answer, (str, bytes)) or not isinstance(answer, Sequence):
-            raise PolicyError(self.name, call, f"must return a sequence of ints, got {answer!r}")
+            raise PolicyError(
+                self.name, call, f"must return a sequence of ints, got {_show(answer)}"
+            )
+        most = request.num_tokens + 1
+        if len(answer) > most:
+            raise PolicyError(
+                self.name,
+                call,
+                f"returned {len(answer)} positions; a request of {request.num_tokens} tokens "
+                f"has at most {most}",
+            )
         for index, value in enumerate(answer):
             if type(value) is not int or value < minimum:
                 raise PolicyError(
-                    self.name, call, f"element {index} is {value!r}; must be an int >= {minimum}"
+                    self.name,
+                    call,
+                    f"element {index} is {_show(value)}; must be an int >= {minimum}",
                 )
         return tuple(answer)
 
@@ -150,9 +209,9 @@ class CheckedPolicy:
         call = f"checkpoint_positions({_describe(request)})"
         try:
             answer = self.policy.checkpoint_positions(geometry, request)
-        except Exception as error:
+        except BaseException as error:
             raise self._call_failed(call, error) from error
-        return self._positions(call, answer, 1)
+        return self._positions(call, answer, 1, request)
 
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
@@ -160,9 +219,9 @@ class CheckedPolicy:
         call = f"reachable_boundaries({group}, {_describe(request)})"
         try:
             answer = self.policy.reachable_boundaries(geometry, group, request)
-        except Exception as error:
+        except BaseException as error:
             raise self._call_failed(call, error) from error
-        return self._positions(call, answer, 0)
+        return self._positions(call, answer, 0, request)
 
     def block_mask(
         self,
@@ -177,7 +236,7 @@ class CheckedPolicy:
             answer = self.policy.block_mask(
                 geometry, group, request, start_block, end_block, boundaries
             )
-        except Exception as error:
+        except BaseException as error:
             call = f"block_mask({group}, {_describe(request)}, {start_block}, {end_block})"
             raise self._call_failed(call, error) from error
         if answer is None:
@@ -191,7 +250,7 @@ class CheckedPolicy:
         ):
             call = f"block_mask({group}, {_describe(request)}, {start_block}, {end_block})"
             raise PolicyError(
-                self.name, call, f"must return None or {length} bools, got {answer!r}"
+                self.name, call, f"must return None or {length} bools, got {_show(answer)}"
             )
         return answer
 
@@ -204,12 +263,12 @@ class CheckedPolicy:
     ) -> int:
         try:
             answer = self.policy.split(geometry, request, num_new_tokens, max_prefill_tokens)
-        except Exception as error:
+        except BaseException as error:
             call = f"split({_describe(request)}, n={num_new_tokens})"
             raise self._call_failed(call, error) from error
         if type(answer) is not int or not 0 <= answer <= num_new_tokens:
             call = f"split({_describe(request)}, n={num_new_tokens})"
             raise PolicyError(
-                self.name, call, f"must return an int in [0, {num_new_tokens}], got {answer!r}"
+                self.name, call, f"must return an int in [0, {num_new_tokens}], got {_show(answer)}"
             )
         return answer

@@ -51,11 +51,13 @@ class Verdict(enum.Enum):
     KEPT = "kept"
     VIOLATED = "violated"
     ERROR = "error"  # the policy raised or answered something malformed
+    TIMEOUT = "timeout"  # a policy call outlived its limit, or an example outlived the run
+    UNCHECKED = "unchecked"  # no example ran: the time ran out first (never a pass)
     NOT_APPLICABLE = "n/a"  # ``where`` left no geometry in the promise's scope
 
     @property
     def failed(self) -> bool:
-        return self in (Verdict.VIOLATED, Verdict.ERROR)
+        return self in (Verdict.VIOLATED, Verdict.ERROR, Verdict.TIMEOUT, Verdict.UNCHECKED)
 
 
 def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
