@@ -1,7 +1,22 @@
-"""``python -m junction.reference``: the command line (``junction.reference.cli``)."""
+"""``python -m junction.reference``: the command line (``junction.reference.cli``).
+
+Ctrl-C ends any command with exit status 130 and one line, here at the top,
+so no command can print a traceback for it; what a command writes, it writes
+whole or not at all (each command's own concern).
+"""
 
 import sys
 
-from junction.reference.cli.main import main
 
-sys.exit(main())
+def _main() -> int:
+    try:
+        from junction.reference.cli.main import main
+
+        return main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # not on import: the fuzz worker's ``spawn`` re-imports __main__
+    sys.exit(_main())

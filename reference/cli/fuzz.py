@@ -6,25 +6,41 @@ policy (an object, or a class / factory called with no arguments). The
 promises take turns until ``--seconds`` are spent; a progress line on
 standard error shows the time spent and the examples run per promise. The
 final table gives each promise's verdict; a violation prints its shrunk
-counterexample as a replayable scenario. Exit status: 0 when every promise
-held, 1 on any violation or policy error, 2 for bad arguments or a policy
-that cannot be loaded. ``--seed`` replays a run: the same seed runs the same
-examples in order.
+counterexample as a replayable scenario. ``--seed`` replays a run: the same
+seed runs the same examples in order.
+
+The policy is untrusted code: it runs in a worker process
+(``cli.policy_worker``, supervised by ``cli.fuzz_supervisor``), so nothing it
+does can end this command early, silently or never. ``--seconds`` is a hard
+deadline for the whole run, the policy's import included (the command ends
+within about a second after it); one policy call may take ``--call-seconds``
+(default 10), and one that takes longer is a ``timeout`` verdict naming the
+call, with the scenario it was running. An exception of any kind from the
+policy (``SystemExit`` and ``KeyboardInterrupt`` included) is an ``error``
+naming the call. A promise that ran no example is ``unchecked``.
+
+Exit status: 0 when every promise was checked and held; 1 on any violation,
+policy error, timeout or unchecked promise, with one line on standard error
+naming the first; 2 for bad arguments or a policy that cannot be loaded
+(one line). ``--json FILE`` is removed when the run starts and written, whole,
+when it ends with a report, so a run that ends otherwise leaves none.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from junction.reference.cli import terminal
 from junction.reference.cli.arguments import int_at_least
-from junction.reference.engine.policy import PolicyError
-from junction.reference.harness import ConformanceReport, Promise, Verdict, run_conformance
-from junction.reference.policies.builtin import resolve_policy
+from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
+from junction.reference.harness import ConformanceReport, Promise, PromiseVerdict, Verdict
 
 __all__ = ["add_parser"]
 
@@ -32,46 +48,56 @@ _MARKS = {
     Verdict.KEPT: "",
     Verdict.VIOLATED: " VIOLATED",
     Verdict.ERROR: " ERROR",
+    Verdict.TIMEOUT: " TIMEOUT",
+    Verdict.UNCHECKED: " unchecked",
     Verdict.NOT_APPLICABLE: " n/a",
 }
 
 
-def _positive_seconds(text: str) -> float:
+def _seconds(text: str) -> float:
+    """A finite number of seconds > 0 (``inf`` and ``nan`` are no deadline)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
     return value
 
 
-def _fuzz(args: argparse.Namespace, policy: Any) -> ConformanceReport:
+def _fuzz(args: argparse.Namespace) -> ConformanceReport | LoadFailure:
     """The run, with a progress line in seconds (the budget) and the examples per promise."""
     counts: dict[Promise, str] = {}
+    promises = tuple(Promise.named(p) for p in args.promise or list(Promise))
     with terminal.progress("fuzz", args.seconds) as advance:
         started, shown = time.perf_counter(), 0
 
-        def on_progress(promise: Promise, examples: int, status: Verdict) -> None:
+        def on_verdict(verdict: PromiseVerdict) -> None:
             nonlocal shown
-            counts[promise] = f"{promise.value} {examples}{_MARKS[status]}"
+            mark = _MARKS[verdict.status]
+            counts[verdict.promise] = f"{verdict.promise.value} {verdict.examples}{mark}"
             elapsed = int(min(time.perf_counter() - started, args.seconds))
             advance(elapsed - shown, status="  ".join(counts.values()))
             shown = elapsed
 
-        return run_conformance(
-            policy,
-            seconds=args.seconds,
-            seed=args.seed,
-            promises=args.promise or list(Promise),
-            on_progress=on_progress,
-        )
+        limits = Limits(args.seconds, args.call_seconds)
+        return supervise(args.policy, args.seed, promises, limits, on_verdict)
 
 
-def _json(report: ConformanceReport) -> dict[str, Any]:
+def _headline(report: ConformanceReport) -> str:
+    """One line naming the first failed promise and how many failed."""
+    failed = report.violated
+    first = failed[0]
+    more = f" (and {len(failed) - 1} more; see the table)" if len(failed) > 1 else ""
+    return f"fuzz: {first.promise.value} {first.status.value}: {first.message}{more}"
+
+
+def _json(report: ConformanceReport, seconds: float) -> dict[str, Any]:
     return {
         "policy": report.policy,
         "seed": report.seed,
+        "seconds": seconds,
+        "call_seconds": report.call_seconds,
         "passed": report.passed,
         "verdicts": [
             {
@@ -88,18 +114,31 @@ def _json(report: ConformanceReport) -> dict[str, Any]:
     }
 
 
-def _run(args: argparse.Namespace) -> int:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Whole or not at all: a temporary file beside ``path``, renamed over it."""
+    partial = path.with_name(f".{path.name}.partial")
     try:
-        policy = resolve_policy(args.policy)
-        report = _fuzz(args, policy)
-    except PolicyError as error:  # cannot load, or the protocol itself is not implemented
-        print(f"error: {error}", file=sys.stderr)
+        partial.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _run(args: argparse.Namespace) -> int:
+    json_path = Path(args.json) if args.json else None
+    if json_path is not None:
+        json_path.unlink(missing_ok=True)  # a run that ends early leaves no stale report
+    outcome = _fuzz(args)
+    if isinstance(outcome, LoadFailure):
+        print(f"error: {outcome.message}", file=sys.stderr)
         return 2
-    print(report.table())
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(_json(report), handle, indent=2)
-    return 0 if report.passed else 1
+    print(outcome.table())
+    if json_path is not None:
+        _write_json(json_path, _json(outcome, args.seconds))
+    if outcome.passed:
+        return 0
+    print(_headline(outcome), file=sys.stderr)
+    return 1
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -117,7 +156,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="built-in policy name or module:attribute (default junction)",
     )
     parser.add_argument(
-        "--seconds", type=_positive_seconds, default=60.0, help="time budget (default 60)"
+        "--seconds",
+        type=_seconds,
+        default=60.0,
+        help="deadline for the whole run, the policy's import included (default 60)",
+    )
+    parser.add_argument(
+        "--call-seconds",
+        type=_seconds,
+        default=10.0,
+        help="limit for one policy call; longer is a timeout verdict (default 10)",
     )
     parser.add_argument("--seed", type=int_at_least(0), default=0, help="replay seed (default 0)")
     parser.add_argument(

@@ -40,7 +40,7 @@ from typing import Protocol, runtime_checkable
 
 from junction.core import GroupSpec, HybridGeometry
 
-__all__ = ["CheckedPolicy", "Policy", "PolicyError", "RequestView"]
+__all__ = ["CheckedPolicy", "Policy", "PolicyError", "RequestView", "describe_request"]
 
 
 class RequestView(Protocol):
@@ -106,7 +106,8 @@ class PolicyError(Exception):
         self.problem = problem
 
 
-def _describe(request: RequestView) -> str:
+def describe_request(request: RequestView) -> str:
+    """A request as a call names it: its token counts and junction."""
     return (
         f"P={request.num_prompt_tokens}, N={request.num_tokens}, "
         f"computed={request.num_computed_tokens}, J={request.shared_prefix_boundary}"
@@ -155,7 +156,7 @@ class CheckedPolicy:
         try:
             name = getattr(policy, "name", None)
             label = name if isinstance(name, str) else label
-            conforms = isinstance(policy, Policy)
+            checked = policy if isinstance(policy, Policy) else None
             missing = [
                 method
                 for method in (
@@ -168,12 +169,12 @@ class CheckedPolicy:
             ]
         except BaseException as error:  # a property that raises, even SystemExit
             raise PolicyError(label, "Policy protocol", _raised(error)) from None
-        if not conforms:
+        if checked is None:
             problem = f"missing methods {missing}" if missing else "has no str attribute 'name'"
             raise PolicyError(label, "Policy protocol", f"{problem} (got {_show(policy)})")
         if not isinstance(name, str):
             raise PolicyError(label, "name", f"must be a str, got {_show(name)}")
-        self.policy: Policy = policy
+        self.policy: Policy = checked
         self.name = name
 
     def _call_failed(self, call: str, error: BaseException) -> PolicyError:
@@ -206,7 +207,7 @@ class CheckedPolicy:
     def checkpoint_positions(
         self, geometry: HybridGeometry, request: RequestView
     ) -> tuple[int, ...]:
-        call = f"checkpoint_positions({_describe(request)})"
+        call = f"checkpoint_positions({describe_request(request)})"
         try:
             answer = self.policy.checkpoint_positions(geometry, request)
         except BaseException as error:
@@ -216,7 +217,7 @@ class CheckedPolicy:
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
     ) -> tuple[int, ...]:
-        call = f"reachable_boundaries({group}, {_describe(request)})"
+        call = f"reachable_boundaries({group}, {describe_request(request)})"
         try:
             answer = self.policy.reachable_boundaries(geometry, group, request)
         except BaseException as error:
@@ -237,7 +238,7 @@ class CheckedPolicy:
                 geometry, group, request, start_block, end_block, boundaries
             )
         except BaseException as error:
-            call = f"block_mask({group}, {_describe(request)}, {start_block}, {end_block})"
+            call = f"block_mask({group}, {describe_request(request)}, {start_block}, {end_block})"
             raise self._call_failed(call, error) from error
         if answer is None:
             return None
@@ -248,7 +249,7 @@ class CheckedPolicy:
             or len(answer) != length
             or not all(type(flag) is bool for flag in answer)
         ):
-            call = f"block_mask({group}, {_describe(request)}, {start_block}, {end_block})"
+            call = f"block_mask({group}, {describe_request(request)}, {start_block}, {end_block})"
             raise PolicyError(
                 self.name, call, f"must return None or {length} bools, got {_show(answer)}"
             )
@@ -264,10 +265,10 @@ class CheckedPolicy:
         try:
             answer = self.policy.split(geometry, request, num_new_tokens, max_prefill_tokens)
         except BaseException as error:
-            call = f"split({_describe(request)}, n={num_new_tokens})"
+            call = f"split({describe_request(request)}, n={num_new_tokens})"
             raise self._call_failed(call, error) from error
         if type(answer) is not int or not 0 <= answer <= num_new_tokens:
-            call = f"split({_describe(request)}, n={num_new_tokens})"
+            call = f"split({describe_request(request)}, n={num_new_tokens})"
             raise PolicyError(
                 self.name, call, f"must return an int in [0, {num_new_tokens}], got {_show(answer)}"
             )

@@ -52,9 +52,16 @@ class PromiseVerdict:
 
 @attrs.frozen
 class ConformanceReport:
+    """Every promise's verdict; ``call_seconds``: the per-call limit it ran under, if any.
+
+    In-process runs have no per-call limit; the ``fuzz`` command's worker
+    process does (``--call-seconds``), and its report says so.
+    """
+
     policy: str
     seed: int
     verdicts: tuple[PromiseVerdict, ...]
+    call_seconds: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -66,7 +73,8 @@ class ConformanceReport:
         return tuple(v for v in self.verdicts if v.status.failed)
 
     def table(self) -> str:
-        lines = [f"policy {self.policy!r}, seed {self.seed}"]
+        limit = "" if self.call_seconds is None else f", {self.call_seconds:g} s per policy call"
+        lines = [f"policy {self.policy!r}, seed {self.seed}{limit}"]
         lines.append(f"  {'promise':<16}{'verdict':<10}{'examples':>9}{'seconds':>9}")
         for v in self.verdicts:
             lines.append(

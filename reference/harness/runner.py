@@ -37,9 +37,11 @@ from .strategies import scenarios
 from .subject import Subject
 from .verdict import Verdict, Violation
 
-__all__ = ["OnProgress", "replay", "run_conformance"]
+__all__ = ["OnExample", "OnProgress", "OnVerdict", "replay", "run_conformance"]
 
 OnProgress = Callable[[Promise, int, Verdict], None]
+OnExample = Callable[[Promise, int, Scenario], None]
+OnVerdict = Callable[[PromiseVerdict], None]
 
 
 def replay(
@@ -56,28 +58,66 @@ class _Found(Exception):
     """Raised inside a Hypothesis run to report a failure (so it shrinks it)."""
 
 
+class _OutOfTime(BaseException):
+    """Raised inside a Hypothesis run at the deadline: not a failure, so nothing shrinks.
+
+    Hypothesis treats ``Exception`` (and ``SystemExit``) as a failing example
+    to shrink; any other ``BaseException`` ends the run at once.
+    """
+
+
+_UNCHECKED = "no example ran before the time ran out"
+
+
 @attrs.define
 class _Progress:
+    promise: Promise
     examples: int = 0
+    spent: float = 0.0
     first_failure: float | None = None
     scenario: Scenario | None = None
     violation: Violation | None = None
     error: str = ""
     status: Verdict = Verdict.KEPT
 
+    def verdict(self, running_since: float | None = None) -> PromiseVerdict:
+        """The verdict so far (``running_since``: when the batch now running began)."""
+        spent = self.spent
+        if running_since is not None:
+            spent += time.perf_counter() - running_since
+        unchecked = self.status is Verdict.KEPT and not self.examples
+        return PromiseVerdict(
+            self.promise,
+            Verdict.UNCHECKED if unchecked else self.status,
+            self.examples,
+            spent,
+            self.scenario,
+            self.violation,
+            _UNCHECKED if unchecked else self.error,
+            self.first_failure,
+        )
+
+
+@attrs.frozen
+class _Hooks:
+    out_of_time: Callable[[], bool]
+    on_example: OnExample | None
+    on_verdict: OnVerdict | None
+
 
 def _run_batch(
-    promise: Promise,
     subject: Subject,
     where: Callable[[HybridGeometry], bool] | None,
     examples: int,
     batch_seed: int,
     progress: _Progress,
     started: float,
+    hooks: _Hooks,
 ) -> None:
-    strategy = scenarios(promise)
+    strategy = scenarios(progress.promise)
     if where is not None:
         strategy = strategy.filter(lambda scenario: where(scenario.geometry))
+    batch_started = time.perf_counter()
 
     @hypothesis_seed(batch_seed)
     @settings(
@@ -91,7 +131,11 @@ def _run_batch(
     )
     @given(strategy)
     def run(scenario: Scenario) -> None:
+        if hooks.out_of_time():
+            raise _OutOfTime
         progress.examples += 1
+        if hooks.on_example is not None:
+            hooks.on_example(progress.promise, progress.examples, scenario)
         try:
             violation, error = check(scenario, subject), ""
         except PolicyError as policy_error:
@@ -102,14 +146,18 @@ def _run_batch(
             progress.first_failure = time.perf_counter() - started
         progress.scenario, progress.violation, progress.error = scenario, violation, error
         progress.status = Verdict.ERROR if error else Verdict.VIOLATED
+        if hooks.on_verdict is not None:  # each smaller failure while shrinking, too
+            hooks.on_verdict(progress.verdict(batch_started))
         raise _Found
 
     try:
         run()
-    except _Found:
+    except (_Found, _OutOfTime):
         pass
     except Unsatisfiable:  # ``where`` leaves no geometry in this promise's scope
         progress.status = Verdict.NOT_APPLICABLE
+    finally:
+        progress.spent += time.perf_counter() - batch_started
 
 
 def run_conformance(
@@ -123,18 +171,28 @@ def run_conformance(
     fail_fast: bool = False,
     where: Callable[[HybridGeometry], bool] | None = None,
     on_progress: OnProgress | None = None,
+    on_example: OnExample | None = None,
+    on_verdict: OnVerdict | None = None,
 ) -> ConformanceReport:
     """Check every promise of docs/domain.md on ``policy``; a structured report.
 
     The promises take turns in batches (25 examples, doubling each round, so
     early rounds favour small inputs). Without ``seconds`` each promise runs
     ``examples`` examples; with ``seconds`` the rounds go on until the time
-    is spent (at least one batch each). A promise stops at its first
-    violation, which Hypothesis shrinks to a minimal :class:`Scenario`;
-    ``fail_fast`` stops every promise then. The same ``seed`` replays the
-    same examples in the same order. ``where`` narrows the geometries (e.g.
-    an engine without partial hits: ``lambda g: not g.partial_hits``).
-    ``on_progress(promise, examples, status)`` is called after each batch.
+    is spent, and no example starts after it (a batch, or a shrink, in
+    progress stops there; a failure already found is kept). A promise that
+    ran no example is ``unchecked``, which fails the run: never a pass. A
+    promise stops at its first violation, which Hypothesis shrinks to a
+    minimal :class:`Scenario`; ``fail_fast`` stops every promise then. The
+    same ``seed`` replays the same examples in the same order. ``where``
+    narrows the geometries (e.g. an engine without partial hits:
+    ``lambda g: not g.partial_hits``).
+
+    Hooks: ``on_progress(promise, examples, status)`` after each batch;
+    ``on_example(promise, examples, scenario)`` before each example (its
+    ordinal and input: what the ``fuzz`` worker reports, so a policy call
+    that never returns is reported with its scenario); ``on_verdict(verdict)``
+    after each batch and at each failure found, shrinking included.
 
     Raises :class:`PolicyError` if ``policy`` does not implement the protocol,
     ``ValueError`` for an unknown promise name.
@@ -142,13 +200,13 @@ def run_conformance(
     name = CheckedPolicy(policy).name  # fails early, naming what is missing
     chosen = [Promise.named(p) for p in promises]
     subject = EngineSubject(policy, engine_factory)
-    state = {promise: _Progress() for promise in chosen}
-    spent = dict.fromkeys(chosen, 0.0)
+    state = {promise: _Progress(promise) for promise in chosen}
     started = time.perf_counter()
 
     def out_of_time() -> bool:
         return seconds is not None and time.perf_counter() - started >= seconds
 
+    hooks = _Hooks(out_of_time, on_example, on_verdict)
     for round_ in range(10**9):
         if fail_fast and any(state[p].status.failed for p in chosen):
             break
@@ -158,34 +216,19 @@ def run_conformance(
             if state[p].status is Verdict.KEPT
             and (seconds is not None or state[p].examples < examples)
         ]
-        if not todo or (round_ and out_of_time()):
+        if not todo or out_of_time():
             break
-        for index, promise in enumerate(todo):
+        for promise in todo:
             progress = state[promise]
             size = 25 * 2 ** min(round_, 6)
             if seconds is None:
                 size = min(size, examples - progress.examples)
-            batch_started = time.perf_counter()
             batch_seed = seed * 1_000_003 + round_ * 101 + chosen.index(promise)
-            _run_batch(promise, subject, where, size, batch_seed, progress, started)
-            spent[promise] += time.perf_counter() - batch_started
+            _run_batch(subject, where, size, batch_seed, progress, started, hooks)
             if on_progress is not None:
                 on_progress(promise, progress.examples, progress.status)
-            if (fail_fast and progress.status.failed) or (
-                out_of_time() and index < len(todo) - 1 and round_
-            ):
+            if on_verdict is not None:
+                on_verdict(progress.verdict())
+            if (fail_fast and progress.status.failed) or out_of_time():
                 break
-    verdicts = tuple(
-        PromiseVerdict(
-            promise,
-            state[promise].status,
-            state[promise].examples,
-            spent[promise],
-            state[promise].scenario,
-            state[promise].violation,
-            state[promise].error,
-            state[promise].first_failure,
-        )
-        for promise in chosen
-    )
-    return ConformanceReport(name, seed, verdicts)
+    return ConformanceReport(name, seed, tuple(state[p].verdict() for p in chosen))
