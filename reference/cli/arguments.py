@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["int_at_least"]
+__all__ = ["int_at_least", "output_path"]
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -26,3 +27,14 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
     parse.__name__ = f"int >= {minimum}"
     return parse
+
+
+def output_path(text: str) -> Path:
+    """A path an option writes to: never the empty string.
+
+    ``Path("")`` is ``Path(".")``, so ``--out ""`` would silently mean the
+    current folder.
+    """
+    if not text:
+        raise argparse.ArgumentTypeError("must name a path, got an empty string")
+    return Path(text)

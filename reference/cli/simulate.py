@@ -6,8 +6,13 @@ runs, the table, the report, the plot). Standard output is the table and
 nothing else, byte for byte what ``docs/demo/simulate.txt`` holds; the
 workload line, the progress line and the list of files written go to
 standard error. Option values the simulator would reject (an ``R`` that is
-not a multiple of a geometry's ``L``, a bad trace) exit with status 2 naming
-the option, before anything runs.
+not a multiple of a geometry's ``L``, a bad trace), an ``--out`` that cannot
+be written and a simulation too large for memory (``simulator.memory``) exit
+with status 2 naming the option, before anything runs. The three files are
+one set (``cli.outputs``): written together once every run has ended, or not
+at all; ``--no-plot`` removes a PNG left from an earlier run, so the folder
+never mixes two runs. A set that cannot be written at the end (the disk
+filled up meanwhile) exits with status 1 and leaves the previous set.
 """
 
 from __future__ import annotations
@@ -17,10 +22,17 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
-from junction.reference.simulator.plot import write_plot
+from junction.reference.simulator.memory import (
+    TRACE_BYTES_PER_FILE_BYTE,
+    SimulationSize,
+    builtin_prompt_tokens,
+    memory_limit,
+    size_in_words,
+)
+from junction.reference.simulator.plot import render_plot
 from junction.reference.simulator.report import report
 from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import Settings, simulate
@@ -30,8 +42,8 @@ from junction.reference.simulator.workload import Workload, builtin_workload, tr
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.trace import TraceError, load_trace
 
-from . import terminal
-from .arguments import int_at_least
+from . import outputs, terminal
+from .arguments import int_at_least, output_path
 
 __all__ = ["add_parser"]
 
@@ -61,6 +73,7 @@ reused.
 """
 
 DEFAULT_INTERVALS = (64, 128, 256, 512, 1024)
+JSON, TEXT, PLOT = "simulate.json", "simulate.txt", "simulate.png"
 
 
 def _intervals(text: str) -> tuple[int, ...]:
@@ -163,7 +176,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_path,
         default=Path("out"),
         metavar="DIR",
         help="where simulate.json and simulate.png go (default out/)",
@@ -188,13 +201,58 @@ def _checked_geometries(args: argparse.Namespace, parser: argparse.ArgumentParse
     return geometries
 
 
+def _fail(parser: argparse.ArgumentParser, error: Exception | str) -> NoReturn:
+    parser.error(str(error))
+
+
+def _check_size(
+    size: SimulationSize, source: str, args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> None:
+    """Refuse (status 2) a pool, or a pool and a workload, over the memory limit."""
+    limit = memory_limit()
+    over = f"over the limit of {size_in_words(limit.bytes)} ({limit.source})"
+    if size.pool_bytes > limit.bytes:
+        _fail(
+            parser,
+            f"--blocks {args.blocks}: the pool would need about "
+            f"{size_in_words(size.pool_bytes)}, {over}",
+        )
+    if size.total_bytes > limit.bytes:
+        _fail(
+            parser,
+            f"the simulation would need about {size_in_words(size.total_bytes)} "
+            f"(a workload of {size.prompt_tokens:,} prompt tokens from {source}: "
+            f"{size_in_words(size.workload_bytes)}; a pool of --blocks {args.blocks}: "
+            f"{size_in_words(size.pool_bytes)}), {over}",
+        )
+
+
 def _workload(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Workload:
+    """The workload, its size checked before it is built (a trace's: before it is read)."""
     if args.trace is None:
+        tokens = builtin_prompt_tokens(args.sessions, args.turns, args.system_prompt)
+        source = f"--sessions {args.sessions} --turns {args.turns} "
+        source += f"--system-prompt {args.system_prompt}"
+        _check_size(SimulationSize(tokens, args.blocks, workload_built=True), source, args, parser)
         return builtin_workload(args.seed, args.sessions, args.turns, args.system_prompt)
+    trace = Path(args.trace)
+    _check_size(SimulationSize(0, args.blocks, workload_built=False), str(trace), args, parser)
+    limit = memory_limit()
+    file_size = trace.stat().st_size if trace.is_file() else 0  # unreadable: load_trace says
+    if file_size * TRACE_BYTES_PER_FILE_BYTE > limit.bytes:
+        _fail(
+            parser,
+            f"--trace {trace}: a file of {size_in_words(file_size)} would need about "
+            f"{size_in_words(file_size * TRACE_BYTES_PER_FILE_BYTE)} to load, over the limit "
+            f"of {size_in_words(limit.bytes)} ({limit.source})",
+        )
     try:
-        return trace_workload(args.trace, load_trace(args.trace))
+        workload = trace_workload(args.trace, load_trace(args.trace))
     except TraceError as error:
-        parser.error(f"--trace: {error}")
+        _fail(parser, f"--trace: {error}")
+    size = SimulationSize(workload.prompt_tokens, args.blocks, workload_built=False)
+    _check_size(size, f"--trace {trace}", args, parser)
+    return workload
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -204,6 +262,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "the plot needs matplotlib: run `make setup` (or pip install -e '.[demo]'), "
             "or pass --no-plot"
         )
+    try:
+        outputs.check_folder("--out", args.out, (JSON, TEXT, PLOT))
+    except outputs.OutputError as error:
+        _fail(parser, error)
     workload = _workload(args, parser)
     settings = Settings(
         num_blocks=args.blocks,
@@ -241,14 +303,14 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         for name in geometries
     )
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    json_path, text_path = args.out / "simulate.json", args.out / "simulate.txt"
     document = report(workload, geometries, settings, args.interval, args.intervals, results)
-    json_path.write_text(json.dumps(document, indent=1) + "\n")
-    text_path.write_text(text + "\n")
-    written = [json_path, text_path]
+    files = {JSON: (json.dumps(document, indent=1) + "\n").encode(), TEXT: (text + "\n").encode()}
     if not args.no_plot:
-        write_plot(args.out / "simulate.png", geometries, results)
-        written.append(args.out / "simulate.png")
+        files[PLOT] = render_plot(geometries, results)
+    try:
+        written = outputs.commit(args.out, files, stale=(PLOT,) if args.no_plot else ())
+    except outputs.OutputError as error:
+        print(f"{parser.prog}: error: {error}; nothing written", file=sys.stderr)
+        return 1
     print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)
     return 0

@@ -35,6 +35,7 @@ __all__ = [
     "Coverage",
     "MaskInput",
     "check_exhaustively",
+    "count_inputs",
     "mask_inputs",
     "reconcile_inputs",
     "split_inputs",
@@ -206,6 +207,50 @@ DECISIONS: dict[str, Callable[[ModuleType, int], Iterator[tuple[object, object, 
 }
 
 
+def count_inputs(bound: int) -> dict[str, int]:
+    """How many inputs each decision's enumeration yields at ``bound``, without building any.
+
+    Closed forms of the loops above (``tests/cli/test_exhaustive_cli.py`` checks them
+    against the enumerations), so a caller can say how long a walk will take before
+    starting it: the counts grow like ``bound**6`` (mask, split) and ``4**bound``
+    (reconcile's cache states), so a walk at a large bound would never end. Linear in
+    ``bound`` (and the reconcile count has about ``2 * bound`` bits): meant for the
+    bounds a caller might still run, not for any int.
+    """
+    b = bound
+    # mask: per (kind, block, alignment, window): eagle 2 x interval 4 x start (b+1)
+    # x length (b+1) x boundary sets (3b + 3); windows: b + 2 sliding-window, 1 otherwise.
+    mask = ((b + 2) + 1 + 1) * b * (2 * b) * 2 * 4 * (b + 1) * (b + 1) * (3 * b + 3)
+
+    def starts(total: int) -> int:
+        """Sum of (total - start + 2) x (total + 2) over the (computed, local) pairs:
+        local 0 starts at 0..total, local 1 at 1..total."""
+        below = total * (total + 1) // 2 + 2 * (total + 1)
+        above = (total - 1) * total // 2 + 2 * total
+        return (below + above) * (total + 2)
+
+    blocks = b + 1  # the hash units of a block are its divisors: sum of d(n) for n <= blocks
+    hash_units = sum(blocks // k for k in range(1, blocks + 1))
+    per_prompt = sum(
+        starts(total) for prompt in range(1, 2 * b + 2) for total in range(prompt, prompt + 3)
+    )
+    split = hash_units * per_prompt * 2 * 2 * 3  # eagle, partial, limit
+    chain = b + 1
+    # (groups, longest block) of each layout: 6 one-group, 36 two-group.
+    layouts = [(1, block) for block in (1, 2)] * 3 + [
+        (2, max(b1, b2)) for _ in range(9) for b1 in (1, 2) for b2 in (1, 2)
+    ]
+    # window 2 x partial 2 x (one input without EAGLE + two with) = 12 per cache state and M.
+    reconcile = sum(
+        12 * 2 ** (chain * groups) * (chain * longest + 1) for groups, longest in layouts
+    )
+    return {
+        "reachable_block_mask": mask,
+        "mamba_block_aligned_split": split,
+        "reconcile_hits": reconcile,
+    }
+
+
 # Inputs between two progress reports: a few per second at bound 3, and the
 # check in the loop costs nothing measurable next to a decision's call.
 PROGRESS_EVERY = 20_000
@@ -221,8 +266,8 @@ def check_exhaustively(
     up to ``bound``; keep ``keep`` mismatches.
 
     ``on_progress(decision, inputs)`` hears of the inputs checked since its last call,
-    every :data:`PROGRESS_EVERY` inputs and at the end of each decision. The totals are
-    not known up front (counting them would walk every enumeration twice)."""
+    every :data:`PROGRESS_EVERY` inputs and at the end of each decision; the totals
+    to expect are :func:`count_inputs`."""
     checked: dict[str, int] = {}
     mismatches: list[str] = []
     count = 0

@@ -5,7 +5,11 @@ line each through their retention intervals, dense is a star. Points that
 coincide share one label, so the sweep stays legible where several ``R``
 retain the same blocks.
 
-matplotlib is imported inside :func:`write_plot`: it is an optional
+The plot is rendered to bytes, not to a file, so the command line writes
+it with the table and the JSON as one set (``cli.outputs``): a plot that
+fails leaves no half-written set behind.
+
+matplotlib is imported inside :func:`render_plot`: it is an optional
 dependency (``.[demo]``), and every other part of the simulator runs
 without it. The PNG carries no ``Software`` metadata, so it only changes
 when matplotlib's rendering does.
@@ -13,13 +17,13 @@ when matplotlib's rendering does.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
-from pathlib import Path
 
 from .geometries import GEOMETRIES
 from .result import RunResult
 
-__all__ = ["write_plot"]
+__all__ = ["render_plot"]
 
 # policy -> (legend label, line style); annotations sit below dashed lines, above solid.
 _LINES = (
@@ -28,8 +32,8 @@ _LINES = (
 )
 
 
-def write_plot(path: Path, geometries: Sequence[str], results: Sequence[RunResult]) -> None:
-    """Hit rate against sparse blocks retained (peak), one panel per geometry."""
+def render_plot(geometries: Sequence[str], results: Sequence[RunResult]) -> bytes:
+    """The PNG of hit rate against sparse blocks retained (peak), one panel per geometry."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -81,6 +85,7 @@ def write_plot(path: Path, geometries: Sequence[str], results: Sequence[RunResul
         axis.legend(fontsize=8, loc="lower right")
     figure.suptitle("Retention interval sweep: hit rate vs memory", fontsize=11)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110, metadata={"Software": None})
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=110, metadata={"Software": None})
     plt.close(figure)
+    return png.getvalue()

@@ -15,18 +15,49 @@ Anything else is an error naming the file, the line and the field: a line
 that is not a JSON object, a missing or unknown field, a wrong type, a
 negative or too large token id. The format is documented for users in
 ``docs/trace-format.md``.
+
+What JSON allows but a trace must not contain is rejected too, before or
+while parsing, so it never reaches the interpreter's own limits as a
+traceback: an integer of more than :data:`MAX_INT_DIGITS` digits (CPython's
+decoder refuses more than 4,300 digits with a ``ValueError``; only then is
+the line decoded again with a hook that keeps the length, since a Python
+call per int would double the time of every trace), nesting deeper than
+:data:`MAX_DEPTH` (the decoder recurses and would raise ``RecursionError``;
+the depth is counted on the brackets outside strings, which a regular
+expression finds at C speed, and only on lines with that many brackets),
+and a key given twice (``json`` keeps the last one silently). Session ids are strings
+or ints compared as written, so ``1`` and ``"1"`` would be two sessions; a
+trace that names one session both ways is an error naming both lines.
+Rejected: merging them by their text (a trace that means two sessions would
+be merged silently) and accepting only strings (ints are the natural id of
+most exported traces).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import attrs
 
-__all__ = ["MAX_TOKEN_ID", "TraceError", "TraceRequest", "load_trace", "parse_trace"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_OUTPUT_TOKENS",
+    "MAX_TOKEN_ID",
+    "TraceError",
+    "TraceRequest",
+    "load_trace",
+    "parse_trace",
+]
 
 MAX_TOKEN_ID = 2**31 - 1
+MAX_INT_DIGITS = 20  # an int64 has 19; a token id 10
+MAX_DEPTH = 8  # a trace line nests 2 deep: {"prompt": [...]}
+MAX_OUTPUT_TOKENS = 2**20  # more than any model's context; a larger count is a typo
 DEFAULT_OUTPUT_TOKENS = 16
 _FIELDS = ("prompt", "output_tokens", "session")
 
@@ -60,14 +91,98 @@ def _is_int(value: object) -> bool:
     return type(value) is int  # bool is not a token id nor a count
 
 
+class _LongInt:
+    """An int beyond CPython's digit limit, as the second decoding keeps it: its length."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _digits(value: object) -> int | None:
+    """The length of an int with more than :data:`MAX_INT_DIGITS` digits, else ``None``."""
+    if isinstance(value, _LongInt):
+        return value.digits
+    if type(value) is int and abs(value) >= 10**MAX_INT_DIGITS:
+        return len(str(abs(value)))
+    return None
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut short: a message stays one readable line."""
+    digits = _digits(value)
+    if digits is not None:
+        return f"an int of {digits:,} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Duplicated:
+    """What the decoder makes of an object with a key given twice, for the field check."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"<object with {self.key!r} twice>"
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Duplicated:
+    record = dict(pairs)
+    if len(record) == len(pairs):
+        return record
+    counts = Counter(key for key, _ in pairs)
+    return _Duplicated(next(key for key, count in counts.items() if count > 1))
+
+
+def _integer(text: str) -> int | _LongInt:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= MAX_INT_DIGITS else _LongInt(digits)
+
+
+def _decode(text: str) -> object:
+    """``json.loads``; an int too long for CPython is decoded again as a :class:`_LongInt`."""
+    try:
+        return json.loads(text, object_pairs_hook=_object)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        return json.loads(text, parse_int=_integer, object_pairs_hook=_object)
+
+
+# A JSON string (skipped whole, so brackets inside strings do not count) or a bracket.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _too_deep(text: str) -> tuple[str | None, int] | None:
+    """``(top-level key, column)`` where ``text`` first nests deeper than :data:`MAX_DEPTH`."""
+    depth, key = 0, None
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return key, match.start() + 1
+        elif token in ("]", "}"):
+            depth -= 1
+        elif depth == 1:
+            key = token[1:-1]  # a key, or a string value after its key: the last is the key
+    return None
+
+
 def _parse_line(source: str, number: int, text: str) -> TraceRequest:
     def fail(field: str | None, problem: str) -> TraceError:
         return TraceError(source, number, field, problem)
 
+    deep = _too_deep(text) if text.count("[") + text.count("{") > MAX_DEPTH else None
+    if deep is not None:
+        field, column = deep
+        raise fail(field, f"nested deeper than {MAX_DEPTH} levels at column {column}")
     try:
-        record = json.loads(text)
+        record = _decode(text)
     except json.JSONDecodeError as error:
         raise fail(None, f"not valid JSON ({error.msg} at column {error.colno})") from None
+    if isinstance(record, _Duplicated):
+        raise fail(record.key, "given twice; a field appears once per line")
     if not isinstance(record, dict):
         raise fail(None, f"must be a JSON object, got {type(record).__name__}")
     unknown = sorted(set(record) - set(_FIELDS))
@@ -81,17 +196,45 @@ def _parse_line(source: str, number: int, text: str) -> TraceRequest:
     if not prompt:
         raise fail("prompt", "must not be empty")
     for index, token in enumerate(prompt):
+        if _digits(token) is not None:
+            raise fail(
+                "prompt", f"element {index} is {_shown(token)}; token ids must be in [0, 2**31)"
+            )
         if not _is_int(token):
-            raise fail("prompt", f"element {index} is {token!r}; token ids must be ints")
+            raise fail("prompt", f"element {index} is {_shown(token)}; token ids must be ints")
         if not 0 <= token <= MAX_TOKEN_ID:
             raise fail("prompt", f"element {index} is {token}; token ids must be in [0, 2**31)")
     output_tokens = record.get("output_tokens", DEFAULT_OUTPUT_TOKENS)
-    if not _is_int(output_tokens) or output_tokens < 1:
-        raise fail("output_tokens", f"must be an int >= 1, got {output_tokens!r}")
+    if not _is_int(output_tokens) or not 1 <= output_tokens <= MAX_OUTPUT_TOKENS:
+        raise fail(
+            "output_tokens",
+            f"must be an int in [1, {MAX_OUTPUT_TOKENS:,}], got {_shown(output_tokens)}",
+        )
     session = record.get("session")
+    if _digits(session) is not None:
+        raise fail(
+            "session", f"must be an int of at most {MAX_INT_DIGITS} digits, got {_shown(session)}"
+        )
     if not (session is None or isinstance(session, str) or _is_int(session)):
-        raise fail("session", f"must be a string or an int, got {session!r}")
+        raise fail("session", f"must be a string or an int, got {_shown(session)}")
     return TraceRequest(number, tuple(prompt), output_tokens, session)
+
+
+def _check_sessions(source: str, requests: list[TraceRequest]) -> None:
+    """No session named both as an int and as the string of its digits."""
+    first: dict[str, TraceRequest] = {}
+    for request in requests:
+        if request.session is None:
+            continue
+        seen = first.setdefault(str(request.session), request)
+        if type(seen.session) is not type(request.session):
+            raise TraceError(
+                source,
+                request.line,
+                "session",
+                f"{request.session!r} here and {seen.session!r} on line {seen.line} name the "
+                "same session as an int and as a string; write it one way",
+            )
 
 
 def parse_trace(text: str, source: str = "<trace>") -> list[TraceRequest]:
@@ -103,6 +246,7 @@ def parse_trace(text: str, source: str = "<trace>") -> list[TraceRequest]:
     ]
     if not requests:
         raise TraceError(source, 1, None, "the trace has no requests")
+    _check_sessions(source, requests)
     return requests
 
 
