@@ -8,29 +8,42 @@ same seed and example count give the same file. The section between the
 ``vllm-audit`` markers belongs to ``python -m junction.audit findings`` and
 is kept as it is. A progress line on standard error shows the examples run
 (a promise stops at its first violation, so the run ends below the total).
+``--out`` is checked before the run (a folder, a read-only file or an
+uncreatable folder exits with status 2) and replaced at the end in one move
+(``cli.outputs``): an interrupted or failed run leaves the old file.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from junction.reference.cli import terminal
-from junction.reference.cli.arguments import int_at_least
+from junction.reference.cli import outputs, terminal
+from junction.reference.cli.arguments import int_at_least, output_path
 from junction.reference.harness.findings import total_examples, write_findings
 
 __all__ = ["add_parser"]
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    try:
+        outputs.check_file("--out", args.out)
+    except outputs.OutputError as error:
+        parser.error(str(error))
     with terminal.progress("findings", total_examples(args.examples)) as advance:
-        write_findings(
-            Path(args.out),
-            args.examples,
-            args.seed,
-            lambda done, status: advance(done, status=status),
-        )
+
+        def write(path: Path) -> None:
+            write_findings(
+                path, args.examples, args.seed, lambda done, status: advance(done, status=status)
+            )
+
+        try:
+            outputs.rewrite(args.out, write)
+        except outputs.OutputError as error:
+            print(f"{parser.prog}: error: {error}; {args.out} left as it was", file=sys.stderr)
+            return 1
     terminal.stderr.print(f"wrote {args.out}")
     return 0
 
@@ -47,6 +60,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--examples", type=int_at_least(1), default=150, help="per promise and scope (default 150)"
     )
     parser.add_argument("--seed", type=int_at_least(0), default=0, help="(default 0)")
-    parser.add_argument("--out", default="docs/findings.md")
-    parser.set_defaults(run=_run)
+    parser.add_argument("--out", type=output_path, default=Path("docs/findings.md"), metavar="FILE")
+    parser.set_defaults(run=lambda args: _run(args, parser))
     return parser
