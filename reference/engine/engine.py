@@ -22,7 +22,7 @@ from collections import deque
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry, cdiv, prefill_end
+from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv, prefill_end
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.coordinator import Coordinator
 from junction.reference.engine.group_managers import MambaManager
@@ -100,30 +100,68 @@ class Engine:
 
     # -- requests -------------------------------------------------------------
     def submit(self, prompt: tuple[int, ...], max_output_tokens: int) -> int:
-        """Queue a request; raises ``ValueError`` if it could never fit the pool alone.
+        """Queue a request; raises ``ValueError`` if it could never make progress alone.
 
-        Full attention holds a block for every ``B`` tokens until the request
-        finishes and Mamba at least one state, so a request needing more than
-        the pool has would preempt itself forever; it is refused up front.
+        A request that needs more blocks at once than the pool has would be
+        admitted, fill the pool, preempt itself and start over forever, so it
+        is refused up front, with the count (:meth:`blocks_at_peak`).
         """
         request = Request(
             self._next_id, tuple(prompt), max_output_tokens, self.geometry.hash_block_size
         )
-        longest = len(prompt) + max_output_tokens - 1  # the last output is never computed
-        needed = sum(
-            cdiv(longest, g.block_size) if g.kind is GroupKind.FULL else 1
-            for g in self.geometry.groups
-            if g.kind is not GroupKind.SLIDING_WINDOW
-        )
+        needed = self.blocks_at_peak(len(prompt) + max_output_tokens - 1)
         if needed > self.pool.num_usable:
+            per_group = " + ".join(
+                str(self._group_peak(g, len(prompt) + max_output_tokens - 1))
+                for g in self.geometry.groups
+            )
             raise ValueError(
                 f"request {request.request_id} ({len(prompt)} prompt + {max_output_tokens} output "
-                f"tokens) needs at least {needed} blocks; the pool has {self.pool.num_usable}"
+                f"tokens) needs at least {needed} blocks ({per_group}, one term per group); "
+                f"the pool has {self.pool.num_usable}"
             )
         self._next_id += 1
         self.requests[request.request_id] = request
         self.waiting.append(request)
         return request.request_id
+
+    def blocks_at_peak(self, num_tokens: int) -> int:
+        """Blocks one request computing ``num_tokens`` tokens may hold at once, all groups.
+
+        Each group's peak (:meth:`_group_peak`) can coincide with the others':
+        a chunk of the longest length may end at the last computed token,
+        where full attention holds the most. So a pool of at least this many
+        blocks lets the request, alone, allocate every chunk and finish.
+        """
+        return sum(self._group_peak(group, num_tokens) for group in self.geometry.groups)
+
+    def _group_peak(self, group: GroupSpec, num_tokens: int) -> int:
+        """The most blocks ``group`` holds for a request computing ``num_tokens`` tokens.
+
+        Full attention: a block per ``B`` tokens, ``cdiv(N, B)``, held to the
+        end. Sliding window: before a chunk of up to ``C`` tokens (the chunk
+        limit) runs, the blocks of the window ``[s - W + 1, s)`` are still
+        held and the chunk's are added; they are released only after the
+        step. Those ``W - 1 + C`` tokens touch at most ``cdiv(W - 1 + C + B - 1, B)``
+        blocks, and never more than ``cdiv(N, B)``. Mamba: the running state
+        and the latest one, which stays held (copied, not overwritten) when it
+        is cached: 2.
+        """
+        size = group.block_size
+        if group.kind is GroupKind.MAMBA:
+            return 2
+        every_block = cdiv(num_tokens, size)
+        if group.window is None:
+            return every_block
+        reach = group.window - 1 + self._chunk_limit + size - 1
+        return min(every_block, cdiv(reach, size))
+
+    @property
+    def _chunk_limit(self) -> int:
+        """``C``: the most tokens one request computes in a step."""
+        config = self.config
+        threshold = config.long_prefill_token_threshold
+        return min(config.max_num_batched_tokens, threshold or config.max_num_batched_tokens)
 
     def abort(self, request_id: int) -> None:
         request = self.requests[request_id]
@@ -147,10 +185,7 @@ class Engine:
             wanted = min(wanted, threshold)
         if not self.align_mode:
             return wanted
-        limit = min(
-            self.config.max_num_batched_tokens, threshold or self.config.max_num_batched_tokens
-        )
-        return self.policy.split(self.geometry, request, wanted, limit)
+        return self.policy.split(self.geometry, request, wanted, self._chunk_limit)
 
     def _release(self, request: Request) -> None:
         """Give back every block; the request starts over at its next admission."""

@@ -39,7 +39,10 @@ def step_digests(geometry: HybridGeometry) -> list[str]:
     engine = Engine(
         EngineConfig(
             geometry,
-            num_blocks=26,
+            # The least pool every request fits alone (Engine.blocks_at_peak: 26
+            # for the 54 + 5 token request with the window of 5): tight enough
+            # to force eviction and preemption.
+            num_blocks=27,
             max_num_batched_tokens=24,
             long_prefill_token_threshold=16,
             seed=3,
