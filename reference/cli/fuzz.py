@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from junction.reference.cli import terminal
-from junction.reference.cli.arguments import int_at_least
+from junction.reference.cli import outputs, terminal
+from junction.reference.cli.arguments import int_at_least, output_path
 from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
 from junction.reference.harness import ConformanceReport, Promise, PromiseVerdict, Verdict
 
@@ -85,8 +85,8 @@ def _fuzz(args: argparse.Namespace) -> ConformanceReport | LoadFailure:
 
 
 def _headline(report: ConformanceReport) -> str:
-    """One line naming the first failed promise and how many failed."""
-    failed = report.violated
+    """One line naming the first failure (an unchecked promise last) and how many failed."""
+    failed = sorted(report.violated, key=lambda v: v.status is Verdict.UNCHECKED)
     first = failed[0]
     more = f" (and {len(failed) - 1} more; see the table)" if len(failed) > 1 else ""
     return f"fuzz: {first.promise.value} {first.status.value}: {first.message}{more}"
@@ -125,8 +125,13 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    json_path = Path(args.json) if args.json else None
+    json_path: Path | None = args.json
     if json_path is not None:
+        try:  # before the run: a report that cannot be written is bad usage
+            outputs.check_file("--json", json_path)
+        except outputs.OutputError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         json_path.unlink(missing_ok=True)  # a run that ends early leaves no stale report
     outcome = _fuzz(args)
     if isinstance(outcome, LoadFailure):
@@ -174,6 +179,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         choices=[p.value for p in Promise],
         help="check only this promise (repeatable; default: all)",
     )
-    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    parser.add_argument(
+        "--json", type=output_path, metavar="FILE", help="also write the report as JSON"
+    )
     parser.set_defaults(run=_run)
     return parser

@@ -80,7 +80,9 @@ class _Fold:
         self.seed = request.seed
         self.limits = limits
         self.verdicts = {
-            p: PromiseVerdict(p, Verdict.UNCHECKED, 0, 0.0, error="no example ran")
+            p: PromiseVerdict(
+                p, Verdict.UNCHECKED, 0, 0.0, error="no example ran before the run ended"
+            )
             for p in request.promises
         }
         self.current: Example | None = None
