@@ -56,14 +56,17 @@ verify: lint typecheck test
 verify-gpu:
 	HYPOTHESIS_PROFILE=ci $(PYTHON) -m pytest -rs -m cuda tests/kernels
 
-# `make fuzz POLICY=NAME [SECONDS=60]`: the conformance harness on one policy
-# (a built-in name or module:attribute), time-boxed, non-zero on a violation.
+# `make fuzz POLICY=NAME [SECONDS=60] [CALL_SECONDS=10]`: the conformance harness
+# on one policy (a built-in name or module:attribute) in a worker process:
+# SECONDS is a hard deadline, CALL_SECONDS the limit of one policy call;
+# non-zero on a violation, an error, a timeout or an unchecked promise.
 # Without POLICY: the whole property suite with many more examples (the engine
 # state machine runs far longer) and a larger exhaustive bound; about an hour.
 SECONDS ?= 60
 fuzz: $(STAMP)
 ifdef POLICY
-	$(PY) -m junction.reference fuzz --policy $(POLICY) --seconds $(SECONDS)
+	$(PY) -m junction.reference fuzz --policy $(POLICY) --seconds $(SECONDS) \
+		$(if $(CALL_SECONDS),--call-seconds $(CALL_SECONDS))
 else
 	HYPOTHESIS_PROFILE=fuzz JUNCTION_EXHAUSTIVE_BOUND=$(BOUND) $(PY) -m pytest -s \
 		--hypothesis-show-statistics tests/properties tests/engine

@@ -21,7 +21,7 @@ import pytest
 
 from junction.core import HybridGeometry
 from junction.reference.engine.policy import PolicyError, RequestView
-from junction.reference.harness import Scenario, replay
+from junction.reference.harness import Scenario, Verdict, replay, run_conformance
 from tests.cli import hostile_policies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,3 +206,11 @@ def test_a_policy_that_never_returns_ends_at_the_deadline_with_a_scenario_that_r
 
     with pytest.raises(PolicyError, match=r"split\(P=.*raised TimeoutError: here"):
         replay(scenario, Raises())
+
+
+def test_in_process_a_base_exception_from_the_policy_is_an_error_verdict() -> None:
+    """``run_conformance`` (no worker) too: ``SystemExit`` is a policy error, not an exit."""
+    report = run_conformance(hostile_policies.ExitsZero(), examples=5, promises=["replay"])
+    (verdict,) = report.verdicts
+    assert verdict.status is Verdict.ERROR and "raised SystemExit: 0" in verdict.error
+    assert verdict.counterexample is not None
