@@ -25,8 +25,16 @@ _budgets = st.integers(4, 48)
 def _geometries(
     draw: st.DrawFn, retention: Retention = Retention.ANY, eagle: bool = True
 ) -> HybridGeometry:
-    block = st.sampled_from([2, 4, 8])
-    groups = [GroupSpec.full(draw(block))]
+    """One to three full-attention groups of different block sizes, one or two
+    sparse groups, and a hash unit of 1, 2 or 4 dividing every block (smaller
+    than every block half the time or more: partial hits then land inside
+    blocks). The unit is drawn first and 2 shrinks first, towards one
+    full-attention group at unit 2."""
+    unit = draw(st.sampled_from([2, 1, 4]))
+    block = st.sampled_from([size for size in (2, 4, 8) if size % unit == 0])
+    groups = [
+        GroupSpec.full(size) for size in draw(st.lists(block, min_size=1, max_size=3, unique=True))
+    ]
     for kind in draw(
         st.lists(st.sampled_from(["sliding_window", "mamba"]), min_size=1, max_size=2)
     ):
@@ -36,15 +44,15 @@ def _geometries(
             if kind == "sliding_window"
             else GroupSpec.mamba(size)
         )
-    unit = HybridGeometry(groups, 2).scheduler_block_size
+    scheduler_block = HybridGeometry(groups, unit).scheduler_block_size
     choices: dict[Retention, list[int | None]] = {
-        Retention.ANY: [None, 0, unit, 2 * unit],
+        Retention.ANY: [None, 0, scheduler_block, 2 * scheduler_block],
         Retention.ZERO: [0],
-        Retention.POSITIVE: [unit, 2 * unit, 3 * unit],
+        Retention.POSITIVE: [scheduler_block, 2 * scheduler_block, 3 * scheduler_block],
     }
     return HybridGeometry(
         groups,
-        2,
+        unit,
         partial_hits=draw(st.booleans()),
         use_eagle=draw(st.booleans()) if eagle else False,
         retention_interval=draw(st.sampled_from(choices[retention])),
