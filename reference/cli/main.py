@@ -16,6 +16,7 @@ import time
 
 from junction import core
 from junction.reference.cli import findings, fuzz, simulate
+from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import check_exhaustively, count_inputs
 
@@ -52,7 +53,8 @@ def _walk_size(bound: int) -> tuple[int, int, bool]:
     """The inputs at ``bound``, the estimated seconds, and whether both are lower bounds."""
     clamped = bound > COUNTED_BOUND
     counts = count_inputs(min(bound, COUNTED_BOUND))
-    seconds = sum(count // WALK_RATES[name] for name, count in counts.items())
+    milliseconds = sum(1000 * count // WALK_RATES[name] for name, count in counts.items())
+    seconds = milliseconds // 1000
     return sum(counts.values()), seconds, clamped
 
 
@@ -107,13 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         "exhaustive", help="core vs oracle on every input up to a bound"
     )
     exhaustive.add_argument(
-        "--bound", type=int, default=3, help="size of every dimension (default 3)"
+        "--bound", type=int_at_least(1), default=3, help="size of every dimension (default 3)"
     )
     exhaustive.set_defaults(run=_exhaustive)
     simulate.add_parser(commands)
     fuzz.add_parser(commands)
     findings.add_parser(commands)
     args = parser.parse_args(argv)
-    if args.command == "exhaustive" and args.bound < 1:
-        parser.error(f"--bound must be >= 1, got {args.bound}")
     return int(args.run(args))

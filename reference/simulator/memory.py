@@ -127,4 +127,7 @@ def size_in_words(size: int) -> str:
     for unit, scale in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30)):
         if size >= scale:
             return f"{size / scale:.1f} {unit}"
-    return f"{size / 2**20:.1f} MiB"
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"

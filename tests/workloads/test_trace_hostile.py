@@ -1,0 +1,134 @@
+"""The trace parser against what JSON allows but a trace must not contain.
+
+Each case is one line after a valid first line, so the error must name line 2,
+the field, and the rule; none may escape as a ``ValueError`` or
+``RecursionError`` from ``json`` (a traceback at the command line).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from junction.reference.workloads.trace import (
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    TraceError,
+    load_trace,
+    parse_trace,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FIRST = '{"prompt": [5, 6], "session": "a"}\n'
+HUGE = "9" * 5000
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "7" + "]" * depth
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "problem"),
+    [
+        # integers beyond CPython's 4,300-digit limit, and beyond the trace's 20
+        ('{"prompt": [1, ' + HUGE + "]}", "prompt", "element 1 is an int of 5,000 digits"),
+        ('{"prompt": [1, -' + HUGE + "]}", "prompt", "element 1 is an int of 5,000 digits"),
+        ('{"prompt": [1, ' + "9" * 30 + "]}", "prompt", "element 1 is an int of 30 digits"),
+        ('{"prompt": [1], "output_tokens": ' + HUGE + "}", "output_tokens", "an int of 5,000"),
+        ('{"prompt": [1], "output_tokens": 1048577}', "output_tokens", "in [1, 1,048,576]"),
+        ('{"prompt": [1], "session": ' + HUGE + "}", "session", "at most 20 digits"),
+        ('{"prompt": [1], "session": ' + "1" * 21 + "}", "session", "an int of 21 digits"),
+        ('{"prompt": [1], "session": [' + HUGE + "]}", "session", "must be a string or an int"),
+        # nesting: 100,000 brackets would be a RecursionError inside json
+        ('{"prompt": ' + nested(100_000) + "}", "prompt", "nested deeper than 8 levels"),
+        ('{"session": "x", "prompt": ' + nested(50) + "}", "prompt", "levels at column 35"),
+        ('{"prompt": [1], "session": ' + nested(MAX_DEPTH) + "}", "session", "nested deeper"),
+        (nested(100_000), None, "nested deeper than 8 levels at column 9"),
+        ("{" * 100_000, None, "nested deeper than 8 levels"),
+        # a key given twice: json would keep the last one silently
+        ('{"prompt": [1], "prompt": [2]}', "prompt", "given twice; a field appears once"),
+        ('{"prompt": [1], "session": "a", "session": "b"}', "session", "given twice"),
+        ('{"prompt": [1], "session": {"k": 1, "k": 2}}', "session", "<object with 'k' twice>"),
+        # one readable line: a long value is cut short
+        ('{"prompt": [1, "' + "x" * 10_000 + '"]}', "prompt", "'xxxxxxxxxxxx"),
+        ('{"prompt": [1, 1e99999]}', "prompt", "element 1 is inf; token ids must be ints"),
+        ('{"prompt": [NaN]}', "prompt", "element 0 is nan; token ids must be ints"),
+    ],
+)
+def test_hostile_lines_name_line_field_and_rule(line: str, field: str | None, problem: str) -> None:
+    with pytest.raises(TraceError) as info:
+        parse_trace(FIRST + line + "\n", "t.jsonl")
+    assert (info.value.line, info.value.field) == (2, field)
+    message = str(info.value)
+    assert message.startswith("t.jsonl:2: " + (f"field {field!r}: " if field else ""))
+    assert problem in message
+    assert "\n" not in message and len(message) < 200
+
+
+def test_the_limits_themselves_are_accepted() -> None:
+    """20 digits is an int (a session id), 8 levels of brackets inside strings do not count."""
+    ok = parse_trace(
+        '{"prompt": [2147483647], "session": ' + "9" * MAX_INT_DIGITS + "}\n"
+        '{"prompt": [1], "session": "' + "[" * 100 + '", "output_tokens": 1048576}\n'
+    )
+    assert ok[0].session == int("9" * MAX_INT_DIGITS) and ok[1].output_tokens == 2**20
+
+
+def test_depth_eight_parses_and_fails_on_its_type_not_its_depth() -> None:
+    line = '{"prompt": ' + nested(MAX_DEPTH - 1) + "}"  # the braces are level 1
+    with pytest.raises(TraceError, match=r"element 0 is \[\[\[\[\[\[7\]\]\]\]\]\]; token ids must"):
+        parse_trace(line)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(1, '"1"'), ('"1"', 1), (-3, '"-3"')],
+)
+def test_one_session_named_as_int_and_string_is_an_error_naming_both_lines(
+    first: object, second: object
+) -> None:
+    text = f'{{"prompt": [1], "session": {first}}}\n{{"prompt": [2]}}\n'
+    text += f'{{"prompt": [1, 2], "session": {second}}}\n'
+    with pytest.raises(TraceError) as info:
+        parse_trace(text, "t.jsonl")
+    assert (info.value.line, info.value.field) == (3, "session")
+    assert re.search(
+        r"here and .* on line 1 name the same session as an int and as a string", str(info.value)
+    )
+
+
+def test_sessions_compare_as_written() -> None:
+    requests = parse_trace(
+        '{"prompt": [1], "session": 1}\n{"prompt": [1], "session": "01"}\n'
+        '{"prompt": [1, 2], "session": 1}\n{"prompt": [1], "session": "a"}\n'
+    )
+    assert [r.session for r in requests] == [1, "01", 1, "a"]
+
+
+def test_a_trace_file_with_hostile_lines_is_a_trace_error(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(FIRST + '{"prompt": ' + nested(100_000) + "}\n")
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(trace))}:2: field 'prompt': nested"):
+        load_trace(trace)
+
+
+def test_the_documented_messages_are_the_parsers() -> None:
+    docs = (ROOT / "docs" / "trace-format.md").read_text()
+    lines = {
+        '{"prompt": [1, ' + HUGE + "]}": 2,
+        '{"prompt": [[[[[[[[7]]]]]]]]}': 2,
+        '{"prompt": [1], "prompt": [2]}': 2,
+    }
+    for line, number in lines.items():
+        with pytest.raises(TraceError) as info:
+            parse_trace(FIRST + line, "t.jsonl")
+        assert info.value.line == number
+        assert f"`{info.value}`" in docs
+    with pytest.raises(TraceError) as info:
+        parse_trace(
+            '{"prompt": [1], "session": 1}\n{"prompt": [2]}\n{"prompt": [3], "session": "1"}',
+            "t.jsonl",
+        )
+    assert f"\n{info.value}\n" in docs
