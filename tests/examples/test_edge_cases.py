@@ -55,6 +55,14 @@ def test_boundaries_leave_out_what_floors_to_zero_and_allow_blocks_of_one_token(
     assert reachable_boundaries(5, 0, 4, hit_grid_tokens=4) == (4,)
     assert reachable_boundaries(5, 0, 4, hit_grid_tokens=1) == (1, 4)
     assert reachable_boundaries(20, 16, 16, hit_grid_tokens=5) == (16, 19)
+    # promised_positions hands the hit grid on: a prompt of 3 on a grid of 4
+    # promises nothing (its replay boundary 2 floors to 0), under EAGLE either.
+    for eagle in (False, True):
+        geometry = HybridGeometry(
+            [GroupSpec.full(4), GroupSpec.sliding_window(4, 3)], 4, use_eagle=eagle
+        )
+        assert promised_positions(geometry, 3) == ()
+        assert promised_positions(geometry, 5) == (4,)
     # A whole block of one token is a valid block size: w = P.
     assert reachable_boundaries(5, 0, 0, (1,)) == (4,)
     assert reachable_boundaries(9, 0, 2, (4,)) == (6, 7, 8)
