@@ -56,7 +56,8 @@ def progress(description: str, total: float | None) -> Iterator[ProgressLine]:
         TimeRemainingColumn(),
         TextColumn("{task.fields[status]}"),
     ]
-    with Progress(*columns, console=stderr, transient=False) as bar:
+    console = Console(stderr=True, highlight=False)
+    with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task(description, total=total, status="")
 
         def advance(advance: int = 1, *, status: str | None = None) -> None:
@@ -65,7 +66,14 @@ def progress(description: str, total: float | None) -> Iterator[ProgressLine]:
             else:
                 bar.update(task, advance=advance, status=status)
 
-        yield advance
+        try:
+            yield advance
+        except BaseException:
+            # An interrupted or failed command says so in one line of its own:
+            # the half-drawn bar is neither left above it nor redrawn.
+            bar.live.transient = True
+            console.quiet = True
+            raise
 
 
 def table(title: str | None, header: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
