@@ -32,19 +32,22 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         outputs.check_file("--out", args.out)
     except outputs.OutputError as error:
         parser.error(str(error))
-    with terminal.progress("findings", total_examples(args.examples)) as advance:
+    try:
+        with terminal.progress("findings", total_examples(args.examples)) as advance:
 
-        def write(path: Path) -> None:
-            write_findings(
-                path, args.examples, args.seed, lambda done, status: advance(done, status=status)
-            )
+            def write(path: Path) -> None:
+                write_findings(
+                    path,
+                    args.examples,
+                    args.seed,
+                    lambda done, status: advance(done, status=status),
+                )
 
-        try:
             outputs.rewrite(args.out, write)
-        except outputs.OutputError as error:
-            print(f"{parser.prog}: error: {error}; {args.out} left as it was", file=sys.stderr)
-            return 1
-    terminal.stderr.print(f"wrote {args.out}")
+    except outputs.OutputError as error:
+        print(f"{parser.prog}: error: {error}; {args.out} left as it was", file=sys.stderr)
+        return 1
+    print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 

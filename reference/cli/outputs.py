@@ -51,21 +51,23 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK | os.X_OK)
 
 
-def _check_creatable(option: str, folder: Path) -> None:
-    """``folder`` exists as a writable folder, or its nearest existing ancestor does."""
+def _check_creatable(option: str, value: Path, folder: Path) -> None:
+    """``folder`` exists as a writable folder, or its nearest existing ancestor does.
+
+    ``value`` is what the option named (``folder`` itself, or a file in it).
+    """
+    named = "" if value == folder else f"{folder} "
     if folder.exists():
         if not folder.is_dir():
-            raise OutputError(f"{option} {folder}: is a file, not a folder")
+            raise OutputError(f"{option} {value}: {named}is a file, not a folder")
         if not _writable(folder):
-            raise OutputError(f"{option} {folder}: the folder is not writable")
+            raise OutputError(f"{option} {value}: the folder {named}is not writable")
         return
     ancestor = next(p for p in folder.absolute().parents if p.exists())
     if not ancestor.is_dir():
-        raise OutputError(f"{option} {folder}: cannot create the folder: {ancestor} is a file")
+        raise OutputError(f"{option} {value}: cannot create the folder: {ancestor} is a file")
     if not _writable(ancestor):
-        raise OutputError(
-            f"{option} {folder}: cannot create the folder: {ancestor} is not writable"
-        )
+        raise OutputError(f"{option} {value}: cannot create the folder: {ancestor} is not writable")
 
 
 def _check_target(option: str, target: Path) -> None:
@@ -77,14 +79,14 @@ def _check_target(option: str, target: Path) -> None:
 
 def check_folder(option: str, folder: Path, names: Iterable[str]) -> None:
     """Raise :class:`OutputError` unless ``folder`` can receive the files ``names``."""
-    _check_creatable(option, folder)
+    _check_creatable(option, folder, folder)
     for name in names:
         _check_target(option, folder / name)
 
 
 def check_file(option: str, path: Path) -> None:
     """Raise :class:`OutputError` unless the file ``path`` can be written."""
-    _check_creatable(option, path.parent)
+    _check_creatable(option, path, path.parent)
     _check_target(option, path)
 
 
@@ -107,8 +109,10 @@ def _staged(folder: Path) -> Iterator[Callable[[Path], Path]]:
     """
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     temps: dict[Path, Path] = {}
+    writing = [folder]  # what a failure names: the folder, then the file being written
 
     def stage(target: Path) -> Path:
+        writing[0] = target
         temps[target] = _temporary(target)
         return temps[target]
 
@@ -122,7 +126,7 @@ def _staged(folder: Path) -> Iterator[Callable[[Path], Path]]:
             if made.exists():
                 made.rmdir()
         if isinstance(error, OSError):
-            raise OutputError(f"cannot write {folder}: {error.strerror or error}") from None
+            raise OutputError(f"cannot write {writing[0]}: {error.strerror or error}") from None
         raise
     for target, temp in temps.items():
         os.replace(temp, target)

@@ -255,7 +255,7 @@ def test_a_file_that_cannot_be_written_at_the_end_leaves_the_previous_set(
     monkeypatch.setattr(Path, "write_bytes", full_disk)
     code, line, _ = simulate([*SMALL, "--out", str(out)], capsys)
     assert code == 1
-    assert line == f"{PREFIX}cannot write {out}: No space left on device; nothing written"
+    assert line == f"{PREFIX}cannot write {out / failing}: No space left on device; nothing written"
     assert files(out) == before  # no temporary file either
 
 

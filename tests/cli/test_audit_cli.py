@@ -1,0 +1,134 @@
+"""``python -m junction.audit findings --write`` against hostile paths.
+
+``--write`` is checked before vLLM is imported or any counterexample runs
+(status 2, one line, nothing touched), and the file is replaced in one move.
+These cases need no vLLM: the section is stubbed. The end-to-end case runs
+the real audit, so it needs vLLM 0.33.0: skipped with the reason where it is
+absent, an error where ``JUNCTION_REQUIRE_VLLM`` is set (as in
+``tests/audit/conftest.py``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import junction.audit.__main__ as audit_cli
+from junction.audit.findings import AUDIT_BEGIN, AUDIT_END
+from junction.audit.vllm_env import vllm_missing_reason
+
+PREFIX = "python -m junction.audit findings: error: "
+SECTION = f"{AUDIT_BEGIN}\n## vLLM 0.33.0 audit\nnew\n{AUDIT_END}\n"
+
+
+def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Exit status and the last line of standard error (or output, on success)."""
+    try:
+        code = audit_cli.main(["findings", *argv])
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, (captured.err or captured.out).strip().splitlines()[-1]
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def section(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit_cli, "findings_markdown", lambda: SECTION)
+
+
+@pytest.mark.parametrize(
+    ("setup", "path", "message"),
+    [
+        (lambda t: (t / "docs").mkdir(), "docs", "--write {t}/docs: is a folder, not a file"),
+        (
+            lambda t: (t / "f").write_text("x"),
+            "f/findings.md",
+            "--write {t}/f/findings.md: {t}/f is a file, not a folder",
+        ),
+    ],
+    ids=["a-folder", "under-a-file"],
+)
+def test_a_path_that_cannot_be_written_is_refused_before_the_audit(
+    setup: object,
+    path: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    setup(tmp_path)  # type: ignore[operator]
+    before = files(tmp_path)
+    monkeypatch.setattr(audit_cli, "findings_markdown", lambda: pytest.fail("the audit ran"))
+    code, line = audit(["--write", str(tmp_path / path)], capsys)
+    assert code == 2 and line == PREFIX + message.format(t=tmp_path)
+    assert files(tmp_path) == before
+
+
+def test_write_empty_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, line = audit(["--write", ""], capsys)
+    assert code == 2
+    assert line == f"{PREFIX}argument --write: must name a path, got an empty string"
+
+
+@pytest.mark.usefixtures("section")
+def test_the_section_is_replaced_and_the_rest_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "findings.md"
+    out.write_text(f"# policies\n\n{AUDIT_BEGIN}\nold\n{AUDIT_END}\n\ntail\n")
+    code, line = audit(["--write", str(out)], capsys)
+    assert (code, line) == (0, f"wrote the vLLM audit section of {out}")
+    assert out.read_text() == f"# policies\n\n{SECTION.rstrip()}\n\ntail\n"
+    assert set(files(tmp_path)) == {"findings.md"}
+
+
+@pytest.mark.usefixtures("section")
+def test_a_write_that_fails_leaves_the_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "findings.md"
+    out.write_text("old")
+
+    def full_disk(path: Path, section: str) -> None:
+        path.write_text("half")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(audit_cli, "write_section", full_disk)
+    code, line = audit(["--write", str(out)], capsys)
+    assert code == 1
+    assert line == f"{PREFIX}cannot write {out}: No space left on device; {out} left as it was"
+    assert files(tmp_path) == {"findings.md": b"old"}
+
+
+def test_end_to_end_the_real_audit_writes_its_section(tmp_path: Path) -> None:
+    reason = vllm_missing_reason()
+    if reason is not None:
+        if os.environ.get("JUNCTION_REQUIRE_VLLM"):
+            pytest.fail(f"JUNCTION_REQUIRE_VLLM is set but {reason}")
+        pytest.skip(f"vLLM audit: {reason}")
+    (tmp_path / "docs").mkdir()
+    command = [sys.executable, "-m", "junction.audit", "findings", "--write"]
+    refused = subprocess.run(
+        [*command, "docs"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.splitlines()[-1] == f"{PREFIX}--write docs: is a folder, not a file"
+    out = tmp_path / "docs" / "findings.md"
+    out.write_text("# policies\n")
+    done = subprocess.run(
+        [*command, str(out)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert text.startswith("# policies\n\n" + AUDIT_BEGIN) and text.rstrip().endswith(AUDIT_END)
+    assert set(files(tmp_path)) == {"docs/findings.md"}
