@@ -23,7 +23,7 @@ import attrs
 
 from junction.core import GroupKind, HybridGeometry, floor_to, replay_boundary
 from junction.reference.harness import Promise, Scenario, Violation
-from junction.reference.harness.verdict import MissedPosition
+from junction.reference.harness.verdict import MissedPosition, OffGrid
 
 from .lookup_model import Quirks, model_reconcile
 from .subject import POLICY, VllmRun, VllmSubject
@@ -72,6 +72,14 @@ def _mamba_narrower_than_grid(geometry: HybridGeometry) -> bool:
         g.kind is GroupKind.MAMBA and g.block_size < geometry.scheduler_block_size
         for g in geometry.groups
     )
+
+
+def _ends_on_the_mamba_block(geometry: HybridGeometry, problem: object) -> bool:
+    """A chunk ended on the Mamba block, off ``L`` (a multiple of it): vLLM's split
+    grid, with or without partial hits (which make such an end reachable, but
+    not an end on the scheduler grid)."""
+    block = geometry.mamba_block_size
+    return isinstance(problem, OffGrid) and problem.end % block == 0 and block < problem.grid
 
 
 def _eagle_drops_a_hash_unit(geometry: HybridGeometry) -> bool:
@@ -132,6 +140,8 @@ def diagnose(violation: Violation) -> str | None:
     if departures and "unexplained" not in departures:
         return f"lookup-{departures[0]}"
     if _mamba_narrower_than_grid(geometry) and promise is not Promise.RECONCILIATION:
+        return "mamba-grid"
+    if promise is Promise.SPLIT and _ends_on_the_mamba_block(geometry, violation.problem):
         return "mamba-grid"
     missed = violation.problem.position if isinstance(violation.problem, MissedPosition) else None
     interval = geometry.retention_interval

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given, settings
 
@@ -24,7 +25,7 @@ from junction.audit.specs import vllm_geometry
 from junction.audit.subject import VllmSubject
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, Violation, check
-from junction.reference.harness.verdict import ResumeWithoutState
+from junction.reference.harness.verdict import OffGrid, ResumeWithoutState
 
 from .strategies import examples, vllm_scenarios
 
@@ -89,3 +90,19 @@ def test_a_violation_no_finding_explains_is_new() -> None:
     geometry = HybridGeometry([GroupSpec.full(2), GroupSpec.mamba(2)], 2)
     scenario = Scenario(Promise.SAFETY, geometry, [(0,) * 4], (0,) * 4)
     assert diagnose(Violation(scenario, "vLLM", ResumeWithoutState(4, 2))) is None
+
+
+def test_a_chunk_on_the_mamba_block_under_partial_hits_is_the_mamba_grid_finding() -> None:
+    # Two full-attention groups (2 and 4) and H = 1: vLLM turns partial hits
+    # on, and its split still ends chunks on the Mamba block 2, off L = 4.
+    groups = [GroupSpec.full(2), GroupSpec.full(4), GroupSpec.mamba(2)]
+    geometry = vllm_geometry(groups, 1)
+    assert geometry.partial_hits and geometry.scheduler_block_size == 4
+    scenario = Scenario(Promise.SPLIT, geometry, [(0,) * 11, (0,) * 5 + (7, 0)], (), 6)
+    violation = check(scenario, VLLM)
+    assert violation is not None and isinstance(violation.problem, OffGrid)
+    assert (violation.problem.end, violation.problem.grid) == (6, 4)
+    assert diagnose(violation) == "mamba-grid"
+    # An end off both grids is not that finding.
+    off_both = attrs.evolve(violation.problem, end=5)
+    assert diagnose(attrs.evolve(violation, problem=off_both)) is None
