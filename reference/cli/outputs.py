@@ -17,8 +17,8 @@ writes files does two things with this module:
   previous set untouched. Files of the set not produced this time (the PNG
   under ``--no-plot``) are removed after the moves, so the folder never
   holds a stale file beside fresh ones. :func:`rewrite` does the same for a
-  file edited in place by a function that reads and writes a path
-  (docs/findings.md's sections).
+  file edited by a function that reads and writes a path (docs/findings.md's
+  sections): the function edits a private copy, committed at the end.
 
 The moves themselves are the only window: a failure between two
 ``os.replace`` calls in one folder (the folder removed or made read-only
@@ -36,6 +36,7 @@ import os
 import secrets
 import shutil
 import stat
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,15 +148,25 @@ def commit(folder: Path, files: Mapping[str, bytes], stale: Iterable[str] = ()) 
 
 
 def rewrite(path: Path, edit: Callable[[Path], None]) -> None:
-    """Let ``edit`` rewrite a copy of ``path``, then put the copy in its place.
+    """Let ``edit`` rewrite a copy of ``path``, then :func:`commit` the copy in its place.
 
     ``edit`` reads and writes the path it is given (a missing ``path`` gives
-    it an empty copy, which reads as no file for an editor that keeps what
-    it finds); if it fails, ``path`` is left as it was. Raises
-    :class:`OutputError` when the copy cannot be made or written.
+    it no file, as the real one would); if it fails, ``path`` is left as it
+    was. The copy lives in a private temporary folder, not beside ``path``, so
+    a long edit (a run of minutes) leaves nothing in the user's folder while
+    it goes on, nor after a kill. Raises :class:`OutputError` when the copy
+    cannot be made or the result cannot be written.
     """
-    with _staged(path.parent) as stage:
-        copy = stage(path)
-        if path.exists():
-            shutil.copyfile(path, copy)
-        edit(copy)
+    with tempfile.TemporaryDirectory(prefix="junction-") as private:
+        copy = Path(private) / path.name
+        try:
+            if path.exists():
+                shutil.copyfile(path, copy)
+        except OSError as error:
+            raise OutputError(f"cannot read {path}: {error.strerror or error}") from None
+        try:
+            edit(copy)
+            data = copy.read_bytes()
+        except OSError as error:
+            raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+    commit(path.parent, {path.name: data})

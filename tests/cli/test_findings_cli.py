@@ -26,6 +26,21 @@ PREFIX = "python -m junction.reference findings: error: "
 ROOT_USER = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
 
+@pytest.fixture
+def permissions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read-only means read-only, even for root (who may write anything): under root,
+    ``os.access`` answers from the owner's mode bits."""
+    if not ROOT_USER:
+        return
+
+    def by_mode(path: object, mode: int) -> bool:
+        bits = os.stat(path).st_mode  # type: ignore[arg-type]
+        needed = (0o200 if mode & os.W_OK else 0) | (0o100 if mode & os.X_OK else 0)
+        return bits & needed == needed
+
+    monkeypatch.setattr(os, "access", by_mode)
+
+
 def findings(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """Exit status and the last line of standard error."""
     try:
@@ -75,7 +90,7 @@ def test_out_empty_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and line == f"{PREFIX}argument --out: must name a path, got an empty string"
 
 
-@pytest.mark.skipif(ROOT_USER, reason="root writes read-only files")
+@pytest.mark.usefixtures("permissions")
 @pytest.mark.usefixtures("no_run")
 def test_a_read_only_out_is_refused_before_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

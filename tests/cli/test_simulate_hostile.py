@@ -36,7 +36,21 @@ SET = {"simulate.json", "simulate.txt", "simulate.png"}
 SMALL = ["--sessions", "2", "--turns", "1", "--system-prompt", "64", "--geometry", "full+swa"]
 SMALL += ["--interval", "64", "--intervals", "64"]
 ROOT_USER = os.geteuid() == 0 if hasattr(os, "geteuid") else False
-needs_permissions = pytest.mark.skipif(ROOT_USER, reason="root writes read-only files and folders")
+
+
+@pytest.fixture
+def permissions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read-only means read-only, even for root (who may write anything): under root,
+    ``os.access`` answers from the owner's mode bits."""
+    if not ROOT_USER:
+        return
+
+    def by_mode(path: object, mode: int) -> bool:
+        bits = os.stat(path).st_mode  # type: ignore[arg-type]
+        needed = (0o200 if mode & os.W_OK else 0) | (0o100 if mode & os.X_OK else 0)
+        return bits & needed == needed
+
+    monkeypatch.setattr(os, "access", by_mode)
 
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -214,7 +228,7 @@ def test_an_out_that_cannot_be_written_is_refused_before_the_run(
         assert files(tmp_path) == before
 
 
-@needs_permissions
+@pytest.mark.usefixtures("permissions")
 def test_a_read_only_folder_or_file_is_refused_before_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
