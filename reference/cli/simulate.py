@@ -237,8 +237,10 @@ def _workload(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Work
         return builtin_workload(args.seed, args.sessions, args.turns, args.system_prompt)
     trace = Path(args.trace)
     _check_size(SimulationSize(0, args.blocks, workload_built=False), str(trace), args, parser)
+    if trace.exists() and not trace.is_file():  # a device or a pipe: no size to check
+        _fail(parser, f"--trace {trace}: must be a regular file (its size is checked first)")
     limit = memory_limit()
-    file_size = trace.stat().st_size if trace.is_file() else 0  # unreadable: load_trace says
+    file_size = trace.stat().st_size if trace.exists() else 0  # missing: load_trace says
     if file_size * TRACE_BYTES_PER_FILE_BYTE > limit.bytes:
         _fail(
             parser,

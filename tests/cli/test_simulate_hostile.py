@@ -167,6 +167,25 @@ def test_a_trace_too_large_to_load_or_run_is_refused_before_reading_or_running(
 
 
 @pytest.mark.parametrize(
+    ("trace", "message"),
+    [
+        ("/dev/zero", "--trace /dev/zero: must be a regular file (its size is checked first)"),
+        ("{t}", "--trace {t}: must be a regular file (its size is checked first)"),
+        ("{t}/missing.jsonl", "--trace: {t}/missing.jsonl:0: cannot read: [Errno 2] No such"),
+    ],
+)
+def test_a_trace_that_is_not_a_regular_file_is_refused_before_reading(
+    trace: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if trace == "/dev/zero" and not Path(trace).exists():
+        pytest.skip("no /dev/zero here")
+    out = ["--out", str(tmp_path / "out")]
+    code, line, _ = simulate(["--trace", trace.format(t=tmp_path), *out], capsys)
+    assert code == 2 and line.startswith(PREFIX + message.format(t=tmp_path))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
     ("line", "message"),
     [
         ('{"prompt": [1, ' + "9" * 5000 + "]}", ":2: field 'prompt': element 1 is an int of 5,000"),
