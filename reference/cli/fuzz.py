@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -114,16 +113,6 @@ def _json(report: ConformanceReport, seconds: float) -> dict[str, Any]:
     }
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Whole or not at all: a temporary file beside ``path``, renamed over it."""
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        partial.write_text(json.dumps(data, indent=2), encoding="utf-8")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-
-
 def _run(args: argparse.Namespace) -> int:
     json_path: Path | None = args.json
     if json_path is not None:
@@ -139,7 +128,12 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     print(outcome.table())
     if json_path is not None:
-        _write_json(json_path, _json(outcome, args.seconds))
+        data = json.dumps(_json(outcome, args.seconds), indent=2).encode()
+        try:
+            outputs.commit(json_path.parent, {json_path.name: data})
+        except outputs.OutputError as error:
+            print(f"error: {error}; no report written", file=sys.stderr)
+            return 1
     if outcome.passed:
         return 0
     print(_headline(outcome), file=sys.stderr)
