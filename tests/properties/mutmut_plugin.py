@@ -6,10 +6,11 @@ bounded-exhaustive walk, which runs last (it is ~6x slower under mutmut's
 trampolines): examples, then the oracle properties, then the other
 properties (bad input, ...), then the exhaustive check.
 
-It also rebuilds the ``junction`` namespace inside ``mutants/``: mutmut copies
-folders with ``shutil.copytree``, which turns the checkout's ``junction/core``
-symlink into a copy of the *unmutated* core, and every mutant would survive.
-The links are made before any test imports ``junction``.
+It also completes the ``junction`` namespace inside ``mutants/``. mutmut
+mutates ``junction/core`` (``source_paths``: the name tests import it by, so
+its trampoline keys match) and writes that folder for real; the other parts
+are copied as plain folders (``also_copy``), and this links them in beside
+it, as the checkout's symlinks do, before any test imports ``junction``.
 """
 
 from __future__ import annotations
@@ -30,9 +31,7 @@ def _link_namespace(root: Path) -> None:
             shutil.copy2(root.parent / "junction" / name, namespace / name)
     for part in _PARTS:
         link = namespace / part
-        if not link.is_symlink():
-            if link.exists():
-                shutil.rmtree(link)
+        if not link.exists() and not link.is_symlink():  # core is mutmut's own folder
             link.symlink_to(Path("..") / part, target_is_directory=True)
 
 
