@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from junction.reference.cli import outputs
+from junction.reference.cli import outputs, terminal
 from junction.reference.cli.arguments import output_path
 
 from .findings import findings_markdown, write_section
@@ -51,4 +51,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(terminal.interruptible(main))

@@ -9,14 +9,12 @@ import sys
 
 
 def _main() -> int:
-    try:
-        from junction.reference.cli.main import main
+    from junction.reference.cli.main import main
 
-        return main()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return main()
 
 
 if __name__ == "__main__":  # not on import: the fuzz worker's ``spawn`` re-imports __main__
-    sys.exit(_main())
+    from junction.reference.cli.terminal import interruptible
+
+    sys.exit(interruptible(_main))

@@ -27,6 +27,7 @@ from junction.core import reachable_block_mask as core_mask
 from junction.kernels.backend import BACKENDS, resolve_backend
 from junction.kernels.mask import reachable_block_mask
 from junction.kernels.split import mamba_block_aligned_split
+from junction.reference.cli import terminal
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import MaskInput, mask_inputs, split_inputs
@@ -181,4 +182,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(terminal.interruptible(main))

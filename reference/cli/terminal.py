@@ -13,7 +13,8 @@ tqdm, which has no tables, so a second library would have been needed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
@@ -28,7 +29,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-__all__ = ["ProgressLine", "progress", "stderr", "table"]
+__all__ = ["ProgressLine", "interruptible", "progress", "stderr", "table"]
 
 stderr = Console(stderr=True, highlight=False)
 
@@ -84,3 +85,16 @@ def table(title: str | None, header: Sequence[str], rows: Sequence[Sequence[str]
     for row in rows:
         result.add_row(*row)
     return result
+
+
+def interruptible(main: Callable[[], int]) -> int:
+    """``main()``'s exit status; Ctrl-C ends it with 130 and one line, never a traceback.
+
+    Every command's entry point goes through this; what a command writes, it
+    writes whole or not at all, so an interrupted one leaves nothing partial.
+    """
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -14,9 +14,10 @@
   floor to 0 (``max(floor_L(P - 1) - L, 0)`` for a short prompt, ``J - B``
   below ``A``) are handed on as vLLM hands them, so under EAGLE a sliding
   window keeps its peek block 0 for them although no hit reads it;
-  ``core.reachable_boundaries``, which the default policy uses, leaves them out. The split is decision 2's (docs/domain.md) on
-  ``cache_config.block_size``, which Mamba align mode makes the Mamba
-  groups' block (``HybridGeometry.mamba_block_size``); page-size unification can widen
+  ``core.reachable_boundaries``, which the default policy uses, leaves them
+  out. The split is decision 2's (docs/domain.md) on
+  ``cache_config.block_size``, which Mamba align mode makes the Mamba groups'
+  block (``HybridGeometry.mamba_block_size``); page-size unification can widen
   an attention group, so this may be finer than ``L`` (docs/findings.md,
   "Chunks end on the Mamba block, hits land on L").
 * ``vllm-pr47782`` (:class:`VllmPR47782Policy`): as merged in PR #47782

@@ -1,0 +1,51 @@
+"""Ctrl-C on the entry points the fuzz and simulate tests do not cover: exit 130, one line.
+
+``python -m junction.reference.cli.sweep`` and ``python -m junction.audit``
+go through ``terminal.interruptible`` like ``python -m junction.reference``;
+each is started for real, interrupted mid-run, and must end with status 130,
+"interrupted" as its last line, no traceback and nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _interrupt(module: str, *argv: str, after: float) -> tuple[int, str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, *argv],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(after)
+    assert process.poll() is None, "the command ended before it was interrupted"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    return process.returncode, out.decode(), err.decode()
+
+
+def test_ctrl_c_in_the_sweep_exits_130_with_one_line() -> None:
+    pytest.importorskip("torch")
+    code, out, err = _interrupt("junction.reference.cli.sweep", "--bound", "6", after=4.0)
+    assert code == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    assert "bound reached" not in out  # the summary line of a finished sweep
+
+
+def test_ctrl_c_in_the_audit_exits_130_with_one_line() -> None:
+    pytest.importorskip("vllm")
+    code, out, err = _interrupt("junction.audit", "findings", after=6.0)
+    assert (code, out) == (130, ""), err
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
