@@ -114,6 +114,7 @@ def test_first_window_block_is_the_oldest_block_the_window_still_reads() -> None
     assert [swa.first_window_block(p) for p in (0, 5, 8, 9, 12, 13)] == [0, 0, 0, 1, 1, 2]
     assert GroupSpec.sliding_window(4, 1).first_window_block(8) == 2  # W = 1 reads nothing
     assert GroupSpec.sliding_window(1, 3).first_window_block(7) == 5
+    assert GroupSpec.sliding_window(1, 3).first_window_block(2) == 0  # [0, 2): from block 0
 
 
 def test_next_grid_point_is_strictly_past_the_value() -> None:
