@@ -4,7 +4,8 @@
 first-principles oracle, printing how many inputs each decision covered.
 ``simulate`` runs retention policies on an agent workload; ``fuzz`` checks one
 policy's promises for a while (``cli.fuzz``); ``findings`` writes
-docs/findings.md (``cli.findings``).
+docs/findings.md (``cli.findings``); ``vendor`` copies the core into an engine
+and checks a copy for drift (``cli.vendor``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import time
 
 from junction import core
-from junction.reference.cli import findings, fuzz, simulate
+from junction.reference.cli import findings, fuzz, simulate, vendor
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import check_exhaustively, count_inputs
@@ -115,5 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     simulate.add_parser(commands)
     fuzz.add_parser(commands)
     findings.add_parser(commands)
+    vendor.add_parser(commands)
     args = parser.parse_args(argv)
     return int(args.run(args))

@@ -1,0 +1,183 @@
+"""``python -m junction.reference vendor``: copy the core into an engine and keep it honest.
+
+* ``vendor copy TARGET``: copy the installed core into ``TARGET`` (a new or
+  empty folder that becomes a package of the engine's, any name) with its
+  stamp ``VENDORED.json`` (junction's version, git commit, sha256 per file
+  and of the set).
+* ``vendor check TARGET``: report local edits file by file (added, removed,
+  changed with the first differing line) and, separately, whether the core
+  installed here differs from the copy's source (an update is available).
+  Exit 1 on local edits, 0 without.
+* ``vendor update TARGET [--force]``: refresh the copy to the installed core;
+  a copy with local edits is refused unless ``--force`` (which discards them).
+* ``vendor verify TARGET [--bound N]``: import the copy from its folder and
+  walk every input up to the bound against the first-principles oracle, as
+  ``make verify`` does for the core itself. Exit 1 on any disagreement.
+
+A target that is not what the command needs (an existing folder for
+``copy``, no vendored copy for the others) exits with status 2 and one line
+naming it; a write that fails exits with status 1.
+
+Why ``verify`` is the walk alone, and the Hypothesis properties are not
+here: their strategies are test code (``tests/properties``); copying them
+into the package would make two sets to keep in step. The walk needs only
+the oracle, which ships with the ``reference`` extra, so a team checks its
+copy with no checkout. The full properties run against a copy from a
+checkout at the stamped commit: ``JUNCTION_CORE=myengine.retention_core
+pytest tests/properties``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from junction.reference import vendoring
+from junction.reference.cli import terminal
+from junction.reference.cli.arguments import output_path
+from junction.reference.oracle.exhaustive import check_exhaustively, count_inputs
+
+__all__ = ["add_parser"]
+
+PROG = "python -m junction.reference vendor"
+# Bound 4 is about 7.3 million inputs (a couple of minutes); above it, hours.
+MAX_BOUND = 4
+
+
+def _refuse(command: str, message: str, status: int) -> int:
+    print(f"{PROG} {command}: error: {message}", file=sys.stderr)
+    return status
+
+
+def _copy(args: argparse.Namespace) -> int:
+    try:
+        stamp = vendoring.vendor(args.target)
+    except vendoring.NotVendorable as error:
+        return _refuse("copy", str(error), 2)
+    except OSError as error:
+        return _refuse("copy", f"{args.target}: {error}; nothing written", 1)
+    print(f"copied {stamp.origin} into {args.target}: {len(stamp.files)} files")
+    print(f"stamp {args.target / vendoring.STAMP_NAME}: digest {stamp.digest}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    try:
+        drift = vendoring.drift(args.target)
+    except vendoring.NotVendorable as error:
+        return _refuse("check", str(error), 2)
+    except OSError as error:
+        return _refuse("check", f"{args.target}: {error}", 2)
+    stamp = drift.stamp
+    print(
+        f"{args.target}: vendored from {stamp.origin} at {stamp.copied_at}, "
+        f"{len(stamp.files)} files"
+    )
+    if drift.local:
+        print(f"local edits ({len(drift.local)} files):")
+        for change in drift.local:
+            print(f"  {change.describe()}")
+    else:
+        print("local edits: none (every file is as copied)")
+    if drift.upstream:
+        print(
+            f"installed {drift.installed.origin} has a different core "
+            f"({len(drift.upstream)} files); `vendor update {args.target}` refreshes the copy:"
+        )
+        for change in drift.upstream:
+            print(f"  {change.describe()}")
+    else:
+        print(f"installed {drift.installed.origin}: the same core as the copy's source")
+    return 1 if drift.local else 0
+
+
+def _update(args: argparse.Namespace) -> int:
+    try:
+        before = vendoring.update(args.target, discard_local_edits=args.force)
+    except vendoring.NotVendorable as error:
+        return _refuse("update", str(error), 2)
+    except OSError as error:
+        return _refuse(
+            "update", f"{args.target}: {error}; `vendor check` shows where it stopped", 1
+        )
+    for change in before.local:
+        print(f"discarded local edit: {change.describe()}")
+    print(
+        f"updated {args.target} from {before.stamp.origin} to {before.installed.origin}: "
+        f"{len(before.upstream)} files changed"
+    )
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    try:
+        copy = vendoring.load(args.target)
+    except vendoring.NotVendorable as error:
+        return _refuse("verify", str(error), 2)
+    except Exception as error:
+        return _refuse("verify", f"{args.target}: cannot import the copy: {error!r}", 1)
+    started = time.perf_counter()
+    total = sum(count_inputs(args.bound).values())
+    try:
+        with terminal.progress(f"verify, bound {args.bound}", total) as advance:
+            coverage = check_exhaustively(
+                copy, args.bound, on_progress=lambda name, n: advance(n, status=name)
+            )
+    except Exception as error:
+        return _refuse("verify", f"{args.target}: the copy raised {error!r} on a valid input", 1)
+    elapsed = time.perf_counter() - started
+    print(f"bounded-exhaustive check, bound {args.bound}: {args.target} against the oracle")
+    for name, count in coverage.checked.items():
+        print(f"  {name:<28} {count:>12,} inputs")
+    print(f"  {'total':<28} {coverage.total:>12,} inputs in {elapsed:.1f} s")
+    if coverage.mismatch_count:
+        print(f"{coverage.mismatch_count:,} disagreements; first ones:")
+        for line in coverage.mismatches:
+            print(f"  {line}")
+        return 1
+    print("every input agrees")
+    return 0
+
+
+def _bound(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if not 1 <= value <= MAX_BOUND:
+        raise argparse.ArgumentTypeError(f"{value} must be between 1 and {MAX_BOUND}")
+    return value
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``vendor`` on ``python -m junction.reference``'s subcommands."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "vendor",
+        help="copy the core into an engine, check a copy for drift, verify a copy",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    for name, run, summary in (
+        ("copy", _copy, "copy the installed core into TARGET with a stamp"),
+        ("check", _check, "report drift of the copy in TARGET (exit 1 on local edits)"),
+        ("update", _update, "refresh the copy in TARGET to the installed core"),
+        ("verify", _verify, "walk every input up to a bound: the copy against the oracle"),
+    ):
+        action = actions.add_parser(name, help=summary, description=summary)
+        action.add_argument("target", type=output_path, metavar="TARGET", help="the copy's folder")
+        action.set_defaults(run=run)
+        if name == "update":
+            action.add_argument(
+                "--force", action="store_true", help="discard local edits of the copy"
+            )
+        if name == "verify":
+            action.add_argument(
+                "--bound",
+                type=_bound,
+                default=3,
+                help=f"size of every dimension, 1-{MAX_BOUND} (default 3: about 1.9M inputs)",
+            )
+    return parser
