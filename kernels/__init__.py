@@ -15,6 +15,9 @@ value int64 cannot (a Python scalar outside int64, a uint16/32/64 tensor, a
 sparse group's size); no sum or product these paths form leaves int64 for
 any row they accept (``split.py`` and ``mask.py`` say how), so there is no
 third outcome. ``core`` never imports this package.
+
+An engine that vendored the core passes its copy as ``core=`` (``binding``):
+specs are then the copy's, and errors the copy's ``InvalidArgument``.
 """
 
 from .junction import shared_prefix_boundary

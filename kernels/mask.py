@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import torch
 
-from junction.core import GroupSpec, MaskPlan, mask_plan
+from junction.core import MaskPlan
 
 from .backend import resolve_backend
 from .batch import require_int64
+from .binding import errors_of, resolve_core
 from .mask_batch import MaskBatch
 
 __all__ = ["mask_torch", "reachable_block_mask"]
@@ -80,12 +81,13 @@ def reachable_block_mask(
     start_block: object,
     end_block: object,
     alignment_tokens: int,
-    spec: GroupSpec,
+    spec: object,
     use_eagle: bool,
     retention_interval: int | None = None,
     reachable_boundaries: torch.Tensor | None = None,
     *,
     backend: str = "auto",
+    core: object = None,
 ) -> torch.Tensor | None:
     """``core.reachable_block_mask`` for a batch of requests of one group.
 
@@ -104,20 +106,28 @@ def reachable_block_mask(
     group arguments exactly as core does, and, for a sparse group, for an
     ``alignment_tokens``, ``spec.block_size`` or ``retention_interval``
     outside int64.
-    """
-    plan = mask_plan(alignment_tokens, spec, use_eagle, retention_interval)
-    batch = MaskBatch(start_block, end_block, reachable_boundaries)
-    backend = resolve_backend(backend, batch.shape.device)
-    if plan is None:
-        return None
-    # The plan's sizes enter int64 arithmetic; each is at most one of these
-    # (the period is the segment, A or R, over B; the run is shorter).
-    require_int64("alignment_tokens", alignment_tokens)
-    require_int64("spec.block_size", spec.block_size)
-    if retention_interval is not None:
-        require_int64("retention_interval", retention_interval)
-    if backend == "triton":
-        from .triton_kernels import mask_triton
 
-        return mask_triton(batch, plan)
-    return mask_torch(batch, plan)
+    ``core``: the core module the answer is for (``binding``; default
+    ``junction.core``): its ``mask_plan`` plans the group, so ``spec`` is a
+    ``GroupSpec`` of that module.
+    """
+    module = resolve_core(core)
+    with errors_of(module):
+        plan: MaskPlan | None = module.mask_plan(
+            alignment_tokens, spec, use_eagle, retention_interval
+        )
+        batch = MaskBatch(start_block, end_block, reachable_boundaries)
+        backend = resolve_backend(backend, batch.shape.device)
+        if plan is None:
+            return None
+        # The plan's sizes enter int64 arithmetic; each is at most one of these
+        # (the period is the segment, A or R, over B; the run is shorter).
+        require_int64("alignment_tokens", alignment_tokens)
+        require_int64("spec.block_size", plan.block_size)
+        if retention_interval is not None:
+            require_int64("retention_interval", retention_interval)
+        if backend == "triton":
+            from .triton_kernels import mask_triton
+
+            return mask_triton(batch, plan)
+        return mask_torch(batch, plan)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from .backend import resolve_backend
+from .binding import errors_of, resolve_core
 from .split_batch import Grid, SplitBatch
 
 __all__ = ["mamba_block_aligned_split", "split_torch"]
@@ -90,6 +91,7 @@ def mamba_block_aligned_split(
     num_new_local_computed_tokens: object = 0,
     num_external_computed_tokens: object = 0,
     backend: str = "auto",
+    core: object = None,
 ) -> torch.Tensor:
     """``core.mamba_block_aligned_split`` for a batch: one int64 result per row.
 
@@ -103,24 +105,26 @@ def mamba_block_aligned_split(
     offending row (``num_tokens[3]``), its value and the rule, for a row that
     breaks one of core's rules (core raises for that row too), for a Python
     scalar outside int64 or a tensor of a dtype int64 cannot hold (uint16,
-    uint32, uint64), and for a bad ``backend``.
+    uint32, uint64), and for a bad ``backend``. ``core``: the core module the
+    answer is for (``binding``; default ``junction.core``).
     """
-    batch = SplitBatch(
-        num_computed_tokens=num_computed_tokens,
-        num_new_tokens=num_new_tokens,
-        num_prompt_tokens=num_prompt_tokens,
-        num_tokens=num_tokens,
-        block_size=block_size,
-        shared_prefix_boundary=shared_prefix_boundary,
-        use_eagle=use_eagle,
-        hash_block_size=hash_block_size,
-        partial_hits=partial_hits,
-        max_prefill_tokens=max_prefill_tokens,
-        num_new_local_computed_tokens=num_new_local_computed_tokens,
-        num_external_computed_tokens=num_external_computed_tokens,
-    )
-    if resolve_backend(backend, batch.shape.device) == "triton":
-        from .triton_kernels import split_triton
+    with errors_of(resolve_core(core)):
+        batch = SplitBatch(
+            num_computed_tokens=num_computed_tokens,
+            num_new_tokens=num_new_tokens,
+            num_prompt_tokens=num_prompt_tokens,
+            num_tokens=num_tokens,
+            block_size=block_size,
+            shared_prefix_boundary=shared_prefix_boundary,
+            use_eagle=use_eagle,
+            hash_block_size=hash_block_size,
+            partial_hits=partial_hits,
+            max_prefill_tokens=max_prefill_tokens,
+            num_new_local_computed_tokens=num_new_local_computed_tokens,
+            num_external_computed_tokens=num_external_computed_tokens,
+        )
+        if resolve_backend(backend, batch.shape.device) == "triton":
+            from .triton_kernels import split_triton
 
-        return split_triton(batch)
-    return split_torch(batch)
+            return split_triton(batch)
+        return split_torch(batch)

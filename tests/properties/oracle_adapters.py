@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from junction.core import Finder, HybridGeometry, group_finder
 from junction.reference.oracle.first_principles import (
     OracleGroup,
     oracle_reachable_block_mask,
     oracle_reconcile,
 )
+
+from .core_under_test import Finder, HybridGeometry, group_finder
 
 
 def oracle_mask(args: dict[str, Any]) -> list[bool] | None:

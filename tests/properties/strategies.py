@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from junction.core import GroupSpec, HybridGeometry, lcm
+from .core_under_test import GroupSpec, HybridGeometry, lcm
 
 block_sizes = st.integers(1, 8)
 windows = st.integers(1, 24)

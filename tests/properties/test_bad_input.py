@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junction.core import (
+from .core_under_test import (
     GroupKind,
     GroupSpec,
     HybridGeometry,
@@ -31,7 +31,6 @@ from junction.core import (
     shared_prefix_boundary,
     sliding_window_need,
 )
-
 from .oracle_adapters import finders_for
 from .strategies import geometries, mask_inputs, reconcile_inputs, split_inputs
 

@@ -17,7 +17,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junction.core import (
+from junction.reference.oracle.first_principles import (
+    OracleGroup,
+    oracle_blocks_needed,
+    oracle_reconcile,
+)
+
+from .core_under_test import (
     GroupKind,
     HybridGeometry,
     checkpoint_stop,
@@ -25,12 +31,6 @@ from junction.core import (
     reachable_block_mask,
     reachable_boundaries,
 )
-from junction.reference.oracle.first_principles import (
-    OracleGroup,
-    oracle_blocks_needed,
-    oracle_reconcile,
-)
-
 from .strategies import geometries
 
 

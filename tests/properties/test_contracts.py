@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junction.core import (
+from .core_under_test import (
     GroupKind,
     GroupSpec,
     HybridGeometry,
@@ -36,7 +36,6 @@ from junction.core import (
     reachable_block_mask,
     reconcile_hits,
 )
-
 from .oracle_adapters import finders_for
 from .strategies import geometries, reconcile_inputs, split_inputs
 

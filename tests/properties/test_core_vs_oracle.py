@@ -12,7 +12,14 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from junction.core import (
+from junction.reference.oracle.first_principles import (
+    oracle_blocks_needed,
+    oracle_in_prefill,
+    oracle_last_cacheable_position,
+    oracle_split,
+)
+
+from .core_under_test import (
     cdiv,
     last_cacheable_position,
     mamba_block_aligned_split,
@@ -21,13 +28,6 @@ from junction.core import (
     reconcile_hits,
     sliding_window_need,
 )
-from junction.reference.oracle.first_principles import (
-    oracle_blocks_needed,
-    oracle_in_prefill,
-    oracle_last_cacheable_position,
-    oracle_split,
-)
-
 from .oracle_adapters import finders_for, oracle_hits, oracle_mask
 from .strategies import mask_inputs, reconcile_inputs, split_inputs
 

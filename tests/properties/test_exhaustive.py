@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 
-from junction import core
 from junction.reference.oracle.exhaustive import check_exhaustively
+
+from .core_under_test import core
 
 BOUND = int(os.environ.get("JUNCTION_EXHAUSTIVE_BOUND", "3"))
 MINIMUM_INPUTS = 200_000
