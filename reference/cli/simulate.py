@@ -22,7 +22,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
 from junction.reference.simulator.memory import (
@@ -33,14 +33,22 @@ from junction.reference.simulator.memory import (
     size_in_words,
 )
 from junction.reference.simulator.plot import render_plot
+from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.report import report
 from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import Settings, simulate
 from junction.reference.simulator.table import format_table
 from junction.reference.simulator.variants import sweep_variants, table_variants
-from junction.reference.simulator.workload import Workload, builtin_workload, trace_workload
+from junction.reference.simulator.workload import (
+    Workload,
+    builtin_workload,
+    hash_trace_workload,
+    trace_workload,
+)
 from junction.reference.workloads.drive import PoolTooSmall
-from junction.reference.workloads.trace import TraceError, load_trace
+from junction.reference.workloads.mooncake import HashTraceRequest
+from junction.reference.workloads.trace import TraceError, TraceRequest
+from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text
 
 from . import outputs, terminal
 from .arguments import int_at_least, output_path
@@ -97,6 +105,26 @@ def _geometry(text: str) -> str:
     return text
 
 
+def _blocks(text: str) -> PoolSize:
+    if text == "unbounded":
+        return PoolSize("unbounded", None)
+    return PoolSize("blocks", int_at_least(2)(text))
+
+
+def _pool_tokens(text: str) -> PoolSize:
+    return PoolSize("tokens", int_at_least(1)(text))
+
+
+def _pool_fraction(text: str) -> PoolSize:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"{text}: a fraction of the working set must be in (0, 1]")
+    return PoolSize("fraction", value)
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``simulate`` on ``python -m junction.reference``'s subcommands."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -128,11 +156,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--concurrency", type=at_least_1, default=8, help="sessions open at once (default 8)"
     )
-    parser.add_argument(
+    pool = parser.add_mutually_exclusive_group()
+    pool.add_argument(
         "--blocks",
-        type=int_at_least(2),
-        default=40_000,
-        help="KV-cache pool size in blocks; lower it for eviction pressure (default 40000)",
+        type=_blocks,
+        default=PoolSize("blocks", 40_000),
+        metavar="N|unbounded",
+        help="KV-cache pool size in blocks, or unbounded (never evicts); lower it for "
+        "eviction pressure (default 40000)",
+    )
+    pool.add_argument(
+        "--pool-tokens",
+        dest="blocks",
+        type=_pool_tokens,
+        metavar="N",
+        help="instead: a pool holding N tokens in every group at once",
+    )
+    pool.add_argument(
+        "--pool-fraction",
+        dest="blocks",
+        type=_pool_fraction,
+        metavar="F",
+        help="instead: F in (0, 1] of the working set (every distinct full prompt block)",
     )
     parser.add_argument(
         "--budget",
@@ -172,7 +217,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--trace",
         metavar="FILE",
-        help="replay a JSONL trace of token-id prompts instead (docs/trace-format.md)",
+        help="replay a JSONL trace instead, token-id or hash-id (Mooncake), plain or gzip "
+        "(docs/trace-format.md)",
     )
     parser.add_argument(
         "--out",
@@ -211,36 +257,49 @@ def _check_size(
     """Refuse (status 2) a pool, or a pool and a workload, over the memory limit."""
     limit = memory_limit()
     over = f"over the limit of {size_in_words(limit.bytes)} ({limit.source})"
+    pool = args.blocks.option
+    if args.blocks.kind != "blocks":
+        pool += f" ({size.blocks:,} blocks)"
     if size.pool_bytes > limit.bytes:
         _fail(
             parser,
-            f"--blocks {args.blocks}: the pool would need about "
-            f"{size_in_words(size.pool_bytes)}, {over}",
+            f"{pool}: the pool would need about {size_in_words(size.pool_bytes)}, {over}",
         )
     if size.total_bytes > limit.bytes:
         _fail(
             parser,
             f"the simulation would need about {size_in_words(size.total_bytes)} "
             f"(a workload of {size.prompt_tokens:,} prompt tokens from {source}: "
-            f"{size_in_words(size.workload_bytes)}; a pool of --blocks {args.blocks}: "
+            f"{size_in_words(size.workload_bytes)}; a pool of {pool}: "
             f"{size_in_words(size.pool_bytes)}), {over}",
         )
 
 
-def _workload(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Workload:
+def _known_pool(args: argparse.Namespace, geometries: list[str]) -> int:
+    """The largest pool known before the workload is (blocks, tokens), else 0."""
+    pool: PoolSize = args.blocks
+    return max(
+        pool.blocks(GEOMETRIES[name].build(None, args.eagle), None) or 0 for name in geometries
+    )
+
+
+def _workload(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, geometries: list[str]
+) -> Workload:
     """The workload, its size checked before it is built (a trace's: before it is read)."""
+    pool = _known_pool(args, geometries)
     if args.trace is None:
         tokens = builtin_prompt_tokens(args.sessions, args.turns, args.system_prompt)
         source = f"--sessions {args.sessions} --turns {args.turns} "
         source += f"--system-prompt {args.system_prompt}"
-        _check_size(SimulationSize(tokens, args.blocks, workload_built=True), source, args, parser)
+        _check_size(SimulationSize(tokens, pool, workload_built=True), source, args, parser)
         return builtin_workload(args.seed, args.sessions, args.turns, args.system_prompt)
     trace = Path(args.trace)
-    _check_size(SimulationSize(0, args.blocks, workload_built=False), str(trace), args, parser)
+    _check_size(SimulationSize(0, pool, workload_built=False), str(trace), args, parser)
     if trace.exists() and not trace.is_file():  # a device or a pipe: no size to check
         _fail(parser, f"--trace {trace}: must be a regular file (its size is checked first)")
     limit = memory_limit()
-    file_size = trace.stat().st_size if trace.exists() else 0  # missing: load_trace says
+    file_size = trace.stat().st_size if trace.exists() else 0  # missing: reading says
     if file_size * TRACE_BYTES_PER_FILE_BYTE > limit.bytes:
         _fail(
             parser,
@@ -249,12 +308,39 @@ def _workload(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Work
             f"of {size_in_words(limit.bytes)} ({limit.source})",
         )
     try:
-        workload = trace_workload(args.trace, load_trace(args.trace))
+        text = read_trace_text(trace, limit.bytes // TRACE_BYTES_PER_FILE_BYTE)
+        requests = parse_any_trace(text, args.trace)
     except TraceError as error:
         _fail(parser, f"--trace: {error}")
-    size = SimulationSize(workload.prompt_tokens, args.blocks, workload_built=False)
+    if requests and isinstance(requests[0], HashTraceRequest):
+        hashed = requests
+        tokens = sum(request.input_length for request in hashed)
+        size = SimulationSize(tokens, pool, workload_built=True)  # prompts not built yet
+        _check_size(size, f"--trace {trace}", args, parser)
+        return hash_trace_workload(args.trace, hashed)
+    workload = trace_workload(args.trace, cast(list[TraceRequest], requests))
+    size = SimulationSize(workload.prompt_tokens, pool, workload_built=False)
     _check_size(size, f"--trace {trace}", args, parser)
     return workload
+
+
+def _pools(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    geometries: list[str],
+    workload: Workload,
+) -> int | dict[str, int]:
+    """The pool of each geometry (one int for ``--blocks N``), checked against memory."""
+    pool: PoolSize = args.blocks
+    if pool.kind == "blocks" and isinstance(pool.value, int):
+        return pool.value
+    pools = {
+        name: pool.blocks(GEOMETRIES[name].build(None, args.eagle), workload) or 0
+        for name in geometries
+    }
+    size = SimulationSize(workload.prompt_tokens, max(pools.values()), workload_built=False)
+    _check_size(size, workload.source, args, parser)
+    return pools
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -268,9 +354,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         outputs.check_folder("--out", args.out, (JSON, TEXT, PLOT))
     except outputs.OutputError as error:
         _fail(parser, error)
-    workload = _workload(args, parser)
+    workload = _workload(args, parser, geometries)
     settings = Settings(
-        num_blocks=args.blocks,
+        num_blocks=_pools(args, parser, geometries, workload),
         max_num_batched_tokens=args.budget,
         chunk_tokens=args.chunk,
         use_eagle=args.eagle,

@@ -31,16 +31,34 @@ _at_least_1 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.val
 _at_least_0 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
 
 
+def _pool(
+    instance: object, attribute: attrs.Attribute[int | dict[str, int]], value: object
+) -> None:
+    sizes = value.values() if isinstance(value, dict) else [value]
+    if not sizes or any(type(size) is not int or size < 2 for size in sizes):
+        raise ValueError(
+            f"{attribute.name}: expected an int >= 2 or a non-empty dict of them by geometry, "
+            f"got {value!r}"
+        )
+
+
 @attrs.frozen
 class Settings:
     """The engine side of a simulation (field order is the report's key order)."""
 
-    num_blocks: int = attrs.field(validator=_at_least_1)
+    # One pool for every geometry (--blocks N), or one per geometry (sizes in tokens,
+    # fractions of the working set, unbounded: ``simulator.pool``).
+    num_blocks: int | dict[str, int] = attrs.field(validator=_pool)
     max_num_batched_tokens: int = attrs.field(validator=_at_least_1)
     chunk_tokens: int = attrs.field(validator=_at_least_0)  # 0: no per-request cap
     use_eagle: bool = attrs.field(validator=attrs.validators.instance_of(bool))
     concurrency: int = attrs.field(validator=_at_least_1)  # sessions open at once
     seed: int = attrs.field(validator=_at_least_0)
+
+    def blocks_for(self, geometry_name: str) -> int:
+        """The pool of one geometry's runs."""
+        blocks = self.num_blocks
+        return blocks[geometry_name] if isinstance(blocks, dict) else blocks
 
 
 def run_one(
@@ -51,7 +69,7 @@ def run_one(
     engine = Engine(
         EngineConfig(
             geometry,
-            num_blocks=settings.num_blocks,
+            num_blocks=settings.blocks_for(geometry_name),
             max_num_batched_tokens=settings.max_num_batched_tokens,
             long_prefill_token_threshold=settings.chunk_tokens,
             seed=settings.seed,

@@ -3,8 +3,13 @@
 The simulator drives the engine in a closed loop (``workloads.drive``), so
 a workload here is grouped by session, not a flat arrival list: the built-in
 one regroups ``agent_sessions`` (which emits its sessions turn after turn),
-a trace groups its lines by their ``session`` field. ``source`` says where
-it came from in words, for the report.
+a token-id trace groups its lines by their ``session`` field, and a hash-id
+trace (which has no sessions) makes each request a session of its own, in
+timestamp order (file order among equal timestamps), its prompt built from
+its ids by ``workloads.hash_prompts``. ``source`` says where it came from in
+words, for the report. Rejected for hash-id traces: grouping requests by
+their leading hash id (a shared system prompt would chain unrelated users
+into one long session, serialising them).
 
 The system-prompt hit rate needs the system prompt, which a trace does not
 mark: it is taken as the longest prefix every prompt starts with.
@@ -16,10 +21,19 @@ from collections.abc import Sequence
 
 import attrs
 
+from junction.reference.workloads.hash_prompts import PromptBuilder
+from junction.reference.workloads.mooncake import HashTraceRequest
 from junction.reference.workloads.sessions import Arrival, agent_sessions
 from junction.reference.workloads.trace import TraceRequest
 
-__all__ = ["MESSAGE_TOKENS", "OUTPUT_TOKENS", "Workload", "builtin_workload", "trace_workload"]
+__all__ = [
+    "MESSAGE_TOKENS",
+    "OUTPUT_TOKENS",
+    "Workload",
+    "builtin_workload",
+    "hash_trace_workload",
+    "trace_workload",
+]
 
 # The built-in agent turns: a tool result or user message, then the reply.
 MESSAGE_TOKENS = (64, 1024)
@@ -82,3 +96,13 @@ def trace_workload(path: str, requests: Sequence[TraceRequest]) -> Workload:
         key = ("line", request.line) if request.session is None else ("session", request.session)
         sessions.setdefault(key, []).append(Arrival(request.prompt, request.output_tokens))
     return Workload(f"trace {path}", tuple(tuple(turns) for turns in sessions.values()))
+
+
+def hash_trace_workload(path: str, requests: Sequence[HashTraceRequest]) -> Workload:
+    """Each request of a hash-id trace a session of its own, in timestamp order."""
+    builder = PromptBuilder()
+    ordered = sorted(requests, key=lambda request: request.timestamp)  # stable: file order
+    return Workload(
+        f"hash-id trace {path}",
+        tuple((Arrival(builder.prompt(r), r.output_length),) for r in ordered),
+    )

@@ -50,8 +50,11 @@ __all__ = [
     "MAX_TOKEN_ID",
     "TraceError",
     "TraceRequest",
+    "decode_line",
+    "int_digits",
     "load_trace",
     "parse_trace",
+    "shown",
 ]
 
 MAX_TOKEN_ID = 2**31 - 1
@@ -98,7 +101,7 @@ class _LongInt:
         self.digits = digits
 
 
-def _digits(value: object) -> int | None:
+def int_digits(value: object) -> int | None:
     """The length of an int with more than :data:`MAX_INT_DIGITS` digits, else ``None``."""
     if isinstance(value, _LongInt):
         return value.digits
@@ -107,9 +110,9 @@ def _digits(value: object) -> int | None:
     return None
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     """``repr(value)``, cut short: a message stays one readable line."""
-    digits = _digits(value)
+    digits = int_digits(value)
     if digits is not None:
         return f"an int of {digits:,} digits"
     text = repr(value)
@@ -169,22 +172,38 @@ def _too_deep(text: str) -> tuple[str | None, int] | None:
     return None
 
 
+def decode_line(source: str, number: int, text: str) -> dict[str, Any]:
+    """One line as a JSON object, with the limits above; raises :class:`TraceError`.
+
+    Shared by every trace format (``workloads.mooncake`` too), so each is
+    exactly as strict about JSON itself.
+    """
+    deep = _too_deep(text) if text.count("[") + text.count("{") > MAX_DEPTH else None
+    if deep is not None:
+        field, column = deep
+        raise TraceError(
+            source, number, field, f"nested deeper than {MAX_DEPTH} levels at column {column}"
+        )
+    try:
+        record = _decode(text)
+    except json.JSONDecodeError as error:
+        raise TraceError(
+            source, number, None, f"not valid JSON ({error.msg} at column {error.colno})"
+        ) from None
+    if isinstance(record, _Duplicated):
+        raise TraceError(source, number, record.key, "given twice; a field appears once per line")
+    if not isinstance(record, dict):
+        raise TraceError(
+            source, number, None, f"must be a JSON object, got {type(record).__name__}"
+        )
+    return record
+
+
 def _parse_line(source: str, number: int, text: str) -> TraceRequest:
     def fail(field: str | None, problem: str) -> TraceError:
         return TraceError(source, number, field, problem)
 
-    deep = _too_deep(text) if text.count("[") + text.count("{") > MAX_DEPTH else None
-    if deep is not None:
-        field, column = deep
-        raise fail(field, f"nested deeper than {MAX_DEPTH} levels at column {column}")
-    try:
-        record = _decode(text)
-    except json.JSONDecodeError as error:
-        raise fail(None, f"not valid JSON ({error.msg} at column {error.colno})") from None
-    if isinstance(record, _Duplicated):
-        raise fail(record.key, "given twice; a field appears once per line")
-    if not isinstance(record, dict):
-        raise fail(None, f"must be a JSON object, got {type(record).__name__}")
+    record = decode_line(source, number, text)
     unknown = sorted(set(record) - set(_FIELDS))
     if unknown:
         raise fail(unknown[0], f"unknown field (known: {', '.join(_FIELDS)})")
@@ -196,27 +215,27 @@ def _parse_line(source: str, number: int, text: str) -> TraceRequest:
     if not prompt:
         raise fail("prompt", "must not be empty")
     for index, token in enumerate(prompt):
-        if _digits(token) is not None:
+        if int_digits(token) is not None:
             raise fail(
-                "prompt", f"element {index} is {_shown(token)}; token ids must be in [0, 2**31)"
+                "prompt", f"element {index} is {shown(token)}; token ids must be in [0, 2**31)"
             )
         if not _is_int(token):
-            raise fail("prompt", f"element {index} is {_shown(token)}; token ids must be ints")
+            raise fail("prompt", f"element {index} is {shown(token)}; token ids must be ints")
         if not 0 <= token <= MAX_TOKEN_ID:
             raise fail("prompt", f"element {index} is {token}; token ids must be in [0, 2**31)")
     output_tokens = record.get("output_tokens", DEFAULT_OUTPUT_TOKENS)
     if not _is_int(output_tokens) or not 1 <= output_tokens <= MAX_OUTPUT_TOKENS:
         raise fail(
             "output_tokens",
-            f"must be an int in [1, {MAX_OUTPUT_TOKENS:,}], got {_shown(output_tokens)}",
+            f"must be an int in [1, {MAX_OUTPUT_TOKENS:,}], got {shown(output_tokens)}",
         )
     session = record.get("session")
-    if _digits(session) is not None:
+    if int_digits(session) is not None:
         raise fail(
-            "session", f"must be an int of at most {MAX_INT_DIGITS} digits, got {_shown(session)}"
+            "session", f"must be an int of at most {MAX_INT_DIGITS} digits, got {shown(session)}"
         )
     if not (session is None or isinstance(session, str) or _is_int(session)):
-        raise fail("session", f"must be a string or an int, got {_shown(session)}")
+        raise fail("session", f"must be a string or an int, got {shown(session)}")
     return TraceRequest(number, tuple(prompt), output_tokens, session)
 
 

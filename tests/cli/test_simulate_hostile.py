@@ -141,7 +141,7 @@ def test_a_trace_too_large_to_load_or_run_is_refused_before_reading_or_running(
 
     def limited(limit: int) -> tuple[int, str, str]:
         monkeypatch.setattr(simulate_cli, "memory_limit", lambda: MemoryLimit(limit, "a test"))
-        monkeypatch.setattr(simulate_cli, "load_trace", lambda path: pytest.fail("read"))
+        monkeypatch.setattr(simulate_cli, "read_trace_text", lambda *a: pytest.fail("read"))
         return simulate(out, capsys)
 
     code, line, _ = limited(20_000)  # the file needs 20,150 bytes to load

@@ -1,0 +1,116 @@
+"""The pool size of a run: given in blocks, in tokens, as a share of the working set, or unbounded.
+
+A sweep over memory pressure reads naturally in tokens or as a share of what
+the workload could ever reuse, not in blocks, whose meaning changes with
+every geometry's block sizes. :class:`PoolSize` is what the command line
+asked for; :meth:`PoolSize.blocks` turns it into the engine's one shared
+pool of blocks for one geometry and one workload:
+
+* ``blocks N``: ``N`` blocks, whatever the geometry (``--blocks N``).
+* ``tokens N``: room for ``N`` tokens in every group at once:
+  ``1 + sum_g ceil(N / B_g)`` (the one is the null block).
+* ``fraction F``: ``F`` of the working set, at least 2 blocks: ``1 +
+  ceil(F * W)``, where ``W`` is :func:`working_set`, every distinct full
+  prompt block of every group (``sum_g`` of the distinct block hashes at
+  multiples of ``B_g``, hashed as the engine does, so equal hashes mean
+  equal prefixes). At ``F = 1`` every prompt block the trace could reuse
+  fits, but not necessarily the blocks of running requests and their
+  outputs: that is what ``unbounded`` is for.
+* ``unbounded``: every block any request could ever take, never freed:
+  ``1 + sum_requests sum_g (ceil((P + O) / B_g) + 1)`` (prompt, output, and
+  one block of lookahead), so the pool never runs out and nothing is ever
+  evicted.
+
+Rejected: an engine option that turns eviction off (the engine is not the
+simulator's to change, and a computed pool lets the memory guard see the
+size before anything is built) and a working set over prompt and output
+tokens (the engine's outputs are not known before it runs).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import attrs
+
+from junction.core import HybridGeometry
+from junction.reference.engine.hash_chain import ROOT_HASH, unit_hash
+
+from .workload import Workload
+
+__all__ = ["PoolSize", "working_set"]
+
+PoolKind = Literal["blocks", "tokens", "fraction", "unbounded"]
+
+
+def _value(
+    instance: PoolSize, attribute: attrs.Attribute[int | float | None], value: object
+) -> None:
+    kind = instance.kind
+    if kind == "unbounded":
+        ok, expected = value is None, "None"
+    elif kind == "fraction":
+        ok = isinstance(value, float) and 0 < value <= 1
+        expected = "a float in (0, 1]"
+    else:
+        ok = type(value) is int and value >= (2 if kind == "blocks" else 1)
+        expected = f"an int >= {2 if kind == 'blocks' else 1}"
+    if not ok:
+        raise ValueError(f"{attribute.name}: a {kind} pool size must be {expected}, got {value!r}")
+
+
+@attrs.frozen
+class PoolSize:
+    """How the pool was given: its kind and its value (``None`` for unbounded)."""
+
+    kind: PoolKind = attrs.field(
+        validator=attrs.validators.in_(("blocks", "tokens", "fraction", "unbounded"))
+    )
+    value: int | float | None = attrs.field(validator=_value)
+
+    @property
+    def option(self) -> str:
+        """The command-line option that gives this size, for messages and the report."""
+        if self.kind == "unbounded":
+            return "--blocks unbounded"
+        name = {"blocks": "--blocks", "tokens": "--pool-tokens", "fraction": "--pool-fraction"}
+        return f"{name[self.kind]} {self.value}"
+
+    def blocks(self, geometry: HybridGeometry, workload: Workload | None) -> int | None:
+        """The pool, in blocks, for ``geometry`` on ``workload``.
+
+        ``None`` when it depends on a workload (fraction, unbounded) and none is given.
+        """
+        sizes = [group.block_size for group in geometry.groups]
+        value = self.value
+        if self.kind == "blocks" and isinstance(value, int):
+            return value
+        if self.kind == "tokens" and isinstance(value, int):
+            return 1 + sum(math.ceil(value / size) for size in sizes)
+        if workload is None:
+            return None
+        if self.kind == "fraction" and isinstance(value, float):
+            return 1 + max(1, math.ceil(value * working_set(geometry, workload)))
+        return 1 + sum(
+            math.ceil((len(turn.prompt) + turn.max_output_tokens) / size) + 1
+            for session in workload.sessions
+            for turn in session
+            for size in sizes
+        )
+
+
+def working_set(geometry: HybridGeometry, workload: Workload) -> int:
+    """Every distinct full prompt block of every group: ``sum_g`` distinct hashes at ``B_g``."""
+    unit = geometry.hash_block_size
+    distinct: dict[int, set[int]] = {}
+    for session in workload.sessions:
+        for turn in session:
+            prompt, parent = turn.prompt, ROOT_HASH
+            for index, start in enumerate(range(0, len(prompt) - unit + 1, unit), start=1):
+                parent = unit_hash(parent, prompt[start : start + unit])
+                for group in geometry.groups:
+                    if index * unit % group.block_size == 0:
+                        distinct.setdefault(group.block_size, set()).add(parent)
+    blocks_per_size = {size: len(hashes) for size, hashes in distinct.items()}
+    return sum(blocks_per_size.get(group.block_size, 0) for group in geometry.groups)

@@ -1,0 +1,128 @@
+"""Hash-id traces (the Mooncake format): prompts recorded as prefix block ids, parsed strictly.
+
+One JSON object per line (blank lines are skipped), as the Mooncake FAST'25
+traces publish them::
+
+    {"timestamp": 0, "input_length": 1030, "output_length": 12, "hash_ids": [7, 8, 9]}
+
+* ``timestamp``: arrival time in milliseconds from the trace's start, an int
+  ``>= 0``; kept in the record (the closed-loop replay does not use it).
+* ``input_length``: prompt tokens, an int in ``[1, 2**31)``.
+* ``output_length``: generated tokens, an int in ``[1, 2**20]``.
+* ``hash_ids``: one id per :data:`HASH_BLOCK_TOKENS`-token block of the
+  prompt (the last may be partial), ints in ``[0, 2**31)``: exactly
+  ``ceil(input_length / 512)`` of them. Two prompts with equal leading ids
+  share that prefix.
+
+Every field is required and no other is allowed; an error names the file,
+the line and the field (a ``hash_ids`` of the wrong length says how many
+``input_length`` needs). JSON itself is decoded by ``trace.decode_line``, so
+this format is as strict as the token-id one about long ints, deep nesting
+and duplicated keys. Prompt tokens are built from the ids by
+``workloads.hash_prompts``. Rejected: accepting a ``hash_ids`` longer or
+shorter than the prompt needs (a replay would invent or drop sharing the
+trace never recorded) and float timestamps (the published traces have none;
+an int keeps arrival order exact).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .trace import MAX_OUTPUT_TOKENS, MAX_TOKEN_ID, TraceError, decode_line, int_digits, shown
+
+__all__ = ["FIELDS", "HASH_BLOCK_TOKENS", "HashTraceRequest", "parse_hash_trace"]
+
+HASH_BLOCK_TOKENS = 512
+FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+
+
+def _count(low: int, high: int) -> Any:
+    """attrs' validators name the attribute, the bound and the value in their message."""
+    return attrs.validators.and_(
+        attrs.validators.instance_of(int), attrs.validators.ge(low), attrs.validators.le(high)
+    )
+
+
+def _hash_ids(
+    instance: HashTraceRequest, attribute: attrs.Attribute[tuple[int, ...]], value: object
+) -> None:
+    blocks = -(-instance.input_length // HASH_BLOCK_TOKENS)
+    if not isinstance(value, tuple) or len(value) != blocks:
+        raise ValueError(f"{attribute.name}: expected a tuple of {blocks} ids, got {value!r}")
+
+
+@attrs.frozen
+class HashTraceRequest:
+    """One line of a hash-id trace: its line number and its four fields."""
+
+    line: int
+    timestamp: int = attrs.field(validator=_count(0, 2**63 - 1))
+    input_length: int = attrs.field(validator=_count(1, MAX_TOKEN_ID))
+    output_length: int = attrs.field(validator=_count(1, MAX_OUTPUT_TOKENS))
+    hash_ids: tuple[int, ...] = attrs.field(validator=_hash_ids)
+
+
+def _int_field(
+    source: str, number: int, record: dict[str, object], field: str, low: int, high: int
+) -> int:
+    value = record[field]
+    if int_digits(value) is not None or type(value) is not int or not low <= value <= high:
+        raise TraceError(
+            source, number, field, f"must be an int in [{low:,}, {high:,}], got {shown(value)}"
+        )
+    return value
+
+
+def _parse_line(source: str, number: int, text: str) -> HashTraceRequest:
+    record = decode_line(source, number, text)
+    unknown = sorted(set(record) - set(FIELDS))
+    if unknown:
+        raise TraceError(source, number, unknown[0], f"unknown field (known: {', '.join(FIELDS)})")
+    for field in FIELDS:
+        if field not in record:
+            raise TraceError(source, number, field, "missing (a hash-id trace line has all four)")
+    timestamp = _int_field(source, number, record, "timestamp", 0, 2**63 - 1)
+    input_length = _int_field(source, number, record, "input_length", 1, MAX_TOKEN_ID)
+    output_length = _int_field(source, number, record, "output_length", 1, MAX_OUTPUT_TOKENS)
+    ids = record["hash_ids"]
+    if not isinstance(ids, list):
+        raise TraceError(
+            source, number, "hash_ids", f"must be a list of ints, got {type(ids).__name__}"
+        )
+    for index, value in enumerate(ids):
+        if (
+            int_digits(value) is not None
+            or type(value) is not int
+            or not 0 <= value <= MAX_TOKEN_ID
+        ):
+            raise TraceError(
+                source,
+                number,
+                "hash_ids",
+                f"element {index} is {shown(value)}; hash ids must be ints in [0, 2**31)",
+            )
+    blocks = -(-input_length // HASH_BLOCK_TOKENS)
+    if len(ids) != blocks:
+        raise TraceError(
+            source,
+            number,
+            "hash_ids",
+            f"has {len(ids)} ids; input_length {input_length:,} needs {blocks} "
+            f"(one per {HASH_BLOCK_TOKENS}-token block, the last may be partial)",
+        )
+    return HashTraceRequest(number, timestamp, input_length, output_length, tuple(ids))
+
+
+def parse_hash_trace(text: str, source: str = "<trace>") -> list[HashTraceRequest]:
+    """Every request of a hash-id trace, in file order; raises :class:`TraceError`."""
+    requests = [
+        _parse_line(source, number, line)
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip()
+    ]
+    if not requests:
+        raise TraceError(source, 1, None, "the trace has no requests")
+    return requests
