@@ -248,7 +248,7 @@ def vendor(target: Path, now: datetime | None = None) -> Stamp:
         if not target.is_dir() or any(target.iterdir()):
             raise NotVendorable(f"{target}: exists and is not empty; refusing to overwrite it")
     if not target.parent.is_dir():
-        raise NotVendorable(f"{target.parent}: no such folder (the copy's parent must exist)")
+        raise NotVendorable(f"{target}: its parent folder does not exist (it is not created)")
     stamp = source_stamp(now)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
