@@ -63,8 +63,11 @@ __all__ = [
     "Drift",
     "NotVendorable",
     "Stamp",
+    "code_files",
+    "content_hashes",
     "drift",
     "load",
+    "set_digest",
     "source_folder",
     "source_stamp",
     "update",
@@ -132,7 +135,9 @@ class Stamp:
             raise NotVendorable(f"{path}: unreadable stamp: {error}") from None
         try:
             return cls._from_fields(fields)
-        except (KeyError, TypeError, ValueError) as error:
+        except KeyError as error:
+            raise NotVendorable(f"{path}: not a stamp: no field {error}") from None
+        except (TypeError, ValueError) as error:
             raise NotVendorable(f"{path}: not a stamp of format {STAMP_FORMAT}: {error}") from None
 
     @classmethod
@@ -143,9 +148,9 @@ class Stamp:
             raise ValueError(f"format={fields['format']!r}")
         files = fields["files"]
         if not isinstance(files, dict) or not all(
-            isinstance(name, str) and _is_sha256(value) for name, value in files.items()
+            _is_code_path(name) and _is_sha256(value) for name, value in files.items()
         ):
-            raise TypeError("files must map paths to sha256 hex digests")
+            raise TypeError("files must map relative paths of .py files to sha256 hex digests")
         commit = fields["commit"]
         strings = (fields["version"], fields["copied_at"])
         if not all(isinstance(v, str) for v in strings) or not isinstance(commit, str | None):
@@ -156,6 +161,13 @@ class Stamp:
         return cls(
             fields["version"], commit, fields["copied_at"], tuple(sorted(files.items())), digest
         )
+
+
+def _is_code_path(name: object) -> bool:
+    """A relative ``/``-separated path of a ``.py`` file inside the copy (no ``..``)."""
+    if not isinstance(name, str) or not name.endswith(".py") or name.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
 
 
 def _is_sha256(value: object) -> bool:

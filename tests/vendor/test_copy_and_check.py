@@ -119,6 +119,8 @@ def test_update_refuses_local_edits_unless_forced(
         ("folder", "update", "not a vendored copy (no VENDORED.json)"),
         ("tampered", "check", "is not the digest of its files"),
         ("garbled", "check", "unreadable stamp"),
+        ("escaping", "check", "files must map relative paths of .py files"),
+        ("fieldless", "check", "not a stamp: no field 'digest'"),
         ("folder", "verify", "not a package folder (no __init__.py)"),
     ],
 )
@@ -133,13 +135,17 @@ def test_refusals_exit_2_with_one_line(
         (target / "notes.txt").write_text("ours")
     elif setup == "file":
         target.write_text("ours")
-    elif setup in ("tampered", "garbled"):
+    elif setup in ("tampered", "garbled", "escaping", "fieldless"):
         target = vendored
         stamp = target / vendoring.STAMP_NAME
-        text = stamp.read_text()
-        stamp.write_text(
-            text.replace('"digest": "', '"digest": "0') if setup == "tampered" else "{"
-        )
+        fields = json.loads(stamp.read_text())
+        if setup == "tampered":
+            fields["digest"] = "0" * 64
+        elif setup == "escaping":
+            fields["files"]["../outside.py"] = fields["files"].pop("grid.py")
+        elif setup == "fieldless":
+            del fields["digest"]
+        stamp.write_text("{" if setup == "garbled" else json.dumps(fields))
     before = sorted(p.name for p in vendored.parent.iterdir())
     code, out, err = run(capsys, command, str(target))
     assert code == 2 and not out
