@@ -35,6 +35,11 @@ def prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
     """
     require_int("num_prompt_tokens", num_prompt_tokens, 1)
     require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+    return _prefill_end(num_prompt_tokens, num_tokens)
+
+
+def _prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
+    # The rule itself, for callers that validated P and N already (the split's hot path).
     return max(num_prompt_tokens, num_tokens - 1)
 
 
@@ -135,7 +140,7 @@ def mamba_block_aligned_split(
             f"num_tokens={num_tokens}",
         )
 
-    decode_start = prefill_end(num_prompt_tokens, num_tokens)
+    decode_start = _prefill_end(num_prompt_tokens, num_tokens)
     if start >= decode_start:
         return num_new_tokens
     end = start + num_new_tokens
