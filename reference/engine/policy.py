@@ -35,7 +35,7 @@ per token) and rendered bounded (``reprlib``) on one line, so a
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from junction.core import GroupSpec, HybridGeometry
@@ -181,17 +181,17 @@ class CheckedPolicy:
         return PolicyError(self.name, call, _raised(error))
 
     def _positions(
-        self, call: str, answer: object, minimum: int, request: RequestView
+        self, call: Callable[[], str], answer: object, minimum: int, request: RequestView
     ) -> tuple[int, ...]:
         if isinstance(answer, (str, bytes)) or not isinstance(answer, Sequence):
             raise PolicyError(
-                self.name, call, f"must return a sequence of ints, got {_show(answer)}"
+                self.name, call(), f"must return a sequence of ints, got {_show(answer)}"
             )
         most = request.num_tokens + 1
         if len(answer) > most:
             raise PolicyError(
                 self.name,
-                call,
+                call(),
                 f"returned {len(answer)} positions; a request of {request.num_tokens} tokens "
                 f"has at most {most}",
             )
@@ -199,7 +199,7 @@ class CheckedPolicy:
             if type(value) is not int or value < minimum:
                 raise PolicyError(
                     self.name,
-                    call,
+                    call(),
                     f"element {index} is {_show(value)}; must be an int >= {minimum}",
                 )
         return tuple(answer)
@@ -207,21 +207,25 @@ class CheckedPolicy:
     def checkpoint_positions(
         self, geometry: HybridGeometry, request: RequestView
     ) -> tuple[int, ...]:
-        call = f"checkpoint_positions({describe_request(request)})"
+        def call() -> str:  # described only on failure: this is on the engine's hot path
+            return f"checkpoint_positions({describe_request(request)})"
+
         try:
             answer = self.policy.checkpoint_positions(geometry, request)
         except BaseException as error:
-            raise self._call_failed(call, error) from error
+            raise self._call_failed(call(), error) from error
         return self._positions(call, answer, 1, request)
 
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
     ) -> tuple[int, ...]:
-        call = f"reachable_boundaries({group}, {describe_request(request)})"
+        def call() -> str:
+            return f"reachable_boundaries({group}, {describe_request(request)})"
+
         try:
             answer = self.policy.reachable_boundaries(geometry, group, request)
         except BaseException as error:
-            raise self._call_failed(call, error) from error
+            raise self._call_failed(call(), error) from error
         return self._positions(call, answer, 0, request)
 
     def block_mask(
@@ -233,13 +237,15 @@ class CheckedPolicy:
         end_block: int,
         boundaries: Sequence[int],
     ) -> Sequence[bool] | None:
+        def call() -> str:
+            return f"block_mask({group}, {describe_request(request)}, {start_block}, {end_block})"
+
         try:
             answer = self.policy.block_mask(
                 geometry, group, request, start_block, end_block, boundaries
             )
         except BaseException as error:
-            call = f"block_mask({group}, {describe_request(request)}, {start_block}, {end_block})"
-            raise self._call_failed(call, error) from error
+            raise self._call_failed(call(), error) from error
         if answer is None:
             return None
         length = end_block - start_block
@@ -249,9 +255,8 @@ class CheckedPolicy:
             or len(answer) != length
             or not all(type(flag) is bool for flag in answer)
         ):
-            call = f"block_mask({group}, {describe_request(request)}, {start_block}, {end_block})"
             raise PolicyError(
-                self.name, call, f"must return None or {length} bools, got {_show(answer)}"
+                self.name, call(), f"must return None or {length} bools, got {_show(answer)}"
             )
         return answer
 
@@ -262,14 +267,17 @@ class CheckedPolicy:
         num_new_tokens: int,
         max_prefill_tokens: int,
     ) -> int:
+        def call() -> str:
+            return f"split({describe_request(request)}, n={num_new_tokens})"
+
         try:
             answer = self.policy.split(geometry, request, num_new_tokens, max_prefill_tokens)
         except BaseException as error:
-            call = f"split({describe_request(request)}, n={num_new_tokens})"
-            raise self._call_failed(call, error) from error
+            raise self._call_failed(call(), error) from error
         if type(answer) is not int or not 0 <= answer <= num_new_tokens:
-            call = f"split({describe_request(request)}, n={num_new_tokens})"
             raise PolicyError(
-                self.name, call, f"must return an int in [0, {num_new_tokens}], got {_show(answer)}"
+                self.name,
+                call(),
+                f"must return an int in [0, {num_new_tokens}], got {_show(answer)}",
             )
         return answer
