@@ -18,6 +18,7 @@ import time
 from junction import core
 from junction.reference.cli import findings, fuzz, simulate, vendor
 from junction.reference.cli.arguments import int_at_least
+from junction.reference.cli.coverage import report_coverage
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import check_exhaustively, count_inputs
 
@@ -82,17 +83,7 @@ def _exhaustive(args: argparse.Namespace) -> int:
 
         coverage = check_exhaustively(core, args.bound, on_progress=checked)
     elapsed = time.perf_counter() - started
-    print(f"bounded-exhaustive check, bound {args.bound}: core against the oracle")
-    for name, count in coverage.checked.items():
-        print(f"  {name:<28} {count:>12,} inputs")
-    print(f"  {'total':<28} {coverage.total:>12,} inputs in {elapsed:.1f} s")
-    if coverage.mismatch_count:
-        print(f"{coverage.mismatch_count:,} disagreements; first ones:")
-        for line in coverage.mismatches:
-            print(f"  {line}")
-        return 1
-    print("every input agrees")
-    return 0
+    return report_coverage(coverage, "core", args.bound, elapsed)
 
 
 def _largest_bound() -> int:

@@ -40,6 +40,7 @@ from typing import Any
 from junction.reference import vendoring
 from junction.reference.cli import terminal
 from junction.reference.cli.arguments import output_path
+from junction.reference.cli.coverage import report_coverage
 from junction.reference.oracle.exhaustive import check_exhaustively, count_inputs
 
 __all__ = ["add_parser"]
@@ -131,17 +132,7 @@ def _verify(args: argparse.Namespace) -> int:
     except Exception as error:
         return _refuse("verify", f"{args.target}: the copy raised {error!r} on a valid input", 1)
     elapsed = time.perf_counter() - started
-    print(f"bounded-exhaustive check, bound {args.bound}: {args.target} against the oracle")
-    for name, count in coverage.checked.items():
-        print(f"  {name:<28} {count:>12,} inputs")
-    print(f"  {'total':<28} {coverage.total:>12,} inputs in {elapsed:.1f} s")
-    if coverage.mismatch_count:
-        print(f"{coverage.mismatch_count:,} disagreements; first ones:")
-        for line in coverage.mismatches:
-            print(f"  {line}")
-        return 1
-    print("every input agrees")
-    return 0
+    return report_coverage(coverage, str(args.target), args.bound, elapsed)
 
 
 def _bound(text: str) -> int:
