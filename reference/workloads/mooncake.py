@@ -31,7 +31,15 @@ from typing import Any
 
 import attrs
 
-from .trace import MAX_OUTPUT_TOKENS, MAX_TOKEN_ID, TraceError, decode_line, int_digits, shown
+from .trace import (
+    MAX_OUTPUT_TOKENS,
+    MAX_TOKEN_ID,
+    TraceError,
+    decode_line,
+    int_digits,
+    parse_lines,
+    shown,
+)
 
 __all__ = ["FIELDS", "HASH_BLOCK_TOKENS", "HashTraceRequest", "parse_hash_trace"]
 
@@ -118,11 +126,4 @@ def _parse_line(source: str, number: int, text: str) -> HashTraceRequest:
 
 def parse_hash_trace(text: str, source: str = "<trace>") -> list[HashTraceRequest]:
     """Every request of a hash-id trace, in file order; raises :class:`TraceError`."""
-    requests = [
-        _parse_line(source, number, line)
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip()
-    ]
-    if not requests:
-        raise TraceError(source, 1, None, "the trace has no requests")
-    return requests
+    return parse_lines(text, source, _parse_line)

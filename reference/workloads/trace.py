@@ -38,10 +38,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
+
+Line = TypeVar("Line")
 
 __all__ = [
     "MAX_DEPTH",
@@ -53,6 +56,7 @@ __all__ = [
     "decode_line",
     "int_digits",
     "load_trace",
+    "parse_lines",
     "parse_trace",
     "shown",
 ]
@@ -256,15 +260,25 @@ def _check_sessions(source: str, requests: list[TraceRequest]) -> None:
             )
 
 
-def parse_trace(text: str, source: str = "<trace>") -> list[TraceRequest]:
-    """Every request of a trace, in file order; raises :class:`TraceError`."""
+def parse_lines(text: str, source: str, parse_line: Callable[[str, int, str], Line]) -> list[Line]:
+    """``parse_line(source, number, line)`` of every non-blank line, in file order.
+
+    Both trace formats read their lines this way; a trace without a request is
+    a :class:`TraceError` on line 1.
+    """
     requests = [
-        _parse_line(source, number, line)
+        parse_line(source, number, line)
         for number, line in enumerate(text.splitlines(), start=1)
         if line.strip()
     ]
     if not requests:
         raise TraceError(source, 1, None, "the trace has no requests")
+    return requests
+
+
+def parse_trace(text: str, source: str = "<trace>") -> list[TraceRequest]:
+    """Every request of a trace, in file order; raises :class:`TraceError`."""
+    requests = parse_lines(text, source, _parse_line)
     _check_sessions(source, requests)
     return requests
 
