@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
+from junction.reference.simulator.latency_plot import render_ttft_plot
 from junction.reference.simulator.memory import (
     TRACE_BYTES_PER_FILE_BYTE,
     SimulationSize,
@@ -36,8 +37,8 @@ from junction.reference.simulator.plot import render_plot
 from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.report import report
 from junction.reference.simulator.result import RunResult
-from junction.reference.simulator.run import Settings, simulate
-from junction.reference.simulator.table import format_table
+from junction.reference.simulator.run import ARRIVALS, Arrivals, Settings, simulate
+from junction.reference.simulator.table import format_table, format_times
 from junction.reference.simulator.variants import sweep_variants, table_variants
 from junction.reference.simulator.workload import (
     Workload,
@@ -47,6 +48,7 @@ from junction.reference.simulator.workload import (
 )
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.mooncake import HashTraceRequest
+from junction.reference.workloads.step_time import StepTimeModel
 from junction.reference.workloads.trace import TraceError, TraceRequest
 from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text
 
@@ -66,15 +68,27 @@ built-in hybrid geometry under four retention policies:
 * R=0 pinned: the replay boundary and the junction (the default policy).
 
 It prints one table per geometry (token hit rate, system-prompt hit rate,
-prefill tokens computed, forward steps, sparse-group blocks retained at the
-peak and at the end, evictions), writes a JSON file with every number and a
-PNG plot of hit rate against retained blocks over a sweep of retention
-intervals, pinned and unpinned.
+prefill tokens computed and the share of prompt tokens saved, forward steps,
+sparse-group blocks retained at the peak and at the end, evictions), then one
+of modelled times per geometry (time to first token and queueing: p50, p90,
+p99; the makespan), writes a JSON file with every number, a PNG plot of hit
+rate against retained blocks (over a sweep of retention intervals, pinned and
+unpinned) and a PNG of each policy's distribution of time to first token.
 
-The workload is closed-loop, like agents: --concurrency sessions are open
-at a time, each sends its next turn once the previous one has finished, and a
-new session opens when one ends. A turn resends the whole session so far, so
-turns reuse their predecessors' prompts and every session shares the system
+Arrivals (--arrivals): sessions is closed-loop, like agents: --concurrency
+sessions are open at a time, each sends its next turn once the previous one
+has finished, and a new session opens when one ends (the default without
+timestamps). trace sends each request at its timestamp on the engine's clock
+(the default for a trace with timestamps). sequential sends one request at a
+time, each once the previous finished: nothing competes for the pool, the
+upper bound of reuse.
+
+Times are modelled, not measured: the engine's clock advances by a step-time
+model from what each step scheduled (--step-ms, --prefill-token-us,
+--attention-us-per-ktoken, --decode-row-us; the defaults are illustrative).
+
+A turn of the built-in workload resends the whole session so far, so turns
+reuse their predecessors' prompts and every session shares the system
 prompt. The system-prompt hit rate counts, over every request, the tokens of
 the longest prefix shared by all prompts (the system prompt) that the request
 reused.
@@ -82,9 +96,12 @@ reused.
 
 DEFAULT_INTERVALS = (64, 128, 256, 512, 1024)
 JSON, TEXT, PLOT = "simulate.json", "simulate.txt", "simulate.png"
+TTFT_PLOT = "simulate-ttft.png"
 
 
 def _intervals(text: str) -> tuple[int, ...]:
+    if text == "none":
+        return ()
     values = []
     for item in text.split(","):
         try:
@@ -95,6 +112,17 @@ def _intervals(text: str) -> tuple[int, ...]:
             raise argparse.ArgumentTypeError(f"{value}: intervals must be >= 1")
         values.append(value)
     return tuple(sorted(set(values)))
+
+
+def _milliseconds(text: str) -> float:
+    """A cost of the step-time model: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1e9:  # also rejects nan and inf
+        raise argparse.ArgumentTypeError(f"{text}: a cost must be a number in [0, 1e9)")
+    return value
 
 
 def _geometry(text: str) -> str:
@@ -203,10 +231,36 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--intervals",
         type=_intervals,
-        default=DEFAULT_INTERVALS,
-        metavar="R,R,...",
-        help="the plot's sweep of R (default " + ",".join(map(str, DEFAULT_INTERVALS)) + ")",
+        metavar="R,R,...|none",
+        help="the plot's sweep of R (default "
+        + ",".join(map(str, DEFAULT_INTERVALS))
+        + "; none for a trace: the table's rows alone, four runs per geometry)",
     )
+    parser.add_argument(
+        "--arrivals",
+        choices=ARRIVALS,
+        help="when requests are sent: sessions (closed loop, --concurrency at once), trace "
+        "(at their timestamps), sequential (one at a time); default: trace for a trace "
+        "with timestamps, else sessions",
+    )
+    model = StepTimeModel()
+    for option, field, unit in (
+        ("--step-ms", "step_ms", "ms per step"),
+        ("--prefill-token-us", "prefill_token_us", "us per prefill token"),
+        (
+            "--attention-us-per-ktoken",
+            "attention_us_per_ktoken",
+            "us per prefill token per 1,000 tokens of context",
+        ),
+        ("--decode-row-us", "decode_row_us", "us per decode row"),
+    ):
+        parser.add_argument(
+            option,
+            type=_milliseconds,
+            default=getattr(model, field),
+            metavar="X",
+            help=f"step-time model: {unit} (default {getattr(model, field):g})",
+        )
     parser.add_argument(
         "--eagle",
         action=argparse.BooleanOptionalAction,
@@ -221,13 +275,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "(docs/trace-format.md)",
     )
     parser.add_argument(
+        "--requests",
+        type=at_least_1,
+        metavar="N",
+        help="with --trace: replay only its first N requests (file order)",
+    )
+    parser.add_argument(
         "--out",
         type=output_path,
         default=Path("out"),
         metavar="DIR",
         help="where simulate.json and simulate.png go (default out/)",
     )
-    parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    parser.add_argument("--no-plot", action="store_true", help="skip the PNGs")
     parser.set_defaults(run=lambda args: run(args, parser))
     return parser
 
@@ -312,6 +372,8 @@ def _workload(
         requests = parse_any_trace(text, args.trace)
     except TraceError as error:
         _fail(parser, f"--trace: {error}")
+    if args.requests is not None:
+        requests = requests[: args.requests]
     if requests and isinstance(requests[0], HashTraceRequest):
         hashed = requests
         tokens = sum(request.input_length for request in hashed)
@@ -343,7 +405,27 @@ def _pools(
     return pools
 
 
+def _arrivals(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, workload: Workload
+) -> Arrivals:
+    """``--arrivals``, or its default: ``trace`` when every request has a timestamp."""
+    arrivals: Arrivals | None = args.arrivals
+    if arrivals is None:
+        return "trace" if workload.timestamped else "sessions"
+    if arrivals == "trace" and not workload.timestamped:
+        _fail(
+            parser,
+            "--arrivals trace: the workload has no timestamps (the built-in workload and "
+            "token-id traces have none); use sessions or sequential",
+        )
+    return arrivals
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.requests is not None and args.trace is None:
+        parser.error("--requests: only with --trace (the first N requests of the trace)")
+    if args.intervals is None:  # a trace's runs are long: the table's rows alone
+        args.intervals = DEFAULT_INTERVALS if args.trace is None else ()
     geometries = _checked_geometries(args, parser)
     if not args.no_plot and importlib.util.find_spec("matplotlib") is None:
         parser.error(
@@ -351,7 +433,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "or pass --no-plot"
         )
     try:
-        outputs.check_folder("--out", args.out, (JSON, TEXT, PLOT))
+        outputs.check_folder("--out", args.out, (JSON, TEXT, PLOT, TTFT_PLOT))
     except outputs.OutputError as error:
         _fail(parser, error)
     workload = _workload(args, parser, geometries)
@@ -362,41 +444,49 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         use_eagle=args.eagle,
         concurrency=args.concurrency,
         seed=args.seed,
+        arrivals=_arrivals(args, parser, workload),
+        step_time=StepTimeModel(
+            args.step_ms, args.prefill_token_us, args.attention_us_per_ktoken, args.decode_row_us
+        ),
     )
     table = table_variants(args.interval)
     variants = list(dict.fromkeys((*table, *sweep_variants(args.intervals))))
     print(
         f"workload: {workload.source}; {workload.requests} requests, "
         f"{workload.prompt_tokens:,} prompt tokens, system prompt (shared prefix) "
-        f"{workload.shared_prefix_tokens} tokens",
+        f"{workload.shared_prefix_tokens} tokens; arrivals: {settings.arrivals}",
         file=sys.stderr,
     )
+    runs = len(geometries) * len(variants)
     try:
-        with terminal.progress("simulate", len(geometries) * len(variants)) as advance:
+        with terminal.progress("requests", runs * workload.requests) as advance:
 
             def done(result: RunResult) -> None:
-                advance(status=f"{result.geometry} {result.variant.label}")
+                advance(0, status=f"{result.geometry} {result.variant.label} done")
 
-            results = simulate(workload, geometries, variants, settings, done)
+            results = simulate(workload, geometries, variants, settings, done, advance)
     except PoolTooSmall as error:
         print(
             f"python -m junction.reference simulate: error: {error}; use more --blocks",
             file=sys.stderr,
         )
         return 1
-    text = "\n\n".join(
-        format_table(
-            name, [r for v in table for r in results if r.geometry == name and r.variant == v]
-        )
+    rows = {
+        name: [r for v in table for r in results if r.geometry == name and r.variant == v]
         for name in geometries
-    )
+    }
+    text = "\n\n".join(format_table(name, rows[name]) for name in geometries)
+    text += f"\n\narrivals: {settings.arrivals}; {settings.step_time.describe()}\n\n"
+    text += "\n\n".join(format_times(name, rows[name]) for name in geometries)
     print(text)
     document = report(workload, geometries, settings, args.interval, args.intervals, results)
     files = {JSON: (json.dumps(document, indent=1) + "\n").encode(), TEXT: (text + "\n").encode()}
     if not args.no_plot:
         files[PLOT] = render_plot(geometries, results)
+        files[TTFT_PLOT] = render_ttft_plot(geometries, results, table)
     try:
-        written = outputs.commit(args.out, files, stale=(PLOT,) if args.no_plot else ())
+        stale = (PLOT, TTFT_PLOT) if args.no_plot else ()
+        written = outputs.commit(args.out, files, stale=stale)
     except outputs.OutputError as error:
         print(f"{parser.prog}: error: {error}; nothing written", file=sys.stderr)
         return 1

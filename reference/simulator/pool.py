@@ -93,7 +93,7 @@ class PoolSize:
         if self.kind == "fraction" and isinstance(value, float):
             return 1 + max(1, math.ceil(value * working_set(geometry, workload)))
         return 1 + sum(
-            math.ceil((len(turn.prompt) + turn.max_output_tokens) / size) + 1
+            math.ceil((turn.prompt_length + turn.max_output_tokens) / size) + 1
             for session in workload.sessions
             for turn in session
             for size in sizes

@@ -1,7 +1,8 @@
 """The report of a whole simulation: what ``simulate.json`` holds.
 
 The workload (where it came from and its size), the settings (geometries,
-engine settings, the table's ``R`` and the plot's sweep), the table's row
+engine settings, arrivals and the step-time model, the table's ``R`` and
+the plot's sweep), how times were modelled in words, the table's row
 labels, and every run. The key order is the committed demo's, so the JSON
 is byte for byte what it was before the simulator was split into modules.
 """
@@ -45,6 +46,7 @@ def report(
             "interval": interval,
             "intervals": list(intervals),
         },
+        "times": settings.step_time.describe(),
         "table": [variant.label for variant in table_variants(interval)],
         "runs": [result.to_json() for result in results],
     }

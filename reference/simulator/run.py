@@ -1,8 +1,10 @@
 """Running a simulation: every (geometry, variant) on one workload, one engine each.
 
 Each run gets a fresh engine (a variant's ``R`` is part of the geometry, and
-runs must not share a cache), driven in a closed loop by
-``workloads.drive.run_sessions``. :func:`simulate` reports each finished run
+runs must not share a cache), driven by one of ``workloads.drive``'s loops
+as ``Settings.arrivals`` says: ``sessions`` (closed loop), ``trace`` (each
+request at its timestamp) or ``sequential`` (one at a time), on the clock
+of ``Settings.step_time``. :func:`simulate` reports each finished run
 through ``on_progress`` rather than drawing anything: the simulator sits
 below the command line, which owns the terminal. Rejected: a progress bar
 here (the simulator would import the CLI's terminal layer, against the
@@ -13,19 +15,24 @@ for).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import attrs
 
 from junction.core import GroupKind
 from junction.reference.engine.engine import Engine, EngineConfig
-from junction.reference.workloads.drive import run_sessions
+from junction.reference.workloads.drive import run_sequential, run_sessions, run_trace
+from junction.reference.workloads.step_time import StepTimeModel
 
 from .geometries import GEOMETRIES
-from .result import GroupRetention, RunResult
+from .result import GroupRetention, Latency, RunResult
 from .variants import Variant
 from .workload import Workload
 
-__all__ = ["Settings", "run_one", "simulate"]
+__all__ = ["ARRIVALS", "Arrivals", "Settings", "run_one", "simulate"]
+
+Arrivals = Literal["sessions", "trace", "sequential"]
+ARRIVALS: tuple[Arrivals, ...] = ("sessions", "trace", "sequential")
 
 _at_least_1 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(1))
 _at_least_0 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
@@ -54,6 +61,10 @@ class Settings:
     use_eagle: bool = attrs.field(validator=attrs.validators.instance_of(bool))
     concurrency: int = attrs.field(validator=_at_least_1)  # sessions open at once
     seed: int = attrs.field(validator=_at_least_0)
+    arrivals: Arrivals = attrs.field(default="sessions", validator=attrs.validators.in_(ARRIVALS))
+    step_time: StepTimeModel = attrs.field(
+        factory=StepTimeModel, validator=attrs.validators.instance_of(StepTimeModel)
+    )
 
     def blocks_for(self, geometry_name: str) -> int:
         """The pool of one geometry's runs."""
@@ -62,9 +73,17 @@ class Settings:
 
 
 def run_one(
-    geometry_name: str, variant: Variant, workload: Workload, settings: Settings
+    geometry_name: str,
+    variant: Variant,
+    workload: Workload,
+    settings: Settings,
+    on_requests: Callable[[int], None] | None = None,
 ) -> RunResult:
-    """One geometry under one variant; raises ``workloads.drive.PoolTooSmall``."""
+    """One geometry under one variant; raises ``workloads.drive.PoolTooSmall``.
+
+    ``on_requests(n)`` hears of ``n`` more requests finished, as they finish.
+    ``trace`` arrivals need a timestamped workload (``ValueError`` otherwise).
+    """
     geometry = GEOMETRIES[geometry_name].build(variant.retention_interval, settings.use_eagle)
     engine = Engine(
         EngineConfig(
@@ -76,7 +95,13 @@ def run_one(
             policy=variant.make_policy(),
         )
     )
-    run_sessions(engine, workload.sessions, settings.concurrency)
+    model = settings.step_time
+    if settings.arrivals == "sessions":
+        replay = run_sessions(engine, workload.sessions, settings.concurrency, model, on_requests)
+    elif settings.arrivals == "trace":
+        replay = run_trace(engine, workload.turns, model, on_requests)
+    else:
+        replay = run_sequential(engine, workload.turns, model, on_requests)
     metrics = engine.metrics
     shared = workload.shared_prefix_tokens
     reused = sum(min(r.hit_length, shared) for r in engine.requests.values())
@@ -105,6 +130,10 @@ def run_one(
         lookup_tokens=metrics.lookup_tokens,
         hit_tokens=metrics.hit_tokens,
         groups=groups,
+        prefill_saved_share=1 - metrics.prefill_tokens_computed / workload.prompt_tokens,
+        ttft_ms=Latency.of([timing.ttft_ms for timing in replay.timings]),
+        queue_ms=Latency.of([timing.queue_ms for timing in replay.timings]),
+        makespan_ms=replay.clock_ms,
     )
 
 
@@ -114,12 +143,16 @@ def simulate(
     variants: Sequence[Variant],
     settings: Settings,
     on_progress: Callable[[RunResult], None] | None = None,
+    on_requests: Callable[[int], None] | None = None,
 ) -> list[RunResult]:
-    """Every (geometry, variant) run, in that order; ``on_progress`` hears of each as it ends."""
+    """Every (geometry, variant) run, in that order; ``on_progress`` hears of each as it ends.
+
+    ``on_requests(n)``: ``n`` more requests of the current run finished.
+    """
     results = []
     for name in geometries:
         for variant in variants:
-            result = run_one(name, variant, workload, settings)
+            result = run_one(name, variant, workload, settings, on_requests)
             results.append(result)
             if on_progress is not None:
                 on_progress(result)

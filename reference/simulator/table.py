@@ -1,4 +1,4 @@
-"""The simulator's text table: one per geometry, one line per variant.
+"""The simulator's text tables: per geometry, one line per variant, then the modelled times.
 
 Fixed-width plain text, because the table is a committed artefact: the
 README quotes ``docs/demo/simulate.txt`` and a test checks that it does, so
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .geometries import GEOMETRIES
 from .result import RunResult
 
-__all__ = ["format_table"]
+__all__ = ["format_table", "format_times"]
 
 # (name, width): the first column is left-aligned, the others right-aligned.
 _COLUMNS = (
@@ -22,6 +22,7 @@ _COLUMNS = (
     ("hit rate", 9),
     ("sys-prompt", 10),
     ("prefill tok", 12),
+    ("saved", 6),
     ("steps", 7),
     ("sparse peak", 12),
     ("sparse final", 12),
@@ -29,10 +30,23 @@ _COLUMNS = (
 )
 
 
-def _line(cells: Sequence[str]) -> str:
+# The times table: time to first token and queueing, in seconds of the modelled clock.
+_TIME_COLUMNS = (
+    ("policy", 15),
+    ("TTFT p50", 9),
+    ("p90", 8),
+    ("p99", 8),
+    ("queue p50", 9),
+    ("p90", 8),
+    ("p99", 8),
+    ("makespan", 9),
+)
+
+
+def _line(cells: Sequence[str], columns: Sequence[tuple[str, int]] = _COLUMNS) -> str:
     return "  ".join(
         f"{cell:<{width}}" if i == 0 else f"{cell:>{width}}"
-        for i, (cell, (_, width)) in enumerate(zip(cells, _COLUMNS, strict=True))
+        for i, (cell, (_, width)) in enumerate(zip(cells, columns, strict=True))
     )
 
 
@@ -48,6 +62,7 @@ def format_table(geometry: str, rows: Sequence[RunResult]) -> str:
                     f"{row.token_hit_rate:.3f}",
                     "-" if system_prompt is None else f"{system_prompt:.3f}",
                     f"{row.prefill_tokens_computed:,}",
+                    f"{row.prefill_saved_share:.0%}",
                     f"{row.steps:,}",
                     f"{row.sparse_retained_peak:,}",
                     f"{row.sparse_retained_final:,}",
@@ -55,4 +70,21 @@ def format_table(geometry: str, rows: Sequence[RunResult]) -> str:
                 )
             )
         )
+    return "\n".join(lines)
+
+
+def _seconds(milliseconds: float) -> str:
+    return f"{milliseconds / 1000:,.2f}s"
+
+
+def format_times(geometry: str, rows: Sequence[RunResult]) -> str:
+    """One geometry's modelled times: TTFT and queueing percentiles, and the makespan."""
+    lines = [f"{geometry}: modelled times", _line([n for n, _ in _TIME_COLUMNS], _TIME_COLUMNS)]
+    for row in rows:
+        ttft, queue = row.ttft_ms, row.queue_ms
+        cells = [row.variant.label]
+        cells += [_seconds(t) for t in (ttft.p50, ttft.p90, ttft.p99)]
+        cells += [_seconds(t) for t in (queue.p50, queue.p90, queue.p99)]
+        cells.append(_seconds(row.makespan_ms))
+        lines.append(_line(cells, _TIME_COLUMNS))
     return "\n".join(lines)

@@ -6,13 +6,19 @@ one regroups ``agent_sessions`` (which emits its sessions turn after turn),
 a token-id trace groups its lines by their ``session`` field, and a hash-id
 trace (which has no sessions) makes each request a session of its own, in
 timestamp order (file order among equal timestamps), its prompt built from
-its ids by ``workloads.hash_prompts``. ``source`` says where it came from in
-words, for the report. Rejected for hash-id traces: grouping requests by
+its ids by ``workloads.hash_prompts`` only when it is submitted (a turn is a
+``workloads.sessions.Turn``: the trace's 145 million prompt tokens are never
+all in memory at once). ``source`` says where it came from in words, for the
+report. A workload whose every turn has a time can also be replayed at those
+times (``timestamped``). Rejected for hash-id traces: grouping requests by
 their leading hash id (a shared system prompt would chain unrelated users
 into one long session, serialising them).
 
 The system-prompt hit rate needs the system prompt, which a trace does not
-mark: it is taken as the longest prefix every prompt starts with.
+mark: it is taken as the longest prefix every prompt starts with, computed
+once (from the ids for a hash-id trace: distinct ids differ at their first
+token, so the prompts agree exactly on their common leading ids, up to the
+shortest prompt).
 """
 
 from __future__ import annotations
@@ -21,9 +27,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from junction.reference.workloads.hash_prompts import PromptBuilder
-from junction.reference.workloads.mooncake import HashTraceRequest
-from junction.reference.workloads.sessions import Arrival, agent_sessions
+from junction.reference.workloads.hash_prompts import HashArrival, PromptBuilder
+from junction.reference.workloads.mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
+from junction.reference.workloads.sessions import Arrival, Turn, agent_sessions
 from junction.reference.workloads.trace import TraceRequest
 
 __all__ = [
@@ -40,16 +46,53 @@ MESSAGE_TOKENS = (64, 1024)
 OUTPUT_TOKENS = (8, 64)
 
 
+def _shared_prefix(turns: Sequence[Turn]) -> int:
+    """The longest prefix every prompt starts with, building one prompt at a time."""
+    if not turns:
+        return 0  # no sessions: the validator of ``sessions`` names that
+    first = turns[0].prompt
+    length = len(first)
+    for turn in turns[1:]:
+        prompt = turn.prompt
+        length = min(length, len(prompt))
+        if prompt[:length] != first[:length]:
+            length = next(i for i in range(length) if prompt[i] != first[i])
+        if length == 0:
+            break
+    return length
+
+
+def _shared_hash_prefix(requests: Sequence[HashTraceRequest]) -> int:
+    """The same from hash ids: the leading ids every request has, capped at the shortest."""
+    if not requests:
+        return 0
+    first = requests[0].hash_ids
+    common = len(first)
+    for request in requests[1:]:
+        ids = request.hash_ids
+        common = min(common, len(ids))
+        if ids[:common] != first[:common]:
+            common = next(i for i in range(common) if ids[i] != first[i])
+    shortest = min(request.input_length for request in requests)
+    return min(common * HASH_BLOCK_TOKENS, shortest)
+
+
 @attrs.frozen
 class Workload:
-    """Sessions of turns (each an :class:`Arrival`; its gap is not used here)."""
+    """Sessions of turns (an :class:`Arrival`'s gap is not used here)."""
 
     source: str
-    sessions: tuple[tuple[Arrival, ...], ...] = attrs.field(
+    sessions: tuple[tuple[Turn, ...], ...] = attrs.field(
         validator=attrs.validators.deep_iterable(
             member_validator=attrs.validators.min_len(1),  # a session has a turn
             iterable_validator=attrs.validators.min_len(1),
         )
+    )
+    # The longest prefix every prompt starts with (the system prompt); computed from
+    # the prompts unless given (a hash-id trace computes it from its ids).
+    shared_prefix_tokens: int = attrs.field(
+        default=attrs.Factory(lambda self: _shared_prefix(self.turns), takes_self=True),
+        validator=attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0)),
     )
 
     @property
@@ -57,18 +100,18 @@ class Workload:
         return sum(len(session) for session in self.sessions)
 
     @property
-    def prompt_tokens(self) -> int:
-        return sum(len(turn.prompt) for session in self.sessions for turn in session)
+    def turns(self) -> list[Turn]:
+        """Every turn, session after session."""
+        return [turn for session in self.sessions for turn in session]
 
     @property
-    def shared_prefix_tokens(self) -> int:
-        """The longest prefix every prompt starts with (the system prompt)."""
-        prompts = [turn.prompt for session in self.sessions for turn in session]
-        first, shortest = prompts[0], min(len(p) for p in prompts)
-        length = 0
-        while length < shortest and all(p[length] == first[length] for p in prompts):
-            length += 1
-        return length
+    def prompt_tokens(self) -> int:
+        return sum(turn.prompt_length for session in self.sessions for turn in session)
+
+    @property
+    def timestamped(self) -> bool:
+        """Whether every turn has an arrival time (a hash-id trace's requests do)."""
+        return all(turn.arrival_ms is not None for turn in self.turns)
 
 
 def builtin_workload(seed: int, sessions: int, turns: int, system_prompt_tokens: int) -> Workload:
@@ -99,10 +142,14 @@ def trace_workload(path: str, requests: Sequence[TraceRequest]) -> Workload:
 
 
 def hash_trace_workload(path: str, requests: Sequence[HashTraceRequest]) -> Workload:
-    """Each request of a hash-id trace a session of its own, in timestamp order."""
+    """Each request of a hash-id trace a session of its own, in timestamp order.
+
+    Prompts are built when they are submitted (:class:`HashArrival`).
+    """
     builder = PromptBuilder()
     ordered = sorted(requests, key=lambda request: request.timestamp)  # stable: file order
     return Workload(
         f"hash-id trace {path}",
-        tuple((Arrival(builder.prompt(r), r.output_length),) for r in ordered),
+        tuple((HashArrival(r, builder),) for r in ordered),
+        _shared_hash_prefix(ordered),
     )

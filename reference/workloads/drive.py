@@ -1,35 +1,59 @@
-"""The ways of driving an engine with a workload: open loop and closed loop.
+"""The ways of driving an engine with a workload, on a modelled clock.
 
-* :func:`run_workload` (open loop): each arrival comes in its gap of engine
-  steps after the previous one, whether or not earlier requests finished;
-  the tests and the engine benchmark use it, optionally checking the
-  engine's invariants after every step.
+* :func:`run_workload` (open loop in engine steps): each arrival comes in
+  its gap of engine steps after the previous one; the tests and the engine
+  benchmark use it, optionally checking the engine's invariants each step.
 * :func:`run_sessions` (closed loop, like agents): ``concurrency`` sessions
   are open at a time, each sends its next turn once the previous one has
-  finished, and a new session opens when one ends; the simulator uses it.
+  finished, and a new session opens when one ends.
+* :func:`run_trace` (open loop in time): each request arrives at its
+  timestamp on the engine's clock, whether or not earlier ones finished.
+* :func:`run_sequential`: one request at a time, each sent once the previous
+  one finished: nothing competes for the pool, the upper bound of reuse.
+
+The last three step the engine through :class:`Timeline`, which advances a
+clock by ``step_time.StepTimeModel`` from what each step scheduled and
+records each request's queueing (arrival to the start of its first
+scheduled step) and time to first token (arrival to the end of the step
+that computed its last prompt token). The engine is not changed for this:
+the driver reads the chunks ``engine.step()`` returns.
 
 A closed loop can wait forever on a request the pool cannot hold (even
-alone, or never admitted); :func:`run_sessions` detects that and raises
+alone, or never admitted); the timeline detects that and raises
 :class:`PoolTooSmall` with the request and the pool, instead of spinning.
 Rejected: a step limit (any fixed limit is either too small for a long
-trace or a long hang for a stuck one).
+trace or a long hang for a stuck one), and timing in the engine (another
+clock inside the reference engine, which the promise tests run thousands of
+times, for a number only the simulator reports).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import attrs
 
 from junction.reference.engine.engine import Engine, Metrics
 from junction.reference.engine.request import RequestStatus
 
-from .sessions import Arrival
+from .sessions import Arrival, Turn
+from .step_time import StepTimeModel
 
-__all__ = ["PoolTooSmall", "run_sessions", "run_workload"]
+__all__ = [
+    "PoolTooSmall",
+    "Replay",
+    "RequestTiming",
+    "Timeline",
+    "run_sequential",
+    "run_sessions",
+    "run_trace",
+    "run_workload",
+]
 
 
 class PoolTooSmall(Exception):
-    """The engine's pool cannot hold a request, so a closed loop cannot finish.
+    """The engine's pool cannot hold a request, so a replay cannot finish.
 
     The message names the request, what it needs, and the pool's size.
     """
@@ -52,45 +76,135 @@ def run_workload(engine: Engine, arrivals: Sequence[Arrival], *, check: bool = F
     return engine.metrics
 
 
-def run_sessions(engine: Engine, sessions: Sequence[Sequence[Arrival]], concurrency: int) -> None:
-    """Closed loop: ``concurrency`` sessions open; a turn is sent when the previous finished.
+@attrs.frozen
+class RequestTiming:
+    """One request's modelled times, in milliseconds on the engine's clock."""
 
-    Gaps (``steps_after_previous``) are not used. Raises :class:`PoolTooSmall`.
+    arrival_ms: float
+    queue_ms: float  # arrival to the start of the first step that scheduled any of it
+    ttft_ms: float  # arrival to the end of the step that computed its last prompt token
+
+
+@attrs.frozen
+class Replay:
+    """What a timed replay measured: each request's times, and the clock when all had finished."""
+
+    timings: tuple[RequestTiming, ...]
+    clock_ms: float
+
+
+class Timeline:
+    """Steps an engine on a modelled clock and records each request's times.
+
+    ``on_finished(n)`` hears of ``n`` requests finished after each step (for
+    a progress line).
     """
-    pending = deque(range(len(sessions)))
-    active: dict[int, tuple[int, int]] = {}  # request id -> (session, turn)
-    num_blocks = engine.config.num_blocks
 
-    def send(session: int, turn: int) -> None:
-        arrival = sessions[session][turn]
+    def __init__(
+        self,
+        engine: Engine,
+        model: StepTimeModel,
+        on_finished: Callable[[int], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.model = model
+        self.now = 0.0
+        self._on_finished = on_finished
+        self._finished = engine.metrics.finished
+        self._prompt_length: dict[int, int] = {}
+        self._arrival: dict[int, float] = {}
+        self._queue: dict[int, float] = {}
+        self._ttft: dict[int, float] = {}
+        self._idle_steps = 0
+        self._alone_preemptions: dict[int, int] = {}
+
+    def submit(self, turn: Turn, arrival_ms: float) -> int:
+        """Submit ``turn``, arrived at ``arrival_ms``; its prompt is built here."""
         try:
-            request_id = engine.submit(arrival.prompt, arrival.max_output_tokens)
+            request_id = self.engine.submit(turn.prompt, turn.max_output_tokens)
         except ValueError as error:  # it could never fit the pool, even alone
             raise PoolTooSmall(str(error)) from None
-        active[request_id] = (session, turn)
+        self._prompt_length[request_id] = turn.prompt_length
+        self._arrival[request_id] = arrival_ms
+        return request_id
 
-    while pending and len(active) < concurrency:
-        send(pending.popleft(), 0)
-    idle_steps = 0
-    alone_preemptions: dict[int, int] = {}
-    while active:
+    def step(self) -> None:
+        """One engine step, the clock advanced by its modelled time (:class:`PoolTooSmall`)."""
+        engine = self.engine
         preemptions = engine.metrics.preemptions
+        began = self.now
         scheduled = engine.step()
-        idle_steps = 0 if scheduled else idle_steps + 1
+        prefill: list[tuple[int, int]] = []
+        decode_rows = 0
+        first_tokens = []
+        for request_id, start, tokens in scheduled:
+            prompt = self._prompt_length[request_id]
+            if start >= prompt and tokens == 1:
+                decode_rows += 1
+            else:
+                prefill.append((start, tokens))
+            if request_id not in self._queue:
+                self._queue[request_id] = began - self._arrival[request_id]
+            if start < prompt <= start + tokens and request_id not in self._ttft:
+                first_tokens.append(request_id)
+        self.now += self.model.step_time_ms(prefill, decode_rows)
+        for request_id in first_tokens:
+            self._ttft[request_id] = self.now - self._arrival[request_id]
+        self._check_progress(bool(scheduled), preemptions)
+        if self._on_finished is not None and engine.metrics.finished > self._finished:
+            self._on_finished(engine.metrics.finished - self._finished)
+        self._finished = engine.metrics.finished
+
+    def _check_progress(self, scheduled: bool, preemptions: int) -> None:
+        engine = self.engine
+        self._idle_steps = 0 if scheduled else self._idle_steps + 1
         stuck = None
-        if idle_steps > 2:  # nothing runs and the next request cannot be admitted
+        if self._idle_steps > 2:  # nothing runs and the next request cannot be admitted
             stuck = engine.waiting[0] if engine.waiting else engine.running[0]
         elif engine.metrics.preemptions > preemptions and not engine.running:
             # Preempted with nothing else running: it does not fit even alone.
             head = engine.waiting[0]
-            alone_preemptions[head.request_id] = alone_preemptions.get(head.request_id, 0) + 1
-            if alone_preemptions[head.request_id] >= 3:
+            count = self._alone_preemptions.get(head.request_id, 0) + 1
+            self._alone_preemptions[head.request_id] = count
+            if count >= 3:
                 stuck = head
         if stuck is not None:
             raise PoolTooSmall(
-                f"no progress: a pool of {num_blocks} blocks cannot hold request "
+                f"no progress: a pool of {engine.config.num_blocks} blocks cannot hold request "
                 f"{stuck.request_id} ({stuck.num_tokens} tokens)",
             )
+
+    def replay(self) -> Replay:
+        """Every submitted request's times, in submission order (once all have finished)."""
+        timings = tuple(
+            RequestTiming(arrival, self._queue[request_id], self._ttft[request_id])
+            for request_id, arrival in self._arrival.items()
+        )
+        return Replay(timings, self.now)
+
+
+def run_sessions(
+    engine: Engine,
+    sessions: Sequence[Sequence[Turn]],
+    concurrency: int,
+    model: StepTimeModel | None = None,
+    on_finished: Callable[[int], None] | None = None,
+) -> Replay:
+    """Closed loop: ``concurrency`` sessions open; a turn is sent when the previous finished.
+
+    A turn arrives when it is sent. Raises :class:`PoolTooSmall`.
+    """
+    timeline = Timeline(engine, model or StepTimeModel(), on_finished)
+    pending = deque(range(len(sessions)))
+    active: dict[int, tuple[int, int]] = {}  # request id -> (session, turn)
+
+    def send(session: int, turn: int) -> None:
+        active[timeline.submit(sessions[session][turn], timeline.now)] = (session, turn)
+
+    while pending and len(active) < concurrency:
+        send(pending.popleft(), 0)
+    while active:
+        timeline.step()
         for request_id in [
             r for r in active if engine.requests[r].status is RequestStatus.FINISHED
         ]:
@@ -99,3 +213,55 @@ def run_sessions(engine: Engine, sessions: Sequence[Sequence[Arrival]], concurre
                 send(session, turn + 1)
             elif pending:
                 send(pending.popleft(), 0)
+    return timeline.replay()
+
+
+def run_trace(
+    engine: Engine,
+    turns: Sequence[Turn],
+    model: StepTimeModel,
+    on_finished: Callable[[int], None] | None = None,
+) -> Replay:
+    """Open loop: each turn is submitted once the clock reaches its ``arrival_ms``.
+
+    ``turns`` must be in arrival order, each with an ``arrival_ms``; a
+    request that arrives during a step is submitted when the step ends (the
+    scheduler sees it at the next one), its queueing counted from its
+    arrival. An idle engine's clock jumps to the next arrival. Raises
+    :class:`PoolTooSmall`, and ``ValueError`` naming a turn without a time or
+    out of order.
+    """
+    times: list[int] = []
+    for index, turn in enumerate(turns):
+        arrival = turn.arrival_ms
+        if arrival is None or arrival < (times[-1] if times else 0):
+            raise ValueError(
+                f"turns[{index}].arrival_ms: expected an int >= {times[-1] if times else 0} "
+                f"(arrival order), got {arrival!r}"
+            )
+        times.append(arrival)
+    timeline = Timeline(engine, model, on_finished)
+    following = 0
+    while following < len(turns) or not engine.idle:
+        if engine.idle:
+            timeline.now = max(timeline.now, float(times[following]))
+        while following < len(turns) and times[following] <= timeline.now:
+            timeline.submit(turns[following], float(times[following]))
+            following += 1
+        timeline.step()
+    return timeline.replay()
+
+
+def run_sequential(
+    engine: Engine,
+    turns: Sequence[Turn],
+    model: StepTimeModel,
+    on_finished: Callable[[int], None] | None = None,
+) -> Replay:
+    """One turn at a time, each sent when the engine is idle again. Raises :class:`PoolTooSmall`."""
+    timeline = Timeline(engine, model, on_finished)
+    for turn in turns:
+        timeline.submit(turn, timeline.now)
+        while not engine.idle:
+            timeline.step()
+    return timeline.replay()

@@ -5,46 +5,55 @@ prompts share, not their tokens. :func:`block_tokens` gives each id its 512
 tokens as a pure function of the id alone: the first token is the id itself
 (ids are below ``2**31``, the token-id range), so distinct ids differ from
 their first token on; the other 511 are drawn from ``random.Random(id)``
-(seeded with an int, stable across Python versions and runs) in
-``[0, 2**31)``, the token-id range. :meth:`PromptBuilder.prompt` concatenates
-a request's blocks and cuts the last one to ``input_length``. Two prompts then
-agree on exactly the leading blocks whose ids agree and differ at the first
-token of the first id that does not, so the engine's own prefix hashing, at
-any block size, finds exactly the sharing the trace records.
+(seeded with an int, stable across Python versions and runs) in ``[0,
+256)``. :meth:`PromptBuilder.prompt` concatenates a request's blocks and
+cuts the last one to ``input_length``. Two prompts then agree on exactly the
+leading blocks whose ids agree and differ at the first token of the first id
+that does not, so the engine's own prefix hashing, at any block size, finds
+exactly the sharing the trace records (a chained hash carries that first
+difference into every later block, whatever the later tokens are).
 
-Tokens of one id are computed once per :class:`PromptBuilder` and shared by
-every prompt that uses it (the conversation trace repeats ids a lot).
+Memory is what decides the rest, on a trace of 145 million prompt tokens:
+
+* the 511 drawn tokens are below 256, CPython's shared small ints, so a
+  prompt costs its 8-byte pointers and no int objects (drawn from
+  ``[0, 2**31)`` they cost 36 bytes a token, about 5 GB for the trace);
+* an id's tokens are kept in a bounded cache (:data:`CACHED_BLOCKS`, most
+  recently used), enough for a conversation's turns to share them, never the
+  whole trace's;
+* a replay builds each prompt when its request is submitted
+  (:class:`HashArrival`), not all of them up front.
+
 Rejected: hashing ``(id, position)`` with ``hashlib`` per token (about ten
-times slower on a trace of 145 million prompt tokens) and a vocabulary-sized
-id space (ids would have to be remapped, losing the trace's own numbering).
+times slower) and a vocabulary-sized id space (ids would have to be
+remapped, losing the trace's own numbering).
 """
 
 from __future__ import annotations
 
+import functools
 import random
+
+import attrs
 
 from .mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
 
-__all__ = ["PromptBuilder", "block_tokens"]
+__all__ = ["CACHED_BLOCKS", "HashArrival", "PromptBuilder", "block_tokens"]
+
+CACHED_BLOCKS = 8192  # at most 8192 x 512 pointers: 32 MiB
 
 
 def block_tokens(hash_id: int) -> tuple[int, ...]:
     """The 512 tokens of one hash id: the id, then 511 drawn from ``Random(hash_id)``."""
     draw = random.Random(hash_id).getrandbits
-    return (hash_id, *(draw(31) for _ in range(HASH_BLOCK_TOKENS - 1)))
+    return (hash_id, *(draw(8) for _ in range(HASH_BLOCK_TOKENS - 1)))
 
 
 class PromptBuilder:
-    """Builds prompts from hash ids, each id's tokens computed once."""
+    """Builds prompts from hash ids, the most recently used ids' tokens cached."""
 
     def __init__(self) -> None:
-        self._blocks: dict[int, tuple[int, ...]] = {}
-
-    def block(self, hash_id: int) -> tuple[int, ...]:
-        tokens = self._blocks.get(hash_id)
-        if tokens is None:
-            tokens = self._blocks[hash_id] = block_tokens(hash_id)
-        return tokens
+        self.block = functools.lru_cache(maxsize=CACHED_BLOCKS)(block_tokens)
 
     def prompt(self, request: HashTraceRequest) -> tuple[int, ...]:
         """The request's ``input_length`` tokens: its blocks in order, the last one cut."""
@@ -52,3 +61,31 @@ class PromptBuilder:
         for hash_id in request.hash_ids:
             tokens += self.block(hash_id)
         return tuple(tokens[: request.input_length])
+
+
+@attrs.frozen
+class HashArrival:
+    """One request of a hash-id trace whose prompt is built each time it is asked for.
+
+    A replay asks once, when it submits the request; the prompt then lives
+    only as long as the engine keeps it.
+    """
+
+    request: HashTraceRequest
+    builder: PromptBuilder = attrs.field(eq=False, repr=False)
+
+    @property
+    def prompt(self) -> tuple[int, ...]:
+        return self.builder.prompt(self.request)
+
+    @property
+    def prompt_length(self) -> int:
+        return self.request.input_length
+
+    @property
+    def max_output_tokens(self) -> int:
+        return self.request.output_length
+
+    @property
+    def arrival_ms(self) -> int:
+        return self.request.timestamp

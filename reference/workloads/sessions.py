@@ -2,6 +2,9 @@
 
 A workload is a list of :class:`Arrival`: a prompt, how many output tokens to
 generate, and how many engine steps after the previous arrival it comes in.
+What the loops of ``drive`` need from a request is :class:`Turn`, which a
+hash-id trace's requests also are (``hash_prompts.HashArrival``, whose
+prompt is built only when it is submitted).
 :func:`agent_sessions` is a pure function of its arguments and ``seed``: every
 session starts with the same system prompt, and each turn resends the session
 so far plus a new message, so turns reuse their predecessors' prompts.
@@ -15,10 +18,31 @@ is the workload the junction matters for, and traces cover the rest.
 from __future__ import annotations
 
 import random
+from typing import Protocol
 
 import attrs
 
-__all__ = ["Arrival", "agent_sessions"]
+__all__ = ["Arrival", "Turn", "agent_sessions"]
+
+
+class Turn(Protocol):
+    """A request as the loops of ``drive`` submit it.
+
+    ``arrival_ms`` is when it arrives on the engine's clock (``None``: the
+    workload has no timestamps); ``prompt`` may be built on each access.
+    """
+
+    @property
+    def prompt(self) -> tuple[int, ...]: ...
+
+    @property
+    def prompt_length(self) -> int: ...
+
+    @property
+    def max_output_tokens(self) -> int: ...
+
+    @property
+    def arrival_ms(self) -> int | None: ...
 
 
 @attrs.frozen
@@ -28,6 +52,15 @@ class Arrival:
     prompt: tuple[int, ...]
     max_output_tokens: int
     steps_after_previous: int = 0
+
+    @property
+    def prompt_length(self) -> int:
+        return len(self.prompt)
+
+    @property
+    def arrival_ms(self) -> None:
+        """Token-id traces and the built-in workload carry no timestamps."""
+        return None
 
 
 def _text(rng: random.Random, length: int, vocab: int) -> tuple[int, ...]:

@@ -78,7 +78,8 @@ def test_report_holds_the_table_and_the_sweep(tiny: tuple[dict[str, Any], str]) 
     assert report["workload"]["system_prompt_tokens"] == 300
     for geometry in ("full+mamba", "full+swa"):
         assert f"{geometry}: full attention" in table
-    assert table.count("R=0 pinned") == 2 and "pinned R=256" not in table
+    # one line in each geometry's table and one in its times
+    assert table.count("R=0 pinned") == 4 and "pinned R=256" not in table
 
 
 def test_prints_the_table_and_progress_and_plots(
@@ -90,8 +91,11 @@ def test_prints_the_table_and_progress_and_plots(
     captured = capsys.readouterr()
     assert "R=0 pinned" in captured.out and "sparse peak" in captured.out
     assert captured.out == (tmp_path / "simulate.txt").read_text()  # the table and nothing else
-    assert "5/5" in captured.err and "full+swa pinned R=64" in captured.err  # the progress line
-    assert (tmp_path / "simulate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the progress line counts requests: 5 runs of 2
+    assert "10/10" in captured.err and "full+swa pinned R=64 done" in captured.err
+    assert "times are modelled, not measured" in captured.out
+    for name in ("simulate.png", "simulate-ttft.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_simulate_reports_every_run_as_it_ends() -> None:

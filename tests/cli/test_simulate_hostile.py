@@ -31,7 +31,7 @@ from junction.reference.simulator.memory import (
 from junction.reference.simulator.workload import builtin_workload
 
 ROOT = Path(__file__).resolve().parents[2]
-SET = {"simulate.json", "simulate.txt", "simulate.png"}
+SET = {"simulate.json", "simulate.txt", "simulate.png", "simulate-ttft.png"}
 # Two sessions of one turn on one geometry: five runs, well under a second.
 SMALL = ["--sessions", "2", "--turns", "1", "--system-prompt", "64", "--geometry", "full+swa"]
 SMALL += ["--interval", "64", "--intervals", "64"]
