@@ -36,6 +36,8 @@ import attrs
 
 from junction.core import HybridGeometry
 from junction.reference.engine.hash_chain import ROOT_HASH, unit_hash
+from junction.reference.workloads.hash_prompts import HashArrival
+from junction.reference.workloads.hash_reuse import distinct_blocks
 
 from .workload import Workload
 
@@ -101,7 +103,15 @@ class PoolSize:
 
 
 def working_set(geometry: HybridGeometry, workload: Workload) -> int:
-    """Every distinct full prompt block of every group: ``sum_g`` distinct hashes at ``B_g``."""
+    """Every distinct full prompt block of every group: ``sum_g`` distinct hashes at ``B_g``.
+
+    A hash-id trace's is counted from its ids (``workloads.hash_reuse``), the
+    same count without building and hashing its prompts.
+    """
+    turns = workload.turns
+    if all(isinstance(turn, HashArrival) for turn in turns):
+        requests = [turn.request for turn in turns if isinstance(turn, HashArrival)]
+        return sum(distinct_blocks(requests, group.block_size) for group in geometry.groups)
     unit = geometry.hash_block_size
     distinct: dict[int, set[int]] = {}
     for session in workload.sessions:

@@ -1,33 +1,75 @@
-"""The reuse a hash-id trace allows, computed from its ids alone: the figure a replay must reach.
+"""What a hash-id trace allows, computed from its ids alone: its reuse and its working set.
 
-A replay with an unbounded pool, one request at a time and every block
-retained (dense) can hit, for each request, exactly the longest prefix its
-prompt shares with some earlier prompt, in whole blocks, and at most ``P - 1``
-tokens (a lookup keeps the last prompt token to compute). From the ids that
-prefix is known without building a token: two prompts built by
-``hash_prompts`` agree on their leading equal ids and differ at the first
-token of the first unequal id, so the tokens they share are ``min(512 m,
-P_a, P_b)`` for ``m`` leading equal ids (the shorter prompt ends inside its
-last, partial, block). :func:`reusable_tokens` keeps, for every id prefix
-seen so far (a trie), the most tokens an earlier prompt covered under it,
-and sums ``floor_B(min(shared, P - 1))`` over the requests in order.
+Two prompts built by ``hash_prompts`` agree on their leading equal ids and
+differ at the first token of the first unequal id, so the tokens they share
+are ``min(512 m, P_a, P_b)`` for ``m`` leading equal ids (the shorter prompt
+ends inside its last, partial, block). An :class:`IdTrie` keeps, for every id
+prefix seen (a node), the most tokens a prompt covered under it; both
+figures follow without building a token:
 
-This is an upper bound of what any policy hits on the trace, and exactly
-what dense retention hits when nothing competes for the pool; the trace's
-README states a coarser version (``512 k`` for a leading run of ``k`` ids seen
-anywhere earlier), equal to this one on the conversation trace where no
-partial block is reused across prompts of different lengths. Rejected:
-computing it by hashing the built prompts (145 million tokens, and it would
-share the engine's hashing, which is what this figure checks).
+* :func:`reusable_tokens`: a replay with an unbounded pool, one request at a
+  time and every block retained (dense) hits, for each request, the longest
+  prefix its prompt shares with an earlier prompt, in whole blocks, at most
+  ``P - 1`` tokens (a lookup keeps the last prompt token to compute). This
+  is an upper bound of what any policy hits, and exactly what dense hits
+  when nothing competes for the pool. The trace's README states a coarser
+  version (``512 k`` for a leading run of ``k`` ids seen anywhere earlier),
+  equal to this one on the conversation trace.
+* :func:`distinct_blocks`: the distinct full prompt blocks of ``B`` tokens
+  (the pool's working set for one group): a block ending at token ``e`` is
+  identified by the id prefix covering it, ``ceil(e / 512)`` ids, and ``e``;
+  a node at depth ``d`` covering ``c`` tokens holds the block ends in
+  ``(512 (d - 1), c]``.
+
+Rejected: computing them by hashing the built prompts (145 million tokens,
+half a minute per geometry, and the reuse figure would share the engine's
+hashing, which is what it checks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
 
-__all__ = ["reusable_tokens"]
+__all__ = ["IdTrie", "distinct_blocks", "reusable_tokens"]
+
+
+def _block_size(value: object) -> int:
+    if type(value) is not int or value < 1:
+        raise ValueError(f"block_size: expected an int >= 1, got {value!r}")
+    return value
+
+
+class IdTrie:
+    """Every id prefix seen, with its depth and the most tokens a prompt covered under it."""
+
+    def __init__(self) -> None:
+        self._children: dict[tuple[int, int], int] = {}  # (node, id) -> node; 0 is the root
+        self.depth: list[int] = [0]
+        self.covered: list[int] = [0]
+
+    def shared(self, request: HashTraceRequest) -> int:
+        """The most tokens ``request``'s prompt shares with a prompt added before."""
+        node = shared = 0
+        for hash_id in request.hash_ids:
+            child = self._children.get((node, hash_id))
+            if child is None:
+                break
+            node, shared = child, self.covered[child]
+        return min(shared, request.input_length)
+
+    def add(self, request: HashTraceRequest) -> None:
+        node = 0
+        for depth, hash_id in enumerate(request.hash_ids, start=1):
+            child = self._children.get((node, hash_id))
+            if child is None:
+                child = self._children[node, hash_id] = len(self.covered)
+                self.depth.append(depth)
+                self.covered.append(0)
+            tokens = min(depth * HASH_BLOCK_TOKENS, request.input_length)
+            self.covered[child] = max(self.covered[child], tokens)
+            node = child
 
 
 def reusable_tokens(requests: Iterable[HashTraceRequest], block_size: int) -> tuple[int, int]:
@@ -37,27 +79,23 @@ def reusable_tokens(requests: Iterable[HashTraceRequest], block_size: int) -> tu
     its ``P`` prompt tokens, the engine's count. Raises ``ValueError`` naming
     ``block_size`` unless it is an int >= 1.
     """
-    if type(block_size) is not int or block_size < 1:
-        raise ValueError(f"block_size: expected an int >= 1, got {block_size!r}")
-    children: dict[tuple[int, int], int] = {}  # (node, id) -> node; node 0 is the empty prefix
-    covered: list[int] = [0]  # node -> most tokens an earlier prompt covered under it
+    size = _block_size(block_size)
+    trie = IdTrie()
     hit = looked_up = 0
     for request in requests:
-        length = request.input_length
-        node = shared = 0
-        for hash_id in request.hash_ids:  # the deepest id prefix seen before
-            child = children.get((node, hash_id))
-            if child is None:
-                break
-            node, shared = child, covered[child]
-        hit += min(shared, length - 1) // block_size * block_size
-        looked_up += length
-        node = 0
-        for depth, hash_id in enumerate(request.hash_ids, start=1):
-            child = children.get((node, hash_id))
-            if child is None:
-                child = children[node, hash_id] = len(covered)
-                covered.append(0)
-            covered[child] = max(covered[child], min(depth * HASH_BLOCK_TOKENS, length))
-            node = child
+        hit += min(trie.shared(request), request.input_length - 1) // size * size
+        looked_up += request.input_length
+        trie.add(request)
     return hit, looked_up
+
+
+def distinct_blocks(requests: Sequence[HashTraceRequest], block_size: int) -> int:
+    """The distinct full prompt blocks of ``block_size`` tokens over every request."""
+    size = _block_size(block_size)
+    trie = IdTrie()
+    for request in requests:
+        trie.add(request)
+    return sum(
+        covered // size - (depth - 1) * HASH_BLOCK_TOKENS // size
+        for depth, covered in zip(trie.depth[1:], trie.covered[1:], strict=True)
+    )

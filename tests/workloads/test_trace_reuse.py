@@ -23,12 +23,13 @@ from pathlib import Path
 import pytest
 
 from junction.reference.simulator.geometries import GEOMETRIES
-from junction.reference.simulator.pool import PoolSize
+from junction.reference.simulator.pool import PoolSize, working_set
 from junction.reference.simulator.run import Settings, run_one
 from junction.reference.simulator.variants import Variant
-from junction.reference.simulator.workload import hash_trace_workload
-from junction.reference.workloads.hash_reuse import reusable_tokens
+from junction.reference.simulator.workload import Workload, hash_trace_workload
+from junction.reference.workloads.hash_reuse import distinct_blocks, reusable_tokens
 from junction.reference.workloads.mooncake import HashTraceRequest
+from junction.reference.workloads.sessions import Arrival
 from junction.reference.workloads.tracefile import load_any_trace
 
 CONVERSATION = Path(__file__).parents[2] / "examples" / "traces" / "mooncake-conversation.jsonl.gz"
@@ -92,3 +93,14 @@ def test_a_sequential_dense_replay_hits_exactly_the_direct_figure(limit: int | N
     assert result.evictions == 0
     assert (result.hit_tokens, result.lookup_tokens) == (hit, looked_up)
     assert hit > 0.05 * looked_up  # the prefix does reuse: the comparison is not 0 == 0
+
+
+@pytest.mark.parametrize("geometry", ["gpt-oss", "nemotron-h", "qwen3-next"])
+def test_the_working_set_from_ids_is_the_one_from_hashing_the_prompts(geometry: str) -> None:
+    requests = conversation(300)
+    lazy = hash_trace_workload("conversation", requests)
+    built = Workload("built", tuple((Arrival(t.prompt, t.max_output_tokens),) for t in lazy.turns))
+    layout = GEOMETRIES[geometry].build(None, False)
+    assert working_set(layout, lazy) == working_set(layout, built) > 0
+    sizes = {group.block_size for group in layout.groups}
+    assert all(distinct_blocks(requests, size) > 0 for size in sizes)
