@@ -17,7 +17,7 @@ every step of every stress test; on failure it raises
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from junction.reference.engine.hash_chain import unit_hash
 from junction.reference.engine.invariants import InvariantViolation
@@ -32,7 +32,16 @@ class NoFreeBlocks(Exception):
 class Block:
     """One KV-cache block. ``key`` is ``(group_id, hash)`` while it is cached."""
 
-    __slots__ = ("block_id", "key", "parent", "ref_count", "state_position", "tokens", "unit")
+    __slots__ = (
+        "block_id",
+        "indexes_inner",
+        "key",
+        "parent",
+        "ref_count",
+        "state_position",
+        "tokens",
+        "unit",
+    )
 
     def __init__(self, block_id: int) -> None:
         self.block_id = block_id
@@ -42,6 +51,8 @@ class Block:
         self.parent = 0
         self.tokens: tuple[int, ...] = ()
         self.unit = 1
+        # Whether its inner hash units are in the pool's ``inner`` map (eviction removes them).
+        self.indexes_inner = False
         # Mamba: the position whose state this block holds (None: no state).
         self.state_position: int | None = None
 
@@ -78,14 +89,15 @@ class BlockPool:
 
     def allocate(self, count: int) -> list[Block]:
         """``count`` blocks with reference count 1; evicts cached blocks if it must."""
-        if count > self.num_free:
+        unhashed, hashed = self.free_unhashed, self.free_hashed
+        if count > len(unhashed) + len(hashed):
             raise NoFreeBlocks(f"asked for {count} blocks, {self.num_free} free")
         taken = []
         for _ in range(count):
-            if self.free_unhashed:
-                _, block = self.free_unhashed.popitem(last=False)
+            if unhashed:
+                block = unhashed.popitem(last=False)[1]
             else:
-                _, block = self.free_hashed.popitem(last=False)
+                block = hashed.popitem(last=False)[1]
                 self._evict(block)
             block.ref_count = 1
             taken.append(block)
@@ -100,33 +112,39 @@ class BlockPool:
         del self.cached[block.key]
         self.cached_per_group[block.key[0]] -= 1
         group_id = block.key[0]
-        for inner_hash in _unit_hashes(block.parent, block.tokens, block.unit)[:-1]:
-            if self.inner.get((group_id, inner_hash)) is block:
-                del self.inner[(group_id, inner_hash)]
+        if block.indexes_inner:
+            for inner_hash in _unit_hashes(block.parent, block.tokens, block.unit)[:-1]:
+                if self.inner.get((group_id, inner_hash)) is block:
+                    del self.inner[(group_id, inner_hash)]
+            block.indexes_inner = False
         block.key = None
         block.state_position = None
         self.evictions += 1
 
     def touch(self, blocks: Iterable[Block]) -> None:
         """Take a reference to cached blocks (a hit); a free one leaves the queue."""
+        null, hashed, touched = self.null_block, self.free_hashed, 0
         for block in blocks:
-            if block is self.null_block:
+            if block is null:
                 continue
-            if block.ref_count == 0:
-                del self.free_hashed[block.block_id]
+            if not block.ref_count:
+                del hashed[block.block_id]
             block.ref_count += 1
-            self.operations += 1
+            touched += 1
+        self.operations += touched
 
     def free(self, blocks: Iterable[Block]) -> None:
         """Drop one reference each; a block reaching 0 joins the back of its free queue."""
+        null, freed = self.null_block, 0
         for block in blocks:
-            if block is self.null_block:
+            if block is null:
                 continue
             block.ref_count -= 1
-            self.operations += 1
-            if block.ref_count == 0:
+            freed += 1
+            if not block.ref_count:
                 queue = self.free_unhashed if block.key is None else self.free_hashed
                 queue[block.block_id] = block
+        self.operations += freed
 
     def cache(
         self,
@@ -154,12 +172,40 @@ class BlockPool:
         self.cached[key] = block
         self.cached_per_group[group_id] = self.cached_per_group.get(group_id, 0) + 1
         if index_inner_units:
+            block.indexes_inner = True
             for inner_hash in _unit_hashes(parent, block.tokens, unit)[:-1]:
                 self.inner.setdefault((group_id, inner_hash), block)
 
     def lookup(self, group_id: int, block_hash: int) -> Block | None:
         self.operations += 1
         return self.cached.get((group_id, block_hash))
+
+    def lookup_many(self, group_id: int, hashes: Sequence[int]) -> list[Block | None]:
+        """:meth:`lookup` of each hash, in one call (one operation each)."""
+        self.operations += len(hashes)
+        get = self.cached.get
+        return [get((group_id, block_hash)) for block_hash in hashes]
+
+    def lookup_predicate(
+        self, group_id: int, hashes: Sequence[int], *, inner: bool = False
+    ) -> Callable[[int], bool]:
+        """``is_cached(index)``: whether ``hashes[index]`` is cached, for a finder.
+
+        Each call inside ``hashes`` is one lookup (:meth:`lookup`, or with
+        ``inner`` :meth:`lookup_unit`); an index past the end is not cached
+        and looks nothing up. One closure per request and group, so a finder
+        walking a prompt pays one call per block, not three.
+        """
+        cached, inner_units, count = self.cached, self.inner, len(hashes)
+
+        def is_cached(index: int) -> bool:
+            if index >= count:
+                return False
+            self.operations += 1
+            key = (group_id, hashes[index])
+            return key in cached or (inner and key in inner_units)
+
+        return is_cached
 
     def lookup_unit(self, group_id: int, unit_hash: int) -> Block | None:
         """The cached block holding the prefix that ends at this hash unit, if any."""

@@ -49,11 +49,15 @@ class Coordinator:
 
     def allocate(self, request: Request, num_tokens: int) -> None:
         """Slots for ``[0, num_tokens)`` in every group; or ``NoFreeBlocks``, changing nothing."""
-        needed = self.blocks_needed(request, num_tokens)
+        counts = [m.blocks_needed(request, num_tokens) for m in self.managers]
+        needed = sum(counts)
+        if not needed:  # most decode steps: every slot is there
+            return
         if needed > self.pool.num_free:
             raise NoFreeBlocks(f"{request} needs {needed} blocks, {self.pool.num_free} free")
-        for manager in self.managers:
-            manager.allocate(request, num_tokens)
+        for manager, count in zip(self.managers, counts, strict=True):
+            if count:
+                manager.allocate(request, num_tokens, count)
 
     def after_step(self, request: Request) -> None:
         for manager in self.managers:

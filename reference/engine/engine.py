@@ -14,6 +14,19 @@ run, step for step, in any process (``PYTHONHASHSEED`` salts no hash it
 uses). ``check()`` verifies every invariant and is meant to be called after
 every step of a stress test; it raises :class:`InvariantViolation`, never a
 bare ``assert`` (which ``python -O`` strips).
+
+Memory: a finished request's tokens are released at the next :meth:`step`
+(until then a caller can read what the step that finished it computed); it
+keeps its counts, ``hit_length``, junction, status and hash chain (8 bytes
+per hash unit), all that the harness, the simulator, the workloads and the
+audit read after finish. So a replay of a trace holds the tokens of the
+requests in flight, not of every prompt it has seen.
+
+Speed (``make bench-engine``): the policy's split is asked only for prefill
+chunks (a decode step computes one token, which no split may cut; vLLM asks
+its own only during prefill too), a step that needs no new slot allocates
+nothing, a Mamba chunk that continues in its latest block moves nothing,
+and lookups walk a group's block hashes sliced from the chain in C.
 """
 
 from __future__ import annotations
@@ -22,7 +35,7 @@ from collections import deque
 
 import attrs
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv, prefill_end
+from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.coordinator import Coordinator
 from junction.reference.engine.group_managers import MambaManager
@@ -97,6 +110,9 @@ class Engine:
         # Align mode: only a Mamba group makes where a chunk stops matter.
         self.align_mode = any(g.kind is GroupKind.MAMBA for g in self.geometry.groups)
         self._next_id = 0
+        # Finished in the last step: their tokens are released at the next one
+        # (request.py: what a finished request keeps).
+        self._finished: list[Request] = []
 
     # -- requests -------------------------------------------------------------
     def submit(self, prompt: tuple[int, ...], max_output_tokens: int) -> int:
@@ -106,9 +122,7 @@ class Engine:
         admitted, fill the pool, preempt itself and start over forever, so it
         is refused up front, with the count (:meth:`blocks_at_peak`).
         """
-        request = Request(
-            self._next_id, tuple(prompt), max_output_tokens, self.geometry.hash_block_size
-        )
+        request = Request(self._next_id, prompt, max_output_tokens, self.geometry.hash_block_size)
         needed = self.blocks_at_peak(len(prompt) + max_output_tokens - 1)
         if needed > self.pool.num_usable:
             per_group = " + ".join(
@@ -180,8 +194,12 @@ class Engine:
     def _tokens_for(self, request: Request, budget: int) -> int:
         start = request.num_computed_tokens
         wanted = min(request.num_tokens - start, budget)
+        if start >= request.prefill_end:
+            # Decode: one token, which neither the cap nor a split may cut
+            # (vLLM asks its split only during prefill, core's returns n).
+            return wanted
         threshold = self.config.long_prefill_token_threshold
-        if threshold and start < prefill_end(request.num_prompt_tokens, request.num_tokens):
+        if threshold:
             wanted = min(wanted, threshold)
         if not self.align_mode:
             return wanted
@@ -245,29 +263,34 @@ class Engine:
         return [(r.request_id, start, tokens) for r, start, tokens in scheduled]
 
     def _execute(self, scheduled: list[tuple[Request, int, int]]) -> None:
-        metrics = self.metrics
+        metrics, coordinator = self.metrics, self.coordinator
         metrics.steps += 1
+        for request in self._finished:
+            request.release_tokens()
+        self._finished.clear()
+        seed, vocab_size = self.config.seed, self.config.vocab_size
         for request, start, tokens in scheduled:
-            if start < prefill_end(request.num_prompt_tokens, request.num_tokens):
+            if start < request.prefill_end:
                 metrics.chunks += 1
                 metrics.prefill_tokens_computed += tokens
             request.num_computed_tokens = start + tokens
-            self.coordinator.after_step(request)
+            coordinator.after_step(request)
             if request.num_computed_tokens == request.num_tokens:
                 position = request.num_tokens
-                request.append_output(
-                    hash((self.config.seed, request.request_id, position)) % self.config.vocab_size
-                )
+                request.append_output(hash((seed, request.request_id, position)) % vocab_size)
                 if request.num_output_tokens >= request.max_output_tokens:
                     self.running.remove(request)
-                    self.coordinator.free(request)
+                    coordinator.free(request)
                     request.status = RequestStatus.FINISHED
+                    self._finished.append(request)
                     metrics.finished += 1
         metrics.evictions = self.pool.evictions
         retained = self.pool.cached_blocks_per_group()
         metrics.retained_final = retained
+        peak = metrics.retained_peak
         for group_id, count in retained.items():
-            metrics.retained_peak[group_id] = max(metrics.retained_peak.get(group_id, 0), count)
+            if count > peak.get(group_id, 0):
+                peak[group_id] = count
 
     def run(self, max_steps: int = 1_000_000) -> Metrics:
         """Step until every request has finished (or ``max_steps``)."""

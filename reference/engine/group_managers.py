@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from junction.core import Finder, GroupKind, GroupSpec, HybridGeometry, cdiv, group_finder
+from junction.core import Finder, GroupKind, GroupSpec, HybridGeometry, group_finder
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
@@ -51,51 +51,43 @@ class GroupManager:
         self.pool = pool
         self.blocks: dict[int, list[Block]] = {}
         self.num_cached: dict[int, int] = {}
+        sub_block_sizes = geometry.sub_block_full_attention_sizes
+        self._sub_block_hits = spec.kind is GroupKind.FULL and spec.block_size in sub_block_sizes
 
     # -- lookup ---------------------------------------------------------------
     def finder(self, request: Request) -> Finder:
-        chain, pool, group_id, size = request.chain, self.pool, self.group_id, self.block_size
-        alignment = self.geometry.alignment_tokens
+        chain, alignment = request.chain, self.geometry.alignment_tokens
         if self.sub_block_hits:
             # Full attention with partial hits matches hash units, inside blocks too.
-            unit = chain.unit
-
-            def unit_is_cached(index: int) -> bool:
-                return index < len(chain.hashes) and (
-                    pool.lookup_unit(group_id, chain.hashes[index]) is not None
-                )
-
-            return group_finder(GroupSpec.full(unit), unit_is_cached, alignment_tokens=alignment)
-
-        def is_cached(index: int) -> bool:
-            block_hash = chain.block_hash(index, size)
-            return block_hash is not None and pool.lookup(group_id, block_hash) is not None
-
+            unit_is_cached = self.pool.lookup_predicate(self.group_id, chain.hashes, inner=True)
+            return group_finder(
+                GroupSpec.full(chain.unit), unit_is_cached, alignment_tokens=alignment
+            )
+        is_cached = self.pool.lookup_predicate(self.group_id, chain.block_hashes(self.block_size))
         return group_finder(self.spec, is_cached, alignment_tokens=alignment)
 
     @property
     def sub_block_hits(self) -> bool:
         """Whether hits may end inside this group's blocks (full attention, partial hits)."""
-        return (
-            self.spec.kind is GroupKind.FULL
-            and self.block_size in self.geometry.sub_block_full_attention_sizes
-        )
+        return self._sub_block_hits
 
-    def cached_block(self, request: Request, index: int) -> Block:
-        block_hash = request.chain.block_hash(index, self.block_size)
-        block = None if block_hash is None else self.pool.lookup(self.group_id, block_hash)
-        if block is None:
+    def cached_blocks(self, request: Request, first: int, end: int) -> list[Block]:
+        """The cached blocks ``[first, end)`` of the request's chain a hit reuses."""
+        hashes = request.chain.block_hashes(self.block_size)[first:end]
+        found = self.pool.lookup_many(self.group_id, hashes)
+        if len(hashes) < end - first or None in found:
+            index = first + (found.index(None) if None in found else len(hashes))
             raise InvariantViolation(
                 "a hit reuses only cached blocks",
                 f"group {self.group_id}: block {index} of {request} is not cached",
                 self.pool.dump(),
             )
-        return block
+        return found  # type: ignore[return-value]  # no None: checked above
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
         """Take references to the cached blocks a hit of ``hit_length`` tokens reuses."""
         full = hit_length // self.block_size
-        hit = [self.cached_block(request, i) for i in range(full)]
+        hit = self.cached_blocks(request, 0, full)
         self.pool.touch(hit)
         self.blocks[request.request_id] = hit
         self.num_cached[request.request_id] = full
@@ -103,13 +95,13 @@ class GroupManager:
     # -- slots ----------------------------------------------------------------
     def blocks_needed(self, request: Request, num_tokens: int) -> int:
         """New blocks needed so tokens ``[0, num_tokens)`` have slots."""
-        held = len(self.blocks.get(request.request_id, ()))
-        return max(cdiv(num_tokens, self.block_size) - held, 0)
+        held = len(self.blocks[request.request_id])
+        return max(-(-num_tokens // self.block_size) - held, 0)  # cdiv, inlined
 
-    def allocate(self, request: Request, num_tokens: int) -> None:
-        count = self.blocks_needed(request, num_tokens)
-        self.blocks.setdefault(request.request_id, []).extend(self.pool.allocate(count))
-        self.num_cached.setdefault(request.request_id, 0)
+    def allocate(self, request: Request, num_tokens: int, count: int) -> None:
+        """Take ``count`` (:meth:`blocks_needed`) new blocks, the pool having them."""
+        if count:
+            self.blocks[request.request_id] += self.pool.allocate(count)
 
     # -- after a step ---------------------------------------------------------
     def after_step(self, request: Request) -> None:
@@ -118,16 +110,20 @@ class GroupManager:
     def cache_full_blocks(self, request: Request) -> None:
         """Offer the newly full blocks to the cache, through the mask."""
         rid, size = request.request_id, self.block_size
-        blocks = self.blocks[rid]
         first = self.num_cached[rid]
-        full = min(request.num_computed_tokens, request.chain.num_hashed_tokens) // size
+        computed = request.num_computed_tokens
+        if computed < (first + 1) * size:  # no block became full (most decode steps)
+            return
+        blocks = self.blocks[rid]
+        full = min(computed, request.chain.num_hashed_tokens) // size
         full = min(full, len(blocks))
         if full <= first:
             return
         mask = self.mask(request, first, full)
+        null = self.pool.null_block
         for index in range(first, full):
             block = blocks[index]
-            if block is self.pool.null_block or (mask is not None and not mask[index - first]):
+            if block is null or (mask is not None and not mask[index - first]):
                 continue
             self.cache_block(request, block, index)
         self.num_cached[rid] = full
@@ -155,7 +151,7 @@ class GroupManager:
             chain.parent_of_block(index, size),
             tokens,
             chain.unit,
-            index_inner_units=self.sub_block_hits,
+            index_inner_units=self._sub_block_hits,
         )
 
     def free(self, request: Request) -> None:
@@ -186,7 +182,7 @@ class SlidingWindowManager(GroupManager):
     def attach_hit(self, request: Request, hit_length: int) -> None:
         full = hit_length // self.block_size
         first = self.spec.first_window_block(hit_length)
-        hit = [self.cached_block(request, i) for i in range(first, full)]
+        hit = self.cached_blocks(request, first, full)
         self.pool.touch(hit)
         self.blocks[request.request_id] = [self.pool.null_block] * first + hit
         self.num_cached[request.request_id] = full
@@ -214,8 +210,9 @@ class MambaManager(GroupManager):
 
     A chunk continues in the latest state's block when that block is private
     and uncached (overwriting it loses nothing); otherwise it starts in a
-    fresh block, into which the latest state is copied, and the old block is
-    released after the step (staying in the cache if it was cached).
+    fresh block (``running``), into which the latest state is copied, and the
+    old block is released after the step (staying in the cache if it was
+    cached).
     """
 
     def __init__(
@@ -235,7 +232,8 @@ class MambaManager(GroupManager):
         self.num_cached[rid] = hit_length // self.block_size
         if hit_length == 0:
             return
-        state = self.cached_block(request, hit_length // self.block_size - 1)
+        full = hit_length // self.block_size
+        (state,) = self.cached_blocks(request, full - 1, full)
         if state.state_position != hit_length:
             raise MambaStateMissing(
                 "a Mamba hit resumes from the state saved exactly at the hit",
@@ -254,25 +252,24 @@ class MambaManager(GroupManager):
         rid = request.request_id
         return 0 if rid in self.running or self._continues_in_place(rid) else 1
 
-    def allocate(self, request: Request, num_tokens: int) -> None:
-        rid = request.request_id
-        self.num_cached.setdefault(rid, 0)
-        if rid in self.running:
-            return
-        if self._continues_in_place(rid):
-            self.running[rid] = self.latest.pop(rid)
-        else:
-            self.running[rid] = self.pool.allocate(1)[0]
+    def allocate(self, request: Request, num_tokens: int, count: int) -> None:
+        # A chunk continuing in place (count 0) runs in the latest block, left
+        # where it is: no bookkeeping on most decode steps.
+        if count:
+            self.running[request.request_id] = self.pool.allocate(1)[0]
 
     def after_step(self, request: Request) -> None:
         rid, size = request.request_id, self.block_size
         end = request.num_computed_tokens
-        running = self.running.pop(rid)
-        previous = self.latest.pop(rid, None)
+        running = self.running.pop(rid, None)
+        if running is None:  # continued in place: the latest block holds the new state
+            running = self.latest[rid]
+        else:
+            previous = self.latest.get(rid)
+            self.latest[rid] = running
+            if previous is not None:
+                self.pool.free([previous])  # its state was copied into the running block
         running.state_position = end
-        self.latest[rid] = running
-        if previous is not None:
-            self.pool.free([previous])  # its state was copied into the running block
         first = self.num_cached[rid]
         if end % size or end > request.chain.num_hashed_tokens or end // size <= first:
             return

@@ -1,8 +1,23 @@
-"""A request as the reference engine sees it: tokens, progress, junction."""
+"""A request as the reference engine sees it: tokens, progress, junction.
+
+Plain slotted attributes, not properties: the engine reads a request's
+counts several times per chunk, and a property call costs as much as the
+arithmetic it guards.
+
+What a finished request keeps: the engine releases its tokens at the next
+:meth:`Engine.step` after it finished (:meth:`Request.release_tokens`), so
+a replay of a whole trace does not hold every prompt. Until then a caller
+can still read what the finishing step computed (the harness does). It
+keeps its counts, ``hit_length``, ``shared_prefix_boundary``, ``status``
+and its hash chain (8 bytes per hash unit), which is all that
+``reference.harness``, ``reference.simulator``, ``reference.workloads`` and
+``audit`` read after a request finished.
+"""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 from junction.reference.engine.hash_chain import HashChain
 
@@ -22,41 +37,60 @@ class Request:
     ``shared_prefix_boundary`` is the junction ``J`` found at the last
     admission with no computed tokens; it lives across steps and is
     recomputed when the request is admitted again after preemption.
+    ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
+    the request's length once they are released.
     """
 
+    __slots__ = (
+        "chain",
+        "hit_length",
+        "max_output_tokens",
+        "num_computed_tokens",
+        "num_prompt_tokens",
+        "num_tokens",
+        "request_id",
+        "shared_prefix_boundary",
+        "status",
+        "tokens",
+    )
+
     def __init__(
-        self, request_id: int, prompt: tuple[int, ...], max_output_tokens: int, hash_unit: int
+        self, request_id: int, prompt: Sequence[int], max_output_tokens: int, hash_unit: int
     ) -> None:
         if not prompt:
             raise ValueError(f"request {request_id}: a prompt needs at least one token")
         if max_output_tokens < 1:
             raise ValueError(f"request {request_id}: max_output_tokens must be >= 1")
         self.request_id = request_id
-        self.prompt = prompt
         self.max_output_tokens = max_output_tokens
         self.tokens: list[int] = list(prompt)
+        self.num_prompt_tokens = self.num_tokens = len(self.tokens)
         self.num_computed_tokens = 0
         self.shared_prefix_boundary = 0
         self.hit_length = 0  # tokens reused at the last admission
         self.status = RequestStatus.WAITING
         self.chain = HashChain(hash_unit)
-        self.chain.extend(self.tokens)
-
-    @property
-    def num_prompt_tokens(self) -> int:
-        return len(self.prompt)
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self.tokens)
+        # Hashed once, from the caller's sequence (a tuple's unit slices need no copy).
+        self.chain.extend(prompt)
 
     @property
     def num_output_tokens(self) -> int:
-        return len(self.tokens) - len(self.prompt)
+        return self.num_tokens - self.num_prompt_tokens
+
+    @property
+    def prefill_end(self) -> int:
+        """``core.prefill_end``'s ``max(P, N - 1)``, unvalidated (``1 <= P <= N`` here)."""
+        return max(self.num_prompt_tokens, self.num_tokens - 1)
 
     def append_output(self, token: int) -> None:
         self.tokens.append(token)
-        self.chain.extend(self.tokens)
+        self.num_tokens += 1
+        if self.num_tokens % self.chain.unit == 0:  # a unit just completed
+            self.chain.extend(self.tokens)
+
+    def release_tokens(self) -> None:
+        """Drop the token list of a finished request (its counts and chain stay)."""
+        self.tokens = []
 
     def __repr__(self) -> str:
         return (

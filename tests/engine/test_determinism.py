@@ -18,6 +18,7 @@ from pathlib import Path
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.request import RequestStatus
 from junction.reference.policies.builtin import JunctionPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,12 +56,18 @@ def step_digests(geometry: HybridGeometry) -> list[str]:
         prompt = prefix[:shared] + [rng.randrange(50) for _ in range(rng.randrange(1, 20))]
         engine.submit(tuple(prompt), rng.randrange(1, 6))
     digests = []
+    outputs = []
     while not engine.idle and len(digests) < 2_000:
         chunks = engine.step()
         engine.check()
         state = (chunks, engine.metrics, sorted(engine.pool.cached))
         digests.append(hashlib.sha256(repr(state).encode()).hexdigest())
-    outputs = [tuple(r.tokens) for r in engine.requests.values()]
+        # A finished request's tokens are readable until the next step.
+        outputs += [
+            tuple(engine.requests[request_id].tokens)
+            for request_id, _, _ in chunks
+            if engine.requests[request_id].status is RequestStatus.FINISHED
+        ]
     digests.append(hashlib.sha256(repr(outputs).encode()).hexdigest())
     metrics = engine.metrics
     assert engine.idle and metrics.hit_tokens and metrics.evictions and metrics.preemptions, metrics
