@@ -1,0 +1,317 @@
+"""Independent simulation runs in parallel: worker processes on one machine, or a Ray cluster.
+
+A run is a :class:`RunSpec`: which workload (:class:`BuiltinSource`, the
+built-in agent workload's parameters, or :class:`TraceSource`, a trace's
+path), the geometry's name, the :class:`Variant`, the :class:`Settings`,
+and optionally a pool size and arrival mode to resolve against the loaded
+workload (a fraction of the working set, or the ``trace`` default, is only
+known once the workload is). Its result is the simulator's
+:class:`RunResult`, equal to what ``run_one`` gives in-process: every run
+builds its own engine from the same seed, so where it runs changes nothing.
+
+:func:`run_all` is the whole interface (callers such as ``simulate()`` need
+nothing else)::
+
+    run_all(specs, jobs=None, ray=None, on_result=None) -> list[RunResult]
+
+Results come back in the order of ``specs``; ``on_result`` hears of each
+as it ends (the command line draws its progress line from it: this layer
+never imports the CLI). Where they run:
+
+* ``jobs=1``: in this process, one after another (no pickling, no start-up).
+* otherwise (``jobs=None`` is the CPU count): a ``ProcessPoolExecutor`` of
+  ``min(jobs, len(specs))`` workers started by ``forkserver`` (``spawn``
+  where there is none). The server imports this module once; each worker
+  is forked from it with the engine already imported.
+* ``ray="auto"`` or ``ray="HOST:PORT"`` (or ``ray://...``): one Ray task per
+  run. ``auto`` is a local Ray: ``ray.init()`` joins the cluster running
+  on this machine or starts one. Ray is an optional dependency (the ``ray``
+  extra), imported only here. A Ray this call started is shut down when it
+  returns; one already initialised by the caller is left running.
+
+A worker loads a workload from its source once and keeps it while the next
+specs use the same source (a cache of one: specs grouped by workload, as
+the sweep orders them, load each trace once per worker, and a worker holds
+one trace at a time). What crosses a process boundary is the spec (a path
+and a few numbers) and the result (a few hundred numbers), never a
+workload's tokens: the conversation trace is 145 million of them. A Ray
+cluster therefore needs the trace at the same path on every node (a shared
+file system) and ``junction`` installed there.
+
+Rejected:
+
+* ``fork``: the cheapest start and a copy-on-write workload for free, but
+  forking a process that may hold threads (Ray's, a BLAS pool) can deadlock
+  the child, and it is not available on every platform; ``forkserver``
+  forks from a clean single-threaded server instead.
+* sending the loaded :class:`Workload` with each run (pickle, or Ray's
+  object store): gigabytes per run for a real trace, where the file is a
+  few hundred kilobytes compressed and loads in seconds.
+* ``multiprocessing.Pool.imap``: no per-run cancellation once one run has
+  failed; the executor's futures let the first error stop the rest.
+* letting ``ray.init`` find out that an address is unreachable: it retries
+  for many minutes. :func:`run_all` first opens a TCP connection to the
+  address (:data:`CONNECT_SECONDS`) and raises :class:`RayUnreachable` at
+  once when nothing answers.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import logging
+import multiprocessing
+import os
+import socket
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import attrs
+
+from junction.reference.workloads.mooncake import HashTraceRequest
+from junction.reference.workloads.trace import TraceError, TraceRequest
+from junction.reference.workloads.tracefile import load_any_trace
+
+from .geometries import GEOMETRIES
+from .memory import TRACE_BYTES_PER_FILE_BYTE, memory_limit
+from .pool import PoolSize
+from .result import RunResult
+from .run import ARRIVALS, Arrivals, Settings, run_one
+from .variants import Variant
+from .workload import Workload, builtin_workload, hash_trace_workload, trace_workload
+
+__all__ = [
+    "CONNECT_SECONDS",
+    "BuiltinSource",
+    "RayUnreachable",
+    "RunSpec",
+    "TraceSource",
+    "WorkloadSource",
+    "load_workload",
+    "run_all",
+    "run_spec",
+]
+
+CONNECT_SECONDS = 5.0
+
+_at_least_1 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(1))
+_at_least_0 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
+
+
+@attrs.frozen
+class BuiltinSource:
+    """The built-in agent workload (``simulator.workload.builtin_workload``)."""
+
+    seed: int = attrs.field(validator=_at_least_0)
+    sessions: int = attrs.field(validator=_at_least_1)
+    turns: int = attrs.field(validator=_at_least_1)
+    system_prompt_tokens: int = attrs.field(validator=_at_least_1)
+
+    def load(self) -> Workload:
+        return builtin_workload(self.seed, self.sessions, self.turns, self.system_prompt_tokens)
+
+
+@attrs.frozen
+class TraceSource:
+    """A trace file of either format, plain or gzip; ``requests``: only its first N."""
+
+    path: str = attrs.field(validator=attrs.validators.min_len(1))
+    requests: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_at_least_1)
+    )
+
+    def load(self) -> Workload:
+        """The workload; raises ``workloads.trace.TraceError`` naming the file and line."""
+        loaded = load_any_trace(self.path, memory_limit().bytes // TRACE_BYTES_PER_FILE_BYTE)
+        requests = loaded[: self.requests] if self.requests is not None else loaded
+        hashed = [r for r in requests if isinstance(r, HashTraceRequest)]
+        if hashed:  # one format per file: all of them
+            return hash_trace_workload(self.path, hashed)
+        return trace_workload(self.path, [r for r in requests if isinstance(r, TraceRequest)])
+
+
+WorkloadSource = BuiltinSource | TraceSource
+
+
+@attrs.frozen
+class RunSpec:
+    """One run: a workload's source, a geometry, a variant and the settings.
+
+    ``pool``, when given, replaces ``settings.num_blocks`` with its size for
+    this geometry on the loaded workload; ``arrivals``, when given, replaces
+    ``settings.arrivals``, and ``"default"`` means ``trace`` for a workload
+    whose every request has a time, else ``sessions`` (``simulate``'s rule).
+    """
+
+    source: WorkloadSource = attrs.field(
+        validator=attrs.validators.instance_of((BuiltinSource, TraceSource))
+    )
+    geometry: str = attrs.field(validator=attrs.validators.in_(tuple(GEOMETRIES)))
+    variant: Variant = attrs.field(validator=attrs.validators.instance_of(Variant))
+    settings: Settings = attrs.field(validator=attrs.validators.instance_of(Settings))
+    pool: PoolSize | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(PoolSize))
+    )
+    arrivals: Arrivals | Literal["default"] | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.in_((*ARRIVALS, "default"))),
+    )
+
+
+class RayUnreachable(ConnectionError):
+    """No Ray cluster answers at the address given; the message names it and why."""
+
+
+def _reduce_trace_error(error: TraceError) -> tuple[type[TraceError], tuple[Any, ...]]:
+    return TraceError, (error.source, error.line, error.field, error.problem)
+
+
+# A worker's error is pickled back to the caller, and unpickling calls the class with
+# ``args``: TraceError's constructor takes its four parts, not the message it keeps there.
+copyreg.pickle(TraceError, _reduce_trace_error)
+
+
+# The one workload this process holds, and the pools resolved on it (the working set of
+# a big trace takes seconds to count: once per geometry and pool, not once per run).
+_loaded: tuple[WorkloadSource, Workload] | None = None
+_pools: dict[tuple[str, PoolSize, bool], int] = {}
+
+
+def load_workload(source: WorkloadSource) -> Workload:
+    """The workload of ``source``, loaded once while the same source keeps being asked for."""
+    global _loaded
+    if _loaded is None or _loaded[0] != source:
+        _loaded = None  # free the previous workload before loading the next
+        _pools.clear()
+        _loaded = (source, source.load())
+    return _loaded[1]
+
+
+def run_spec(spec: RunSpec) -> RunResult:
+    """Run one spec in this process (what every worker calls)."""
+    workload = load_workload(spec.source)
+    settings = spec.settings
+    if spec.pool is not None:
+        key = (spec.geometry, spec.pool, settings.use_eagle)
+        if key not in _pools:
+            geometry = GEOMETRIES[spec.geometry].build(None, settings.use_eagle)
+            blocks = spec.pool.blocks(geometry, workload)
+            assert blocks is not None  # a loaded workload resolves every kind
+            _pools[key] = blocks
+        settings = attrs.evolve(settings, num_blocks=_pools[key])
+    if spec.arrivals is not None:
+        arrivals = spec.arrivals
+        if arrivals == "default":
+            arrivals = "trace" if workload.timestamped else "sessions"
+        settings = attrs.evolve(settings, arrivals=arrivals)
+    return run_one(spec.geometry, spec.variant, workload, settings)
+
+
+def run_all(
+    specs: Sequence[RunSpec],
+    jobs: int | None = None,
+    ray: str | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+) -> list[RunResult]:
+    """Every spec's result, in the order of ``specs``; ``on_result`` hears each as it ends.
+
+    ``jobs``: worker processes (``None``: the CPU count; ``1``: this process).
+    ``ray``: a Ray address or ``"auto"`` instead (``jobs`` must then be ``None``).
+    The first run that raises stops the others and its error is raised here.
+    """
+    if jobs is not None and (type(jobs) is not int or jobs < 1):
+        raise ValueError(f"jobs: expected an int >= 1 or None, got {jobs!r}")
+    if ray is not None and jobs is not None:
+        raise ValueError(f"jobs: must be None with ray={ray!r} (the cluster sets the parallelism)")
+    report = on_result or (lambda result: None)
+    if ray is not None:
+        return _on_ray(specs, ray, report)
+    workers = min(jobs or os.cpu_count() or 1, len(specs))
+    if workers <= 1:
+        results = []
+        for spec in specs:
+            results.append(run_spec(spec))
+            report(results[-1])
+        return results
+    return _in_processes(specs, workers, report)
+
+
+def _in_processes(
+    specs: Sequence[RunSpec], workers: int, report: Callable[[RunResult], None]
+) -> list[RunResult]:
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload([__name__])
+    results: list[RunResult | None] = [None] * len(specs)
+    with ProcessPoolExecutor(workers, mp_context=context) as executor:
+        futures: dict[Future[RunResult], int] = {
+            executor.submit(run_spec, spec): index for index, spec in enumerate(specs)
+        }
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=futures.__getitem__):
+                    results[futures[future]] = future.result()
+                    report(future.result())
+        except BaseException:
+            executor.shutdown(wait=True, cancel_futures=True)
+            raise
+    return [result for result in results if result is not None]
+
+
+def _check_reachable(address: str) -> None:
+    """Raise :class:`RayUnreachable` unless something accepts a connection at ``address``."""
+    split = urlsplit(address if "://" in address else f"ray://{address}")
+    try:
+        host, port = split.hostname, split.port
+    except ValueError:  # a port that is not a number
+        host, port = None, None
+    if not host or port is None:
+        raise RayUnreachable(f"{address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_SECONDS):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise RayUnreachable(f"no Ray cluster answers at {address} ({reason})") from None
+
+
+def _on_ray(
+    specs: Sequence[RunSpec], address: str, report: Callable[[RunResult], None]
+) -> list[RunResult]:
+    import ray  # the `ray` extra: imported only when asked for
+
+    started = not ray.is_initialized()
+    if started:
+        if address != "auto":
+            _check_reachable(address)
+        # auto: join the cluster running on this machine, or start one.
+        ray.init(
+            address=None if address == "auto" else address,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+        )
+    try:
+        remote: Any = ray.remote(run_spec)
+        refs = [remote.remote(spec) for spec in specs]
+        index = {ref: position for position, ref in enumerate(refs)}
+        results: list[RunResult | None] = [None] * len(specs)
+        pending = list(refs)
+        while pending:
+            finished, pending = ray.wait(pending, num_returns=1)
+            for ref in finished:
+                try:
+                    result: RunResult = ray.get(ref)
+                except ray.exceptions.RayTaskError as error:
+                    for other in pending:
+                        ray.cancel(other)
+                    raise error.cause from None  # the run's own error, as in a process
+                results[index[ref]] = result
+                report(result)
+        return [result for result in results if result is not None]
+    finally:
+        if started:
+            ray.shutdown()
