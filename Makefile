@@ -6,7 +6,8 @@
 #   matplotlib). No torch, no vLLM; about 220 MB, half a minute with a warm pip cache.
 # * $(STAMP): `make setup`, used by every other target and by CI: the pinned
 #   toolchain (`dev`), the batched paths (`kernels`: torch 2.13.0 CPU, Triton),
-#   the demo, and vLLM 0.33.0 for the audit; a few minutes, about 3 GB.
+#   the demo, Ray for the parallel sweep's cluster test (`ray`), and vLLM 0.33.0
+#   for the audit; a few minutes, about 3 GB.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -14,7 +15,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 BOUND ?= 4
 
-.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep demo mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install
+.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -23,7 +24,7 @@ AUDIT_PACKAGES = $(shell $(PYTHON) -c "import tomllib; \
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev,kernels,demo]"
+	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray]"
 	$(PY) -m pip install --quiet --no-deps $(AUDIT_PACKAGES)
 	touch $(STAMP) $(DEMO_STAMP)
 
@@ -106,8 +107,14 @@ bench-kernels: $(STAMP)
 bench-engine: $(STAMP)
 	$(PY) -m benchmarks.bench_engine
 
+# Every input up to a bound through the batched path, against core.
+kernel-sweep: $(STAMP)
+	$(PY) -m junction.reference.cli.kernel_sweep
+
+# The simulation sweep (built-in workload x geometries x policies x R x pools) in
+# parallel processes; ARGS='--trace FILE --ray auto ...' for more (README, Parallel sweep).
 sweep: $(STAMP)
-	$(PY) -m junction.reference.cli.sweep
+	$(PY) -m junction.reference sweep --out out/sweep $(ARGS)
 
 # Mutation testing of core/ (config in pyproject.toml [tool.mutmut]) with one
 # worker, a small Hypothesis profile and exhaustive bound 2; not part of

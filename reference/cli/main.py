@@ -2,7 +2,8 @@
 
 ``exhaustive`` walks every input up to a bound and compares core with the
 first-principles oracle, printing how many inputs each decision covered.
-``simulate`` runs retention policies on an agent workload; ``fuzz`` checks one
+``simulate`` runs retention policies on an agent workload; ``sweep`` runs a
+grid of simulations in parallel processes or on Ray (``cli.sweep``); ``fuzz`` checks one
 policy's promises for a while (``cli.fuzz``); ``findings`` writes
 docs/findings.md (``cli.findings``); ``vendor`` copies the core into an engine
 and checks a copy for drift (``cli.vendor``).
@@ -16,7 +17,7 @@ import sys
 import time
 
 from junction import core
-from junction.reference.cli import findings, fuzz, simulate, vendor
+from junction.reference.cli import findings, fuzz, simulate, sweep, vendor
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.coverage import report_coverage
 from junction.reference.cli.terminal import progress
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     exhaustive.set_defaults(run=_exhaustive)
     simulate.add_parser(commands)
+    sweep.add_parser(commands)
     fuzz.add_parser(commands)
     findings.add_parser(commands)
     vendor.add_parser(commands)

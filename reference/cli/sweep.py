@@ -1,185 +1,408 @@
-"""``python -m junction.reference.cli.sweep``: every input up to a bound, batched path
-against core.
+"""``python -m junction.reference sweep``: every combination of a simulation sweep, in parallel.
 
-Walks the same enumerations as ``junction.reference.oracle.exhaustive`` (every split input;
-every mask input, batched per group configuration), answers each batch with
-the chosen backend and each input with ``core``, and compares them element
-by element. Prints the bound reached and inputs per second; exits 1 on any
-disagreement. ``--seconds`` stops after the bound whose sweep ends past it.
-A progress line on standard error counts the inputs checked, batch by batch
-(the walk's size is not known up front: counting it would enumerate twice).
+The sweep is the product workloads x pool sizes x geometries x variants,
+where the variants are the policies asked for at every retention interval
+(dense once: it has no ``R``). Each combination is one independent run
+(``simulator.parallel``): in ``--jobs`` worker processes (default: one per
+CPU; 1 runs them here, one after another) or on a Ray cluster (``--ray
+ADDRESS``, ``auto`` for a local Ray). The outputs do not depend on where the
+runs ran: ``sweep.json`` and ``sweep.txt`` are byte for byte the same under
+``--jobs 1``, ``--jobs 8`` and ``--ray auto`` (the tests compare them).
+
+Standard output is the tables (one per workload, pool and geometry: the
+simulator's table and its times table); the progress line (runs done, the
+time left) and the list of files written go to standard error. The two files
+are one set (``cli.outputs``), written when every run has ended.
+
+What can be checked before any run starts is, with a one-line error naming
+the option (status 2): unknown geometries and policies, an ``R`` that is not
+a multiple of a geometry's ``L``, ``--jobs 0``, ``--ray`` without Ray
+installed or at an address where nothing answers, a trace that is not a
+file, an ``--out`` that cannot be written, and memory: every worker holds a
+workload and one run at once, so the estimate of ``simulator.memory`` is
+multiplied by the workers. A trace's content is read by the workers: a
+malformed line stops the sweep with the parser's message (status 2); a pool
+too small for a request stops it with status 1, as in ``simulate``.
+
+Rejected: one ``simulate`` invocation per combination from a shell loop
+(each would reload the trace and pay the start-up; nothing would run in
+parallel) and the ``simulate`` command growing a ``--jobs`` of its own
+instead of this command (its outputs are one workload's report and plots;
+a sweep's are a grid, and its product of options would not read naturally
+there).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import importlib.util
+import json
+import os
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
-import torch
+from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
+from junction.reference.simulator.memory import (
+    TRACE_BYTES_PER_FILE_BYTE,
+    SimulationSize,
+    builtin_prompt_tokens,
+    memory_limit,
+    size_in_words,
+)
+from junction.reference.simulator.parallel import (
+    ArrivalsChoice,
+    BuiltinSource,
+    RayUnreachable,
+    RunSpec,
+    TraceSource,
+    WorkloadSource,
+    run_all,
+)
+from junction.reference.simulator.pool import PoolSize
+from junction.reference.simulator.result import RunResult
+from junction.reference.simulator.run import ARRIVALS, Settings
+from junction.reference.simulator.table import format_table, format_times
+from junction.reference.simulator.variants import COMPARED_POLICIES, Variant
+from junction.reference.workloads.drive import PoolTooSmall
+from junction.reference.workloads.trace import TraceError
 
-from junction import core
-from junction.core import InvalidArgument
-from junction.core import mamba_block_aligned_split as core_split
-from junction.core import reachable_block_mask as core_mask
-from junction.kernels.backend import BACKENDS, resolve_backend
-from junction.kernels.mask import reachable_block_mask
-from junction.kernels.split import mamba_block_aligned_split
-from junction.reference.cli import terminal
-from junction.reference.cli.arguments import int_at_least
-from junction.reference.cli.terminal import progress
-from junction.reference.oracle.exhaustive import MaskInput, mask_inputs, split_inputs
+from . import outputs, terminal
+from .arguments import int_at_least, output_path
+from .simulate import _blocks, _geometry, _pool_fraction, _pool_tokens
 
-SPLIT_BATCH = 65_536
+__all__ = ["add_parser", "sweep_specs"]
 
-
-def _split_batches(bound: int) -> Iterator[list[dict[str, object]]]:
-    """Split inputs in batches that share ``max_prefill_tokens`` being None or not."""
-    inputs = split_inputs(bound)
-    while chunk := list(itertools.islice(inputs, SPLIT_BATCH)):
-        for no_limit, rows in itertools.groupby(
-            chunk, key=lambda r: r["max_prefill_tokens"] is None
-        ):
-            yield list(rows)
-            del no_limit
-
-
-def sweep_split(
-    bound: int, device: torch.device, backend: str, on_batch: Callable[[int], None]
-) -> tuple[int, int]:
-    """Inputs checked and disagreements; ``on_batch`` hears each batch's size."""
-    checked = failed = 0
-    for rows in _split_batches(bound):
-        tensors: dict[str, object] = {}
-        for name in rows[0]:
-            values = [row[name] for row in rows]
-            if name == "max_prefill_tokens" and values[0] is None:
-                tensors[name] = None
-            else:
-                dtype = torch.bool if isinstance(values[0], bool) else torch.int64
-                tensors[name] = torch.tensor(values, dtype=dtype, device=device)
-        got = mamba_block_aligned_split(**tensors, backend=backend).tolist()
-        want = [core_split(**row) for row in rows]  # type: ignore[arg-type]
-        checked += len(rows)
-        failed += sum(g != w for g, w in zip(got, want, strict=True))
-        on_batch(len(rows))
-    return checked, failed
+JSON, TEXT = "sweep.json", "sweep.txt"
+DEFAULT_INTERVALS = (0, 256)
+DEFAULT_POOL = PoolSize("blocks", 40_000)
 
 
-def _group_configuration(case: MaskInput) -> tuple[object, ...]:
-    """What a batch shares: alignment, group, EAGLE and retention interval."""
-    return (case.alignment_tokens, case.spec, case.use_eagle, case.retention_interval)
+def _intervals(text: str) -> tuple[int, ...]:
+    """``R,R,...``: each an int >= 0 (0 is the replay boundary alone)."""
+    values = []
+    for item in text.split(","):
+        try:
+            values.append(int(item))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is not an int") from None
+        if values[-1] < 0:
+            raise argparse.ArgumentTypeError(f"{values[-1]}: intervals must be >= 0")
+    return tuple(sorted(set(values)))
 
 
-def sweep_mask(
-    bound: int, device: torch.device, backend: str, on_batch: Callable[[int], None]
-) -> tuple[int, int]:
-    """Inputs checked and disagreements; ``on_batch`` hears each batch's size."""
-    checked = failed = 0
-    for _, group in itertools.groupby(mask_inputs(core, bound), key=_group_configuration):
-        cases: list[MaskInput] = list(group)
-        width = max(len(case.reachable_boundaries) for case in cases)
-        start = torch.tensor([c.start_block for c in cases], device=device)
-        end = torch.tensor([c.end_block for c in cases], device=device)
-        boundaries = torch.tensor(
-            [
-                [*c.reachable_boundaries, *[-1] * (width - len(c.reachable_boundaries))]
-                for c in cases
-            ],
-            dtype=torch.int64,
-            device=device,
-        ).reshape(len(cases), width)
-        first = cases[0]
-        got = reachable_block_mask(
-            start,
-            end,
-            first.alignment_tokens,
-            first.spec,
-            first.use_eagle,
-            first.retention_interval,
-            boundaries,
-            backend=backend,
-        )
-        rows = None if got is None else got.cpu().tolist()
-        for index, case in enumerate(cases):
-            want = core_mask(*case)
-            length = case.end_block - case.start_block
-            if rows is None:
-                failed += want is not None
-            else:
-                row = rows[index]
-                failed += want is None or row[:length] != want or any(row[length:])
-        checked += len(cases)
-        on_batch(len(cases))
-    return checked, failed
-
-
-def available_device(text: str) -> torch.device:
-    """A ``--device`` torch knows and this machine has; argparse exits 2 otherwise."""
-    try:
-        device = torch.device(text)
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a torch device (e.g. cpu, cuda, cuda:1)"
-        ) from None
-    here = ["cpu"]
-    accelerator = torch.accelerator.current_accelerator()
-    if accelerator is not None:
-        here += [f"{accelerator.type}:{index}" for index in range(torch.accelerator.device_count())]
-    if device.type != "cpu" and f"{device.type}:{device.index or 0}" not in here:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not available on this machine (available: {', '.join(here)})"
-        )
-    return device
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m junction.reference.cli.sweep", description=__doc__
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``sweep`` on ``python -m junction.reference``'s subcommands."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "sweep",
+        help="a grid of simulations (workloads x pools x geometries x policies x R) in parallel",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    at_least_1 = int_at_least(1)
+    parser.add_argument(
+        "--trace",
+        action="append",
+        metavar="FILE",
+        help="a trace to replay, repeatable (token-id or hash-id, plain or gzip; "
+        "default: the built-in agent workload)",
     )
     parser.add_argument(
-        "--bound", type=int_at_least(1), default=3, help="largest bound to sweep (default 3)"
+        "--requests", type=at_least_1, metavar="N", help="with --trace: its first N requests"
+    )
+    parser.add_argument("--sessions", type=at_least_1, default=48, help="built-in: sessions (48)")
+    parser.add_argument("--turns", type=at_least_1, default=4, help="built-in: turns (4)")
+    parser.add_argument(
+        "--system-prompt",
+        type=at_least_1,
+        default=1500,
+        metavar="TOKENS",
+        help="built-in: system prompt tokens (1500)",
     )
     parser.add_argument(
-        "--device",
-        type=available_device,
-        default="cuda" if torch.cuda.is_available() else "cpu",
-        help="a torch device this machine has (default cuda if available, else cpu)",
+        "--seed", type=int_at_least(0), default=0, help="workload and engine seed (default 0)"
     )
-    parser.add_argument("--backend", default="auto", choices=BACKENDS)
-    parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
-    args = parser.parse_args(argv)
-    device = args.device
-    try:
-        resolve_backend(args.backend, device)  # e.g. triton on cpu without its interpreter
-    except InvalidArgument as error:
-        parser.error(str(error))
-    started = time.perf_counter()
-    total = failures = 0
-    reached = 0
-    with progress("sweep", None) as advance:
-        for bound in range(1, args.bound + 1):
-            for name, sweep in (("split", sweep_split), ("mask", sweep_mask)):
-                advance(0, status=f"bound {bound} {name}")
-                checked, failed = sweep(bound, device, args.backend, advance)
-                total += checked
-                failures += failed
-                print(
-                    f"bound {bound} {name:<5} {checked:>10,} inputs, {failed} disagreements",
-                    flush=True,
+    parser.add_argument(
+        "--geometry",
+        type=_geometry,
+        action="append",
+        metavar="NAME",
+        help=f"repeatable ({', '.join(GEOMETRIES)}; default: {' and '.join(DEFAULT_GEOMETRIES)})",
+    )
+    parser.add_argument(
+        "--policy",
+        choices=COMPARED_POLICIES,
+        action="append",
+        help="repeatable (default: all three; dense runs once, the others at every R)",
+    )
+    parser.add_argument(
+        "--intervals",
+        type=_intervals,
+        default=DEFAULT_INTERVALS,
+        metavar="R,R,...",
+        help="retention intervals, multiples of every geometry's L (default "
+        + ",".join(map(str, DEFAULT_INTERVALS))
+        + ")",
+    )
+    for option, kind, metavar, what in (
+        ("--blocks", _blocks, "N|unbounded", "a pool of N blocks, or unbounded"),
+        ("--pool-tokens", _pool_tokens, "N", "a pool holding N tokens in every group"),
+        ("--pool-fraction", _pool_fraction, "F", "F in (0, 1] of the working set"),
+    ):
+        parser.add_argument(
+            option,
+            dest="pools",
+            type=kind,
+            action="append",
+            metavar=metavar,
+            help=f"{what}; the three are repeatable and combine (default: --blocks 40000)",
+        )
+    parser.add_argument(
+        "--budget", type=at_least_1, default=2048, metavar="TOKENS", help="tokens per step (2048)"
+    )
+    parser.add_argument(
+        "--chunk",
+        type=int_at_least(0),
+        default=256,
+        metavar="TOKENS",
+        help="prefill tokens per request per step, 0 for no cap (default 256)",
+    )
+    parser.add_argument(
+        "--concurrency", type=at_least_1, default=8, help="sessions open at once (default 8)"
+    )
+    parser.add_argument(
+        "--arrivals",
+        choices=ARRIVALS,
+        help="as in simulate; default: trace for a trace with timestamps, else sessions",
+    )
+    parser.add_argument(
+        "--eagle",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="EAGLE speculative decoding (default off)",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--jobs",
+        type=at_least_1,
+        metavar="N",
+        help=f"worker processes (default: the CPU count, {os.cpu_count()} here; 1: in this one)",
+    )
+    where.add_argument(
+        "--ray",
+        metavar="ADDRESS|auto",
+        help="run on the Ray cluster at HOST:PORT or ray://HOST:PORT; auto: a local Ray "
+        "(the cluster running here, or a new one); needs the ray extra",
+    )
+    parser.add_argument(
+        "--out",
+        type=output_path,
+        default=Path("out/sweep"),
+        metavar="DIR",
+        help="where sweep.json and sweep.txt go (default out/sweep/)",
+    )
+    parser.set_defaults(run=lambda args: run(args, parser))
+    return parser
+
+
+def sweep_specs(
+    sources: Sequence[WorkloadSource],
+    pools: Sequence[PoolSize],
+    geometries: Sequence[str],
+    policies: Sequence[str],
+    intervals: Sequence[int],
+    settings: Settings,
+    arrivals: ArrivalsChoice,
+) -> list[RunSpec]:
+    """Every combination, workload outermost (a worker then loads each workload once)."""
+    variants = [
+        variant
+        for policy in policies
+        for variant in (
+            [Variant(policy, None)]
+            if policy == "dense"
+            else [Variant(policy, interval) for interval in intervals]
+        )
+    ]
+    return [
+        RunSpec(source, geometry, variant, settings, pool, arrivals)
+        for source in sources
+        for pool in pools
+        for geometry in geometries
+        for variant in variants
+    ]
+
+
+def _fail(parser: argparse.ArgumentParser, message: object) -> NoReturn:
+    parser.error(str(message))
+
+
+def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[WorkloadSource]:
+    if args.trace is None:
+        if args.requests is not None:
+            _fail(parser, "--requests: only with --trace (the first N requests of each trace)")
+        if args.arrivals == "trace":
+            _fail(parser, "--arrivals trace: the built-in workload has no timestamps")
+        return [BuiltinSource(args.seed, args.sessions, args.turns, args.system_prompt)]
+    for trace in args.trace:
+        if not Path(trace).is_file():
+            _fail(parser, f"--trace {trace}: not a regular file")
+    return [TraceSource(path, args.requests) for path in dict.fromkeys(args.trace)]
+
+
+def _check_geometries(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, geometries: Sequence[str]
+) -> None:
+    for name in geometries:
+        block = GEOMETRIES[name].scheduler_block
+        for value in args.intervals:
+            if value % block:
+                _fail(
+                    parser,
+                    f"--intervals {value}: must be a multiple of the scheduler block "
+                    f"L={block} of geometry {name}",
                 )
-            reached = bound
-            if args.seconds is not None and time.perf_counter() - started > args.seconds:
-                break
-    elapsed = time.perf_counter() - started
-    print(
-        f"bound reached {reached} on {device} ({args.backend}): {total:,} inputs in "
-        f"{elapsed:.1f} s, {total / elapsed:,.0f} inputs/s, {failures} disagreements"
+
+
+def _check_memory(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    sources: Sequence[WorkloadSource],
+    pools: Sequence[PoolSize],
+    geometries: Sequence[str],
+    workers: int,
+) -> None:
+    """Refuse a sweep whose workers together would need more than the memory limit.
+
+    What is known before a workload is loaded: the built-in workload's size, a
+    trace file's loading size, and pools given in blocks or tokens.
+    """
+    limit = memory_limit()
+    known = [
+        pool.blocks(GEOMETRIES[name].build(None, args.eagle), None) or 0
+        for pool in pools
+        for name in geometries
+    ]
+    for source in sources:
+        if isinstance(source, BuiltinSource):
+            tokens = builtin_prompt_tokens(
+                source.sessions, source.turns, source.system_prompt_tokens
+            )
+            per_worker = SimulationSize(tokens, max(known), workload_built=True).total_bytes
+        else:
+            loading = Path(source.path).stat().st_size * TRACE_BYTES_PER_FILE_BYTE
+            per_worker = loading + SimulationSize(0, max(known), workload_built=False).total_bytes
+        if per_worker * workers > limit.bytes:
+            _fail(
+                parser,
+                f"{source.option}: {workers} workers would need about "
+                f"{size_in_words(per_worker * workers)} ({size_in_words(per_worker)} each), "
+                f"over the limit of {size_in_words(limit.bytes)} ({limit.source}); "
+                f"use fewer --jobs or a smaller pool",
+            )
+
+
+def _tables(specs: Sequence[RunSpec], results: Sequence[RunResult], settings_line: str) -> str:
+    """One table and one times table per (workload, pool, geometry), in the sweep's order."""
+    groups: dict[tuple[str, str, str], list[RunResult]] = {}
+    for spec, result in zip(specs, results, strict=True):
+        pool = spec.pool.option if spec.pool is not None else ""
+        groups.setdefault((spec.source.option, pool, spec.geometry), []).append(result)
+    parts = []
+    for (source, pool, geometry), rows in groups.items():
+        parts.append(
+            f"workload {source}; pool {pool}\n{format_table(geometry, rows)}\n\n"
+            f"{format_times(geometry, rows)}"
+        )
+    return "\n\n".join(parts) + f"\n\n{settings_line}"
+
+
+def _document(
+    args: argparse.Namespace,
+    geometries: Sequence[str],
+    specs: Sequence[RunSpec],
+    results: Sequence[RunResult],
+    settings: Settings,
+) -> dict[str, Any]:
+    """The JSON: the sweep's dimensions, the engine settings, and every run with its cell."""
+    engine = {
+        "max_num_batched_tokens": settings.max_num_batched_tokens,
+        "chunk_tokens": settings.chunk_tokens,
+        "use_eagle": settings.use_eagle,
+        "concurrency": settings.concurrency,
+        "seed": settings.seed,
+        "arrivals": args.arrivals or "default",
+        "step_time": settings.step_time.describe(),
+    }
+    return {
+        "sweep": {
+            "workloads": list(dict.fromkeys(spec.source.option for spec in specs)),
+            "pools": list(dict.fromkeys(spec.pool.option for spec in specs if spec.pool)),
+            "geometries": {name: GEOMETRIES[name].description for name in geometries},
+            "policies": list(dict.fromkeys(spec.variant.policy for spec in specs)),
+            "intervals": list(args.intervals),
+        },
+        "settings": engine,
+        "runs": [
+            {
+                "workload": spec.source.option,
+                "pool": spec.pool.option if spec.pool is not None else None,
+                **result.to_json(),
+            }
+            for spec, result in zip(specs, results, strict=True)
+        ],
+    }
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    geometries = list(dict.fromkeys(args.geometry or DEFAULT_GEOMETRIES))
+    policies = list(dict.fromkeys(args.policy or COMPARED_POLICIES))
+    pools = list(dict.fromkeys(args.pools or [DEFAULT_POOL]))
+    _check_geometries(args, parser, geometries)
+    sources = _sources(args, parser)
+    if args.ray is not None and importlib.util.find_spec("ray") is None:
+        _fail(parser, f"--ray {args.ray}: Ray is not installed (pip install -e '.[ray]')")
+    try:
+        outputs.check_folder("--out", args.out, (JSON, TEXT))
+    except outputs.OutputError as error:
+        _fail(parser, error)
+    settings = Settings(
+        num_blocks=2,  # each run's pool replaces it (RunSpec.pool)
+        max_num_batched_tokens=args.budget,
+        chunk_tokens=args.chunk,
+        use_eagle=args.eagle,
+        concurrency=args.concurrency,
+        seed=args.seed,
     )
-    return 1 if failures else 0
+    arrivals: ArrivalsChoice = args.arrivals or "default"
+    specs = sweep_specs(sources, pools, geometries, policies, args.intervals, settings, arrivals)
+    workers = 1 if args.ray is not None else min(args.jobs or os.cpu_count() or 1, len(specs))
+    _check_memory(args, parser, sources, pools, geometries, workers)
+    where = f"on Ray ({args.ray})" if args.ray is not None else f"in {workers} process(es)"
+    print(f"sweep: {len(specs)} runs {where}", file=sys.stderr)
+    try:
+        with terminal.progress("sweep", len(specs)) as advance:
 
+            def done(result: RunResult) -> None:
+                advance(status=f"{result.geometry} {result.variant.label}")
 
-if __name__ == "__main__":
-    sys.exit(terminal.interruptible(main))
+            results = run_all(specs, jobs=args.jobs, ray=args.ray, on_result=done)
+    except RayUnreachable as error:
+        _fail(parser, f"--ray {args.ray}: {error}")
+    except TraceError as error:
+        _fail(parser, f"--trace: {error}")
+    except PoolTooSmall as error:
+        print(f"{parser.prog}: error: {error}; use a larger pool", file=sys.stderr)
+        return 1
+    text = _tables(specs, results, f"arrivals: {arrivals}; {settings.step_time.describe()}")
+    print(text)
+    document = _document(args, geometries, specs, results, settings)
+    files = {JSON: (json.dumps(document, indent=1) + "\n").encode(), TEXT: (text + "\n").encode()}
+    try:
+        written = outputs.commit(args.out, files)
+    except outputs.OutputError as error:
+        print(f"{parser.prog}: error: {error}; nothing written", file=sys.stderr)
+        return 1
+    print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)
+    return 0

@@ -4,7 +4,7 @@ Hypothesis samples the parameter space; this walks all of it below a bound,
 so small corner cases (a block of 1 token, a window of 1, a junction one
 token past the chunk) are covered by construction rather than by luck.
 ``bound`` scales every dimension at once. The enumerations are public so the
-batched paths can sweep the same inputs (``python -m junction.reference sweep``);
+batched paths can sweep the same inputs (``python -m junction.reference.cli.kernel_sweep``);
 the walk serves the test suite and ``python -m junction.reference exhaustive``.
 
 The implementation under test is an argument (a module with core's public

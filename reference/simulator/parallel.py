@@ -83,6 +83,7 @@ from .workload import Workload, builtin_workload, hash_trace_workload, trace_wor
 
 __all__ = [
     "CONNECT_SECONDS",
+    "ArrivalsChoice",
     "BuiltinSource",
     "RayUnreachable",
     "RunSpec",
@@ -108,6 +109,14 @@ class BuiltinSource:
     turns: int = attrs.field(validator=_at_least_1)
     system_prompt_tokens: int = attrs.field(validator=_at_least_1)
 
+    @property
+    def option(self) -> str:
+        """The command-line options that give this workload, for messages and the report."""
+        return (
+            f"--sessions {self.sessions} --turns {self.turns} "
+            f"--system-prompt {self.system_prompt_tokens} --seed {self.seed}"
+        )
+
     def load(self) -> Workload:
         return builtin_workload(self.seed, self.sessions, self.turns, self.system_prompt_tokens)
 
@@ -121,6 +130,12 @@ class TraceSource:
         default=None, validator=attrs.validators.optional(_at_least_1)
     )
 
+    @property
+    def option(self) -> str:
+        """The command-line options that give this workload, for messages and the report."""
+        head = "" if self.requests is None else f" --requests {self.requests}"
+        return f"--trace {self.path}{head}"
+
     def load(self) -> Workload:
         """The workload; raises ``workloads.trace.TraceError`` naming the file and line."""
         loaded = load_any_trace(self.path, memory_limit().bytes // TRACE_BYTES_PER_FILE_BYTE)
@@ -132,6 +147,8 @@ class TraceSource:
 
 
 WorkloadSource = BuiltinSource | TraceSource
+# A run's arrival mode: ``default`` is ``simulate``'s rule, resolved on the loaded workload.
+ArrivalsChoice = Arrivals | Literal["default"]
 
 
 @attrs.frozen
@@ -153,7 +170,7 @@ class RunSpec:
     pool: PoolSize | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(PoolSize))
     )
-    arrivals: Arrivals | Literal["default"] | None = attrs.field(
+    arrivals: ArrivalsChoice | None = attrs.field(
         default=None,
         validator=attrs.validators.optional(attrs.validators.in_((*ARRIVALS, "default"))),
     )

@@ -1,6 +1,6 @@
 """Ctrl-C on the entry points the fuzz and simulate tests do not cover: exit 130, one line.
 
-``python -m junction.reference.cli.sweep`` and ``python -m junction.audit``
+``python -m junction.reference.cli.kernel_sweep`` and ``python -m junction.audit``
 go through ``terminal.interruptible`` like ``python -m junction.reference``;
 each is started for real, interrupted mid-run, and must end with status 130,
 "interrupted" as its last line, no traceback and nothing on stdout.
@@ -38,7 +38,7 @@ def _interrupt(module: str, *argv: str, after: float) -> tuple[int, str, str]:
 
 def test_ctrl_c_in_the_sweep_exits_130_with_one_line() -> None:
     pytest.importorskip("torch")
-    code, out, err = _interrupt("junction.reference.cli.sweep", "--bound", "6", after=4.0)
+    code, out, err = _interrupt("junction.reference.cli.kernel_sweep", "--bound", "6", after=4.0)
     assert code == 130, err
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
     assert "bound reached" not in out  # the summary line of a finished sweep

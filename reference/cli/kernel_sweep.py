@@ -1,0 +1,185 @@
+"""``python -m junction.reference.cli.kernel_sweep``: every input up to a bound, batched path
+against core.
+
+Walks the same enumerations as ``junction.reference.oracle.exhaustive`` (every split input;
+every mask input, batched per group configuration), answers each batch with
+the chosen backend and each input with ``core``, and compares them element
+by element. Prints the bound reached and inputs per second; exits 1 on any
+disagreement. ``--seconds`` stops after the bound whose sweep ends past it.
+A progress line on standard error counts the inputs checked, batch by batch
+(the walk's size is not known up front: counting it would enumerate twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+
+from junction import core
+from junction.core import InvalidArgument
+from junction.core import mamba_block_aligned_split as core_split
+from junction.core import reachable_block_mask as core_mask
+from junction.kernels.backend import BACKENDS, resolve_backend
+from junction.kernels.mask import reachable_block_mask
+from junction.kernels.split import mamba_block_aligned_split
+from junction.reference.cli import terminal
+from junction.reference.cli.arguments import int_at_least
+from junction.reference.cli.terminal import progress
+from junction.reference.oracle.exhaustive import MaskInput, mask_inputs, split_inputs
+
+SPLIT_BATCH = 65_536
+
+
+def _split_batches(bound: int) -> Iterator[list[dict[str, object]]]:
+    """Split inputs in batches that share ``max_prefill_tokens`` being None or not."""
+    inputs = split_inputs(bound)
+    while chunk := list(itertools.islice(inputs, SPLIT_BATCH)):
+        for no_limit, rows in itertools.groupby(
+            chunk, key=lambda r: r["max_prefill_tokens"] is None
+        ):
+            yield list(rows)
+            del no_limit
+
+
+def sweep_split(
+    bound: int, device: torch.device, backend: str, on_batch: Callable[[int], None]
+) -> tuple[int, int]:
+    """Inputs checked and disagreements; ``on_batch`` hears each batch's size."""
+    checked = failed = 0
+    for rows in _split_batches(bound):
+        tensors: dict[str, object] = {}
+        for name in rows[0]:
+            values = [row[name] for row in rows]
+            if name == "max_prefill_tokens" and values[0] is None:
+                tensors[name] = None
+            else:
+                dtype = torch.bool if isinstance(values[0], bool) else torch.int64
+                tensors[name] = torch.tensor(values, dtype=dtype, device=device)
+        got = mamba_block_aligned_split(**tensors, backend=backend).tolist()
+        want = [core_split(**row) for row in rows]  # type: ignore[arg-type]
+        checked += len(rows)
+        failed += sum(g != w for g, w in zip(got, want, strict=True))
+        on_batch(len(rows))
+    return checked, failed
+
+
+def _group_configuration(case: MaskInput) -> tuple[object, ...]:
+    """What a batch shares: alignment, group, EAGLE and retention interval."""
+    return (case.alignment_tokens, case.spec, case.use_eagle, case.retention_interval)
+
+
+def sweep_mask(
+    bound: int, device: torch.device, backend: str, on_batch: Callable[[int], None]
+) -> tuple[int, int]:
+    """Inputs checked and disagreements; ``on_batch`` hears each batch's size."""
+    checked = failed = 0
+    for _, group in itertools.groupby(mask_inputs(core, bound), key=_group_configuration):
+        cases: list[MaskInput] = list(group)
+        width = max(len(case.reachable_boundaries) for case in cases)
+        start = torch.tensor([c.start_block for c in cases], device=device)
+        end = torch.tensor([c.end_block for c in cases], device=device)
+        boundaries = torch.tensor(
+            [
+                [*c.reachable_boundaries, *[-1] * (width - len(c.reachable_boundaries))]
+                for c in cases
+            ],
+            dtype=torch.int64,
+            device=device,
+        ).reshape(len(cases), width)
+        first = cases[0]
+        got = reachable_block_mask(
+            start,
+            end,
+            first.alignment_tokens,
+            first.spec,
+            first.use_eagle,
+            first.retention_interval,
+            boundaries,
+            backend=backend,
+        )
+        rows = None if got is None else got.cpu().tolist()
+        for index, case in enumerate(cases):
+            want = core_mask(*case)
+            length = case.end_block - case.start_block
+            if rows is None:
+                failed += want is not None
+            else:
+                row = rows[index]
+                failed += want is None or row[:length] != want or any(row[length:])
+        checked += len(cases)
+        on_batch(len(cases))
+    return checked, failed
+
+
+def available_device(text: str) -> torch.device:
+    """A ``--device`` torch knows and this machine has; argparse exits 2 otherwise."""
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a torch device (e.g. cpu, cuda, cuda:1)"
+        ) from None
+    here = ["cpu"]
+    accelerator = torch.accelerator.current_accelerator()
+    if accelerator is not None:
+        here += [f"{accelerator.type}:{index}" for index in range(torch.accelerator.device_count())]
+    if device.type != "cpu" and f"{device.type}:{device.index or 0}" not in here:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not available on this machine (available: {', '.join(here)})"
+        )
+    return device
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m junction.reference.cli.kernel_sweep", description=__doc__
+    )
+    parser.add_argument(
+        "--bound", type=int_at_least(1), default=3, help="largest bound to sweep (default 3)"
+    )
+    parser.add_argument(
+        "--device",
+        type=available_device,
+        default="cuda" if torch.cuda.is_available() else "cpu",
+        help="a torch device this machine has (default cuda if available, else cpu)",
+    )
+    parser.add_argument("--backend", default="auto", choices=BACKENDS)
+    parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    args = parser.parse_args(argv)
+    device = args.device
+    try:
+        resolve_backend(args.backend, device)  # e.g. triton on cpu without its interpreter
+    except InvalidArgument as error:
+        parser.error(str(error))
+    started = time.perf_counter()
+    total = failures = 0
+    reached = 0
+    with progress("sweep", None) as advance:
+        for bound in range(1, args.bound + 1):
+            for name, sweep in (("split", sweep_split), ("mask", sweep_mask)):
+                advance(0, status=f"bound {bound} {name}")
+                checked, failed = sweep(bound, device, args.backend, advance)
+                total += checked
+                failures += failed
+                print(
+                    f"bound {bound} {name:<5} {checked:>10,} inputs, {failed} disagreements",
+                    flush=True,
+                )
+            reached = bound
+            if args.seconds is not None and time.perf_counter() - started > args.seconds:
+                break
+    elapsed = time.perf_counter() - started
+    print(
+        f"bound reached {reached} on {device} ({args.backend}): {total:,} inputs in "
+        f"{elapsed:.1f} s, {total / elapsed:,.0f} inputs/s, {failures} disagreements"
+    )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(terminal.interruptible(main))
