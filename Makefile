@@ -15,17 +15,23 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 BOUND ?= 4
 
-.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install
+.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
 AUDIT_PACKAGES = $(shell $(PYTHON) -c "import tomllib; \
 	print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['audit']))")
 
+# The `audit-sglang` extra (SGLang 0.5.23 and what importing its cache needs),
+# installed --no-deps after the vLLM audit's packages, which its imports reach.
+AUDIT_SGLANG_PACKAGES = $(shell $(PYTHON) -c "import tomllib; \
+	print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['audit-sglang']))")
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray]"
 	$(PY) -m pip install --quiet --no-deps $(AUDIT_PACKAGES)
+	$(PY) -m pip install --quiet --no-deps $(AUDIT_SGLANG_PACKAGES)
 	touch $(STAMP) $(DEMO_STAMP)
 
 # The demo's install: a subset of the full one, so a full setup also stamps it.
@@ -91,6 +97,27 @@ demo: $(DEMO_STAMP)
 	$(PY) -m junction.reference simulate --out docs/demo && \
 	echo "make demo: simulated in $$(( $$(date +%s) - start )) s (docs/demo/: simulate.txt, .json, .png)"
 
+# The Mooncake conversation trace (examples/traces/) on the four model presets,
+# each request at its timestamp on the modelled clock, a pool of half the working
+# set, the four policies: docs/demo-trace/<preset>/ gets simulate.txt, .json and
+# the two figures. TRACE_REQUESTS=N replays the first N requests (the committed
+# results: 4000, about 22 minutes of traffic); TRACE_REQUESTS=all the whole trace
+# (see BENCHMARKS.md, Trace replay, for how long). The interval row's R is the
+# smallest multiple of the preset's L from 256 (nemotron-h 528, qwen3-next 544).
+TRACE_REQUESTS ?= 4000
+TRACE_POOL ?= 0.5
+DEMO_TRACE_PRESETS = gpt-oss:256 gemma3:256 nemotron-h:528 qwen3-next:544
+demo-trace: $(DEMO_STAMP)
+	@start=$$(date +%s); \
+	for preset in $(DEMO_TRACE_PRESETS); do \
+		$(PY) -m junction.reference simulate \
+			--trace examples/traces/mooncake-conversation.jsonl.gz \
+			$(if $(filter all,$(TRACE_REQUESTS)),,--requests $(TRACE_REQUESTS)) \
+			--geometry $${preset%%:*} --interval $${preset##*:} \
+			--pool-fraction $(TRACE_POOL) --out docs/demo-trace/$${preset%%:*} || exit 1; \
+	done; \
+	echo "make demo-trace: simulated in $$(( $$(date +%s) - start )) s (docs/demo-trace/)"
+
 # A fresh virtual environment outside the checkout: `pip install .` must add
 # one top-level name (junction) and attrs, nothing else; `mypy --strict` must
 # pass on a user file importing the installed core; the `reference` extra must
@@ -145,6 +172,18 @@ audit-findings: $(STAMP)
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit
+	$(PY) -m benchmarks.bench_audit_sglang
+
+# The SGLang 0.5.23 audit (tests/audit/sglang, also part of `make test`, which
+# skips it only where SGLang is absent; here its absence is an error).
+# `audit-sglang-setup` reinstalls its packages alone; `audit-findings` also
+# regenerates its docs/findings.md section.
+audit-sglang-setup: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps $(AUDIT_SGLANG_PACKAGES)
+
+audit-sglang: $(STAMP)
+	JUNCTION_REQUIRE_VLLM=1 JUNCTION_REQUIRE_SGLANG=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s \
+		--hypothesis-show-statistics tests/audit/sglang
 
 clean:
 	rm -rf $(VENV) .hypothesis .mypy_cache .pytest_cache .ruff_cache *.egg-info build dist

@@ -377,7 +377,8 @@ def _workload(
     if requests and isinstance(requests[0], HashTraceRequest):
         hashed = requests
         tokens = sum(request.input_length for request in hashed)
-        size = SimulationSize(tokens, pool, workload_built=True)  # prompts not built yet
+        # Prompts are built at submission (hash_prompts.HashArrival): only the run's share.
+        size = SimulationSize(tokens, pool, workload_built=False)
         _check_size(size, f"--trace {trace}", args, parser)
         return hash_trace_workload(args.trace, hashed)
     workload = trace_workload(args.trace, cast(list[TraceRequest], requests))

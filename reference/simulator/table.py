@@ -30,16 +30,16 @@ _COLUMNS = (
 )
 
 
-# The times table: time to first token and queueing, in seconds of the modelled clock.
+# The times table: time to first token and queueing, in milliseconds of the modelled clock.
 _TIME_COLUMNS = (
     ("policy", 15),
     ("TTFT p50", 9),
-    ("p90", 8),
-    ("p99", 8),
+    ("p90", 9),
+    ("p99", 9),
     ("queue p50", 9),
-    ("p90", 8),
-    ("p99", 8),
-    ("makespan", 9),
+    ("p90", 9),
+    ("p99", 9),
+    ("makespan", 10),
 )
 
 
@@ -73,18 +73,19 @@ def format_table(geometry: str, rows: Sequence[RunResult]) -> str:
     return "\n".join(lines)
 
 
-def _seconds(milliseconds: float) -> str:
-    return f"{milliseconds / 1000:,.2f}s"
+def _ms(milliseconds: float) -> str:
+    return f"{milliseconds:,.0f}"
 
 
 def format_times(geometry: str, rows: Sequence[RunResult]) -> str:
     """One geometry's modelled times: TTFT and queueing percentiles, and the makespan."""
-    lines = [f"{geometry}: modelled times", _line([n for n, _ in _TIME_COLUMNS], _TIME_COLUMNS)]
+    header = _line([n for n, _ in _TIME_COLUMNS], _TIME_COLUMNS)
+    lines = [f"{geometry}: modelled times, ms", header]
     for row in rows:
         ttft, queue = row.ttft_ms, row.queue_ms
         cells = [row.variant.label]
-        cells += [_seconds(t) for t in (ttft.p50, ttft.p90, ttft.p99)]
-        cells += [_seconds(t) for t in (queue.p50, queue.p90, queue.p99)]
-        cells.append(_seconds(row.makespan_ms))
+        cells += [_ms(t) for t in (ttft.p50, ttft.p90, ttft.p99)]
+        cells += [_ms(t) for t in (queue.p50, queue.p90, queue.p99)]
+        cells.append(_ms(row.makespan_ms))
         lines.append(_line(cells, _TIME_COLUMNS))
     return "\n".join(lines)

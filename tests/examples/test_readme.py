@@ -182,8 +182,8 @@ def test_the_examples_carry_the_four_claims_the_checkers_know() -> None:
 
 # -- the demo table and the figures derived from it ---------------------------
 
-ROW = re.compile(r"^(?P<policy>\S.*?)\s{2,}(?P<numbers>\d[\d.,\s]*)$")
-COLUMNS = ["hit", "sys", "prefill", "steps", "peak", "final", "evictions"]
+ROW = re.compile(r"^(?P<policy>\S.*?)\s{2,}(?P<numbers>\d[\d.,%\s]*)$")
+COLUMNS = ["hit", "sys", "prefill", "saved", "steps", "peak", "final", "evictions"]
 
 
 def demo_table() -> str:
@@ -193,16 +193,25 @@ def demo_table() -> str:
 
 
 def parse_table(text: str) -> dict[str, dict[str, dict[str, float]]]:
-    """``{geometry: {policy: {column: value}}}``."""
+    """``{geometry: {policy: {column: value}}}`` of the hit-rate tables (``saved`` as a share).
+
+    The sections after them (the step-time model's line, the modelled times)
+    are not hit-rate tables and are skipped.
+    """
     tables: dict[str, dict[str, dict[str, float]]] = {}
     for section in text.strip().split("\n\n"):
-        title, header, *rows = section.splitlines()
-        assert header.split()[:3] == ["policy", "hit", "rate"]
+        lines = section.splitlines()
+        if len(lines) < 2 or lines[1].split()[:3] != ["policy", "hit", "rate"]:
+            continue
+        title, _, *rows = lines
         table = tables.setdefault(title.split(":")[0], {})
         for line in rows:
             row = ROW.match(line)
             assert row, line
-            numbers = [float(n.replace(",", "")) for n in row["numbers"].split()]
+            numbers = [
+                float(n.rstrip("%").replace(",", "")) / (100 if n.endswith("%") else 1)
+                for n in row["numbers"].split()
+            ]
             table[row["policy"]] = dict(zip(COLUMNS, numbers, strict=True))
     return tables
 
