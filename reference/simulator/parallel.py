@@ -301,11 +301,10 @@ def _on_ray(
 ) -> list[RunResult]:
     import ray  # the `ray` extra: imported only when asked for
 
+    if address != "auto":
+        _check_reachable(address)
     started = not ray.is_initialized()
-    if started:
-        if address != "auto":
-            _check_reachable(address)
-        # auto: join the cluster running on this machine, or start one.
+    if started:  # auto: join the cluster running on this machine, or start one
         ray.init(
             address=None if address == "auto" else address,
             include_dashboard=False,
