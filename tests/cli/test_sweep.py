@@ -1,0 +1,131 @@
+"""``python -m junction.reference sweep``: one grid, the same bytes whatever runs it.
+
+The sweep's files and tables must not depend on where its runs ran: the
+tests run one small grid with ``--jobs 1`` (in-process), ``--jobs 2``
+(worker processes) and ``--ray auto`` (a local Ray, started and stopped by
+the command: about 15 s on 2 cores) and compare the bytes. Bad usage is one
+line naming the option, status 2, before any run starts. Where Ray is not
+installed its test is skipped with the reason, except under CI (``CI`` set),
+where `make setup` installs it and its absence is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from junction.reference.cli.main import main as reference
+
+PROG = "python -m junction.reference sweep"
+GRID = [
+    "sweep",
+    *("--sessions", "5", "--turns", "3", "--system-prompt", "200", "--concurrency", "3"),
+    *("--geometry", "full+swa", "--geometry", "full+mamba"),
+    *("--intervals", "0,128", "--blocks", "3000", "--pool-fraction", "0.5"),
+]
+RUNS = 2 * 2 * (1 + 2 * 2)  # pools x geometries x (dense + two policies at two R)
+
+
+def sweep(
+    tmp_path: Path, name: str, where: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[str, bytes, bytes]:
+    out = tmp_path / name
+    assert reference([*GRID, *where, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    return stdout, (out / "sweep.json").read_bytes(), (out / "sweep.txt").read_bytes()
+
+
+def test_processes_write_what_one_process_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = sweep(tmp_path, "one", ["--jobs", "1"], capsys)
+    two = sweep(tmp_path, "two", ["--jobs", "2"], capsys)
+    assert two == one
+    document = json.loads(one[1])
+    runs = document["runs"]
+    assert len(runs) == RUNS
+    cells = {(r["pool"], r["geometry"], r["label"]) for r in runs}
+    assert len(cells) == RUNS  # every combination once
+    assert {r["pool"] for r in runs} == {"--blocks 3000", "--pool-fraction 0.5"}
+    assert {r["retention_interval"] for r in runs} == {None, 0, 128}
+    fraction = [r for r in runs if r["pool"] == "--pool-fraction 0.5"]
+    assert any(r["evictions"] for r in fraction)  # half the working set does evict
+    assert one[2].decode().rstrip("\n") == one[0].rstrip("\n")  # the file is the tables
+
+
+def test_ray_writes_what_one_process_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set and Ray is not installed: `make setup` installs the ray extra")
+        pytest.skip("Ray is not installed (pip install -e '.[ray]'; `make setup` does)")
+    one = sweep(tmp_path, "one", ["--jobs", "1"], capsys)
+    assert sweep(tmp_path, "ray", ["--ray", "auto"], capsys) == one
+
+
+BAD_USAGE = [
+    (["--geometry", "nosuch"], "argument --geometry: unknown geometry 'nosuch' (choose from"),
+    (["--policy", "lru"], "argument --policy: invalid choice: 'lru' (choose from"),
+    (["--jobs", "0"], "argument --jobs: 0 must be >= 1"),
+    (["--jobs", "2", "--ray", "auto"], "argument --ray: not allowed with argument --jobs"),
+    (["--intervals", "0,-16"], "argument --intervals: -16: intervals must be >= 0"),
+    (
+        ["--geometry", "full+mamba", "--intervals", "32"],
+        "--intervals 32: must be a multiple of the scheduler block L=64 of geometry full+mamba",
+    ),
+    (["--requests", "5"], "--requests: only with --trace"),
+    (["--arrivals", "trace"], "--arrivals trace: the built-in workload has no timestamps"),
+    (["--trace", "/nonexistent.jsonl"], "--trace /nonexistent.jsonl: not a regular file"),
+    (["--pool-fraction", "1.5"], "argument --pool-fraction: 1.5: a fraction of the working set"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_USAGE)
+def test_bad_usage_exits_2_with_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        reference(["sweep", *argv, "--out", str(tmp_path / "out")])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines()[-1].startswith(f"{PROG}: error: {message}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unreachable_ray_exits_2_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("ray", reason="Ray is not installed")
+    with pytest.raises(SystemExit) as info:
+        reference(["sweep", "--ray", "127.0.0.1:1", "--out", str(tmp_path)])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == (
+        f"{PROG}: error: --ray 127.0.0.1:1: no Ray cluster answers at 127.0.0.1:1 "
+        "(Connection refused)"
+    )
+
+
+def test_a_malformed_trace_and_a_small_pool_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": []}\n')
+    with pytest.raises(SystemExit) as info:
+        reference(["sweep", "--trace", str(broken), "--jobs", "2", "--out", str(tmp_path)])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"{PROG}: error: --trace: {broken}:1: field 'hash_ids': has 0 ids")
+    small = [*GRID[:9], "--geometry", "full+swa", "--blocks", "20", "--out", str(tmp_path)]
+    assert reference(small) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"{PROG}: error: request ")
+    assert last.endswith("; use a larger pool")
+    assert not (tmp_path / "sweep.json").exists()
