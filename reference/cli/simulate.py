@@ -8,9 +8,9 @@ workload line, the progress line and the list of files written go to
 standard error. Option values the simulator would reject (an ``R`` that is
 not a multiple of a geometry's ``L``, a bad trace), an ``--out`` that cannot
 be written and a simulation too large for memory (``simulator.memory``) exit
-with status 2 naming the option, before anything runs. The three files are
+with status 2 naming the option, before anything runs. The files are
 one set (``cli.outputs``): written together once every run has ended, or not
-at all; ``--no-plot`` removes a PNG left from an earlier run, so the folder
+at all; ``--no-plot`` removes the PNGs left from an earlier run, so the folder
 never mixes two runs. A set that cannot be written at the end (the disk
 filled up meanwhile) exits with status 1 and leaves the previous set.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, cast
@@ -33,6 +34,7 @@ from junction.reference.simulator.memory import (
     memory_limit,
     size_in_words,
 )
+from junction.reference.simulator.parallel import BuiltinSource, RunSpec, TraceSource, run_all
 from junction.reference.simulator.plot import render_plot
 from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.report import report
@@ -82,6 +84,12 @@ timestamps). trace sends each request at its timestamp on the engine's clock
 (the default for a trace with timestamps). sequential sends one request at a
 time, each once the previous finished: nothing competes for the pool, the
 upper bound of reuse.
+
+The runs are independent: --jobs of them at once in worker processes
+(simulator.parallel; default the CPU count), each loading the workload
+from its source; the progress line then counts a run's requests when it
+ends. With --jobs 1 they run one after another in this process and the
+progress line counts every request as it finishes.
 
 Times are modelled, not measured: the engine's clock advances by a step-time
 model from what each step scheduled (--step-ms, --prefill-token-us,
@@ -288,6 +296,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="where simulate.json and simulate.png go (default out/)",
     )
     parser.add_argument("--no-plot", action="store_true", help="skip the PNGs")
+    parser.add_argument(
+        "--jobs",
+        type=at_least_1,
+        metavar="N",
+        help=f"runs at once, in worker processes (default: the CPU count, {os.cpu_count()} "
+        "here; 1: one after another in this process, the progress line counting each request)",
+    )
     parser.set_defaults(run=lambda args: run(args, parser))
     return parser
 
@@ -406,6 +421,38 @@ def _pools(
     return pools
 
 
+def _source(args: argparse.Namespace) -> BuiltinSource | TraceSource:
+    """Where a worker process loads the workload from (never its tokens: they are rebuilt)."""
+    if args.trace is None:
+        return BuiltinSource(args.seed, args.sessions, args.turns, args.system_prompt)
+    return TraceSource(args.trace, args.requests)
+
+
+def _check_workers(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    workload: Workload,
+    settings: Settings,
+    jobs: int,
+) -> None:
+    """Refuse (status 2) ``jobs`` workers that together would exceed the memory limit.
+
+    Each holds the workload and one run at once (the estimate of ``simulator.memory``).
+    """
+    if jobs == 1:
+        return
+    blocks = max(settings.blocks_for(name) for name in args.geometry or DEFAULT_GEOMETRIES)
+    each = SimulationSize(workload.prompt_tokens, blocks, workload_built=True).total_bytes
+    limit = memory_limit()
+    if each * jobs > limit.bytes:
+        _fail(
+            parser,
+            f"--jobs {jobs}: {jobs} workers would need about {size_in_words(each * jobs)} "
+            f"({size_in_words(each)} each), over the limit of {size_in_words(limit.bytes)} "
+            f"({limit.source}); use fewer --jobs or a smaller pool",
+        )
+
+
 def _arrivals(
     args: argparse.Namespace, parser: argparse.ArgumentParser, workload: Workload
 ) -> Arrivals:
@@ -459,13 +506,28 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         file=sys.stderr,
     )
     runs = len(geometries) * len(variants)
+    jobs = min(args.jobs or os.cpu_count() or 1, runs)
+    _check_workers(args, parser, workload, settings, jobs)
     try:
         with terminal.progress("requests", runs * workload.requests) as advance:
+            if jobs == 1:
 
-            def done(result: RunResult) -> None:
-                advance(0, status=f"{result.geometry} {result.variant.label} done")
+                def done(result: RunResult) -> None:
+                    advance(0, status=f"{result.geometry} {result.variant.label} done")
 
-            results = simulate(workload, geometries, variants, settings, done, advance)
+                results = simulate(workload, geometries, variants, settings, done, advance)
+            else:  # a worker's run is heard of when it ends: all its requests at once
+
+                def ended(result: RunResult) -> None:
+                    label = f"{result.geometry} {result.variant.label} done"
+                    advance(workload.requests, status=label)
+
+                specs = [
+                    RunSpec(_source(args), name, variant, settings)
+                    for name in geometries
+                    for variant in variants
+                ]
+                results = run_all(specs, jobs=jobs, on_result=ended)
     except PoolTooSmall as error:
         print(
             f"python -m junction.reference simulate: error: {error}; use more --blocks",

@@ -87,7 +87,7 @@ def test_prints_the_table_and_progress_and_plots(
 ) -> None:
     argv = ["--sessions", "2", "--turns", "1", "--system-prompt", "64"]
     argv += ["--geometry", "full+swa", "--intervals", "64", "--interval", "64"]
-    run(argv, tmp_path)
+    run([*argv, "--jobs", "1"], tmp_path)  # in this process: the last run's label is known
     captured = capsys.readouterr()
     assert "R=0 pinned" in captured.out and "sparse peak" in captured.out
     assert captured.out == (tmp_path / "simulate.txt").read_text()  # the table and nothing else

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from junction.reference.cli import simulate as simulate_cli
 from junction.reference.cli.main import main
+from junction.reference.simulator.memory import MemoryLimit
 
 PREFIX = "python -m junction.reference simulate: error: "
 SMALL = ["--sessions", "2", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
@@ -124,3 +126,27 @@ def test_the_model_and_the_head_of_the_trace_are_the_options(
     fast, slow = default["runs"][0]["ttft_ms"], slower["runs"][0]["ttft_ms"]
     assert slow["percentiles"][0] > fast["percentiles"][0] + 17  # a step is 18 ms dearer
     assert all(run["queue_ms"]["max"] == 0.0 for run in default["runs"])  # one at a time
+
+
+def test_runs_in_worker_processes_give_the_same_report(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = run_trace(trace, tmp_path / "one", capsys, "--jobs", "1")
+    two = run_trace(trace, tmp_path / "two", capsys, "--jobs", "2")
+    assert one == two
+    assert (tmp_path / "one" / "simulate.txt").read_text() == (
+        tmp_path / "two" / "simulate.txt"
+    ).read_text()
+
+
+def test_workers_that_would_not_fit_memory_together_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(simulate_cli, "memory_limit", lambda: MemoryLimit(10**9, "a test's"))
+    argv = [*SMALL, "--blocks", "3000000", "--out", str(tmp_path), "--jobs", "2"]
+    code, line, _ = simulate(argv, capsys)
+    assert code == 2
+    assert line.startswith(PREFIX + "--jobs 2: 2 workers would need about 1.3 GiB (686.8 MiB each)")
+    assert line.endswith(
+        "over the limit of 953.7 MiB (a test's); use fewer --jobs or a smaller pool"
+    )
