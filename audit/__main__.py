@@ -1,8 +1,9 @@
-"""``python -m junction.audit findings [--write PATH]``: the vLLM 0.33.0 audit's docs section.
+"""``python -m junction.audit findings [--write PATH]``: the audits' docs sections.
 
-Prints the ``## vLLM 0.33.0 audit`` section (re-running every counterexample
-on the installed vLLM), or with ``--write`` replaces it between the
-``vllm-audit`` markers of that file (docs/findings.md), leaving the rest.
+Prints the ``## vLLM 0.33.0 audit`` and ``## SGLang 0.5.23 audit`` sections
+(re-running every counterexample on the installed engines), or with
+``--write`` replaces each between its markers of that file (``vllm-audit``,
+``sglang-audit``; docs/findings.md), leaving the rest.
 ``--write`` is checked before the audit runs (a folder, a read-only file or
 an uncreatable folder exits with status 2) and the file is replaced in one
 move (``junction.reference.cli.outputs``): a failure leaves it as it was.
@@ -12,11 +13,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from junction.reference.cli import outputs, terminal
 from junction.reference.cli.arguments import output_path
 
 from .findings import findings_markdown, write_section
+from .sglang.env import SglangMissing
+from .sglang.findings import findings_markdown as sglang_markdown
+from .sglang.findings import write_section as sglang_write_section
 from .vllm_env import VllmMissing
 
 
@@ -35,18 +40,24 @@ def main(argv: list[str] | None = None) -> int:
             findings.error(str(error))
     try:
         section = findings_markdown()
-    except VllmMissing as missing:
+        sglang_section = sglang_markdown()
+    except (VllmMissing, SglangMissing) as missing:
         print(f"python -m junction.audit: {missing}", file=sys.stderr)
         return 2
     if args.write:
+
+        def write(path: Path) -> None:
+            write_section(path, section)
+            sglang_write_section(path, sglang_section)
+
         try:
-            outputs.rewrite(args.write, lambda path: write_section(path, section))
+            outputs.rewrite(args.write, write)
         except outputs.OutputError as error:
             print(f"{findings.prog}: error: {error}; {args.write} left as it was", file=sys.stderr)
             return 1
-        print(f"wrote the vLLM audit section of {args.write}")
+        print(f"wrote the vLLM and SGLang audit sections of {args.write}")
     else:
-        sys.stdout.write(section)
+        sys.stdout.write(section + "\n" + sglang_section)
     return 0
 
 

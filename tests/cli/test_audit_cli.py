@@ -2,10 +2,10 @@
 
 ``--write`` is checked before vLLM is imported or any counterexample runs
 (status 2, one line, nothing touched), and the file is replaced in one move.
-These cases need no vLLM: the section is stubbed. The end-to-end case runs
-the real audit, so it needs vLLM 0.33.0: skipped with the reason where it is
-absent, an error where ``JUNCTION_REQUIRE_VLLM`` is set (as in
-``tests/audit/conftest.py``).
+These cases need no engine: the sections are stubbed. The end-to-end case
+runs the real audits, so it needs vLLM 0.33.0 and SGLang 0.5.23: skipped with
+the reason where one is absent, an error where ``JUNCTION_REQUIRE_VLLM`` /
+``JUNCTION_REQUIRE_SGLANG`` is set (as in ``tests/audit/conftest.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ import pytest
 
 import junction.audit.__main__ as audit_cli
 from junction.audit.findings import AUDIT_BEGIN, AUDIT_END
+from junction.audit.sglang.env import sglang_missing_reason
+from junction.audit.sglang.findings import SGLANG_BEGIN, SGLANG_END
 from junction.audit.vllm_env import vllm_missing_reason
 
 PREFIX = "python -m junction.audit findings: error: "
 SECTION = f"{AUDIT_BEGIN}\n## vLLM 0.33.0 audit\nnew\n{AUDIT_END}\n"
+SGLANG_SECTION = f"{SGLANG_BEGIN}\n## SGLang 0.5.23 audit\nnew\n{SGLANG_END}\n"
 
 
 def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -44,6 +47,7 @@ def files(folder: Path) -> dict[str, bytes]:
 @pytest.fixture
 def section(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(audit_cli, "findings_markdown", lambda: SECTION)
+    monkeypatch.setattr(audit_cli, "sglang_markdown", lambda: SGLANG_SECTION)
 
 
 @pytest.mark.parametrize(
@@ -87,8 +91,8 @@ def test_the_section_is_replaced_and_the_rest_kept(
     out = tmp_path / "findings.md"
     out.write_text(f"# policies\n\n{AUDIT_BEGIN}\nold\n{AUDIT_END}\n\ntail\n")
     code, line = audit(["--write", str(out)], capsys)
-    assert (code, line) == (0, f"wrote the vLLM audit section of {out}")
-    assert out.read_text() == f"# policies\n\n{SECTION.rstrip()}\n\ntail\n"
+    assert (code, line) == (0, f"wrote the vLLM and SGLang audit sections of {out}")
+    assert out.read_text() == (f"# policies\n\n{SECTION.rstrip()}\n\ntail\n\n{SGLANG_SECTION}")
     assert set(files(tmp_path)) == {"findings.md"}
 
 
@@ -110,12 +114,15 @@ def test_a_write_that_fails_leaves_the_file_and_no_temporary(
     assert files(tmp_path) == {"findings.md": b"old"}
 
 
-def test_end_to_end_the_real_audit_writes_its_section(tmp_path: Path) -> None:
-    reason = vllm_missing_reason()
-    if reason is not None:
-        if os.environ.get("JUNCTION_REQUIRE_VLLM"):
-            pytest.fail(f"JUNCTION_REQUIRE_VLLM is set but {reason}")
-        pytest.skip(f"vLLM audit: {reason}")
+def test_end_to_end_the_real_audit_writes_its_sections(tmp_path: Path) -> None:
+    for reason, required in (
+        (vllm_missing_reason(), "JUNCTION_REQUIRE_VLLM"),
+        (sglang_missing_reason(), "JUNCTION_REQUIRE_SGLANG"),
+    ):
+        if reason is not None:
+            if os.environ.get(required):
+                pytest.fail(f"{required} is set but {reason}")
+            pytest.skip(f"audit: {reason}")
     (tmp_path / "docs").mkdir()
     command = [sys.executable, "-m", "junction.audit", "findings", "--write"]
     refused = subprocess.run(
@@ -130,5 +137,6 @@ def test_end_to_end_the_real_audit_writes_its_section(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     text = out.read_text()
-    assert text.startswith("# policies\n\n" + AUDIT_BEGIN) and text.rstrip().endswith(AUDIT_END)
+    assert text.startswith("# policies\n\n" + AUDIT_BEGIN) and AUDIT_END in text
+    assert text.rstrip().endswith(SGLANG_END)
     assert set(files(tmp_path)) == {"docs/findings.md"}

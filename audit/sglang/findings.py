@@ -1,0 +1,322 @@
+"""The audit's findings about SGLang 0.5.23, and the docs/findings.md section they make.
+
+Each :class:`SglangFinding` names one way SGLang's unified radix cache departs
+from a promise of docs/domain.md, with a minimal counterexample (a replayable
+``Scenario`` and the Mamba chunk SGLang ran with), its cause in SGLang's code
+and its impact. :func:`diagnose` names the finding that explains a violation
+(the property tests fail on one it cannot explain). :func:`findings_markdown`
+re-runs every counterexample on both tree cores and a side-by-side of vLLM
+0.33.0, SGLang and the ``junction`` policy on the same scenarios, so the
+section is regenerated, never edited (between the ``sglang-audit`` markers).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.harness import Promise, Scenario, Violation, check
+from junction.reference.harness.engine_subject import EngineSubject
+from junction.reference.harness.verdict import KeptTooMany, KeptUnneeded, ShortOfFullAttention
+from junction.reference.policies.builtin import JunctionPolicy
+
+from ..specs import vllm_geometry
+from ..subject import VllmSubject
+from ..vllm_env import PINNED_VERSION as VLLM_VERSION
+from .cache import TreeCore
+from .env import PINNED_VERSION
+from .subject import SglangSubject, sglang_projection
+
+__all__ = [
+    "SGLANG_BEGIN",
+    "SGLANG_END",
+    "SGLANG_FINDINGS",
+    "SglangFinding",
+    "diagnose",
+    "findings_markdown",
+    "write_section",
+]
+
+SGLANG_BEGIN = "<!-- sglang-audit:begin -->"
+SGLANG_END = "<!-- sglang-audit:end -->"
+
+
+@attrs.frozen
+class SglangFinding:
+    """One departure of SGLang 0.5.23, with its minimal counterexample."""
+
+    key: str
+    title: str
+    promises: tuple[Promise, ...]
+    cause: str
+    impact: str
+    counterexample: Scenario
+    mamba_chunk: int
+
+
+def _mamba(page: int) -> HybridGeometry:
+    return HybridGeometry([GroupSpec.full(page), GroupSpec.mamba(page)], page, retention_interval=0)
+
+
+SGLANG_FINDINGS: tuple[SglangFinding, ...] = (
+    SglangFinding(
+        "state-at-prompt-end",
+        "A resend misses the state a first send tracked at its own end",
+        (Promise.REPLAY,),
+        "a chunk tracks its state at the last checkpoint-grid point it reaches "
+        "(`_mamba_radix_cache_v2_req_prepare_for_extend`), the prompt's end `N` when `N` is "
+        "on the grid; `checkpoint_into_tree` inserts full KV only up to that state. A "
+        "resend's lookup is bounded to `N - 1` (`_compute_max_prefix_len`), so it stops "
+        "inside the node, which `match_prefix` splits: the split parent gets no state",
+        "the resend hits the previous state (here none) although full attention covers "
+        "`N - 1` floored to the page; SGLang then sets `mamba_branching_seqlen` and the "
+        "resend tracks a state there, so a third send hits (the `junction` policy keeps "
+        "`floor_L(N - 1)` on the first send)",
+        Scenario("replay", _mamba(2), [tuple(range(8))], tuple(range(8)), 16),
+        4,
+    ),
+    SglangFinding(
+        "chunk-grid",
+        "Hits and the junction land on the checkpoint grid, below full attention",
+        (Promise.JUNCTION, Promise.REPLAY),
+        "`MambaComponent.finalize_match_result_in_tree_core` floors `full_kv_hit_length` "
+        "to `mamba_checkpoint_grid` (`lcm(mamba_cache_chunk_size, page)`); the kernel "
+        "snapshots states only every chunk from a request's prefix, so a state at a page "
+        "inside the chunk cannot be tracked",
+        "a third request sharing a prefix hits the prefix floored to the chunk, not "
+        "floored to the page, where SGLang's hits otherwise land; on the project's "
+        "geometry with the Mamba block equal to SGLang's chunk the `junction` policy "
+        "lands at the same place",
+        Scenario(
+            "junction",
+            _mamba(2),
+            [(*range(10), 101, 0), (*range(10), 102, 0)],
+            (*range(10), 103, 0),
+            16,
+        ),
+        4,
+    ),
+    SglangFinding(
+        "state-per-chunk",
+        "A state is kept at every chunk of a long prompt",
+        (Promise.ECONOMY,),
+        "`checkpoint_into_tree` runs after every chunk of a chunked prefill, and the "
+        "unfinished request donates its tracked state (`prepare_for_caching_req`); "
+        "`mamba_max_states_per_path` is unbounded by default (-1)",
+        "a prompt of `k` chunks keeps `k` states where a resend or a shared prefix needs "
+        "at most two (its replay boundary and its junction): Mamba memory grows with "
+        "prompt length, and a resend hits the last one anyway",
+        Scenario("economy", _mamba(2), [tuple(range(13))], (), 4),
+        4,
+    ),
+)
+
+
+def diagnose(violation: Violation, mamba_chunk: int) -> str | None:
+    """The key of the finding that explains ``violation`` (SGLang's), or ``None``."""
+    problem, scenario = violation.problem, violation.scenario
+    if isinstance(problem, ShortOfFullAttention):
+        page = scenario.geometry.hash_block_size
+        bound = (len(scenario.probe) - 1) // page * page
+        if problem.hit >= problem.full_attention // mamba_chunk * mamba_chunk:
+            return "chunk-grid"  # as far as the checkpoint grid allows
+        if problem.full_attention == bound:
+            return "state-at-prompt-end"  # full attention reaches the lookup's bound
+        return None
+    if isinstance(problem, KeptUnneeded | KeptTooMany):
+        group = scenario.geometry.groups[problem.group_id]
+        return "state-per-chunk" if group.kind is GroupKind.MAMBA else None
+    return None
+
+
+def _observed(finding: SglangFinding) -> tuple[str, str]:
+    """Re-run the counterexample on both tree cores: what went wrong, and the diagnosis."""
+    verdicts = {
+        core: check(finding.counterexample, SglangSubject(core, finding.mamba_chunk))
+        for core in TreeCore
+    }
+    texts = {str(v) if v else "no longer reproduces" for v in verdicts.values()}
+    if len(texts) != 1:
+        raise AssertionError(f"{finding.key}: the tree cores disagree: {verdicts}")
+    violation = verdicts[TreeCore.RUST]
+    if violation is None:
+        return "no longer reproduces", "-"
+    return str(violation), diagnose(violation, finding.mamba_chunk) or "undiagnosed"
+
+
+@attrs.frozen
+class _Side:
+    hit: int
+    states: int
+    junction: int
+
+
+def _side_by_side(scenario: Scenario) -> tuple[_Side, _Side, _Side]:
+    """vLLM, SGLang and the ``junction`` policy on one scenario: the probe's hit, the
+    Mamba states kept and the junction the last prompt was admitted with."""
+    geometry = scenario.geometry
+    mamba = next(i for i, g in enumerate(geometry.groups) if g.kind is GroupKind.MAMBA)
+    vllm = VllmSubject().run(scenario)
+    engine = EngineSubject(JunctionPolicy()).run(scenario)
+    projection = sglang_projection(geometry)
+    sglang = SglangSubject(TreeCore.RUST, projection.mamba_chunk).run(
+        attrs.evolve(scenario, geometry=projection.geometry)
+    )
+    sides = []
+    for run, group in ((vllm, mamba), (sglang, 1), (engine, mamba)):
+        junction = run.prefills[-1].request.shared_prefix_boundary
+        sides.append(_Side(run.lookup(scenario.probe).hit, len(run.kept(group)), junction))
+    return sides[0], sides[1], sides[2]
+
+
+# The configuration vLLM implies for full attention in 2-token blocks, Mamba in 4
+# (partial hits on: its hash unit is smaller than the Mamba block).
+_COMPARED_GEOMETRY = vllm_geometry([GroupSpec.full(2), GroupSpec.mamba(4)], 2, retention_interval=0)
+
+_COMPARED: tuple[tuple[str, Scenario], ...] = (
+    (
+        "resend of a 16-token prompt (budget 16)",
+        Scenario(
+            "replay",
+            _COMPARED_GEOMETRY,
+            [tuple(range(16))],
+            tuple(range(16)),
+            16,
+        ),
+    ),
+    (
+        "resend of a 15-token prompt (budget 4)",
+        Scenario(
+            "replay",
+            _COMPARED_GEOMETRY,
+            [tuple(range(15))],
+            tuple(range(15)),
+            4,
+        ),
+    ),
+    (
+        "third request after two sharing 10 tokens",
+        Scenario(
+            "junction",
+            _COMPARED_GEOMETRY,
+            [(*range(10), 101, 0), (*range(10), 102, 0)],
+            (*range(10), 103, 0),
+            16,
+        ),
+    ),
+    (
+        "third request after two sharing 12 tokens",
+        Scenario(
+            "junction",
+            _COMPARED_GEOMETRY,
+            [(*range(12), 101, 0, 0), (*range(12), 102, 0, 0)],
+            (*range(12), 103, 0, 0),
+            16,
+        ),
+    ),
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def findings_markdown() -> str:
+    """The ``## SGLang 0.5.23 audit`` section, markers included (runs SGLang and vLLM)."""
+    lines = [
+        SGLANG_BEGIN,
+        f"## SGLang {PINNED_VERSION} audit",
+        "",
+        "Generated by `python -m junction.audit findings` (`make audit-findings`): every "
+        "counterexample is re-run on SGLang's `UnifiedRadixCache`, on both tree cores "
+        "(Python and the bundled Rust one), which must agree. `audit/sglang/` builds the "
+        "cache on CPU from `HybridReqToTokenPool`, `HybridLinearKVPool` (or `SWAKVPool`) "
+        "and their allocators, and feeds it prompts as its scheduler does "
+        "(`audit/sglang/cache.py` lists what it assumes of the scheduler; each assumption "
+        "is tested): `match_prefix` bounded to `N - 1`, page-floored chunks of the budget, "
+        "the state each chunk tracks named by SGLang's own "
+        "`ScheduleBatch._mamba_radix_cache_v2_req_prepare_for_extend`, and "
+        "`checkpoint_into_tree`'s insert after every chunk. The harness geometry is "
+        "SGLang's page for every group (a Mamba state may end any node); the checkpoint "
+        "grid (`mamba_cache_chunk_size`) is the configuration each finding names.",
+        "",
+        "Promises run: 1 (replay), 2 (junction), 4 (economy, yardstick: the `junction` "
+        "policy's promised positions with SGLang's own branching point as the junction), "
+        "6 (reconciliation: `device_prefix_len` and `full_kv_hit_length` against the "
+        "first-principles oracle on SGLang's own tree, full + Mamba) and 7 (no Mamba "
+        "resume without a state written at exactly that prefix, under eviction). Not run: "
+        "3 (SGLang has no segments) and 5 (the split is its scheduler's, which the driver "
+        "assumes rather than runs).",
+        "",
+        "### Findings",
+        "",
+        "| # | finding | promise broken | Mamba chunk | observed on the counterexample |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    observed = [_observed(f) for f in SGLANG_FINDINGS]
+    for number, (finding, (problem, _)) in enumerate(
+        zip(SGLANG_FINDINGS, observed, strict=True), 1
+    ):
+        broken = ", ".join(str(p.number) for p in finding.promises)
+        lines.append(
+            f"| {number} | {_cell(finding.title)} | {broken} | "
+            f"{finding.mamba_chunk} | {_cell(problem)} |"
+        )
+    lines += [
+        "",
+        "Reconciliation (6) and safety (7) held on every scenario the audit ran, on both "
+        "cores: SGLang's lookup equals the oracle on its own tree, and it never resumed "
+        "at a prefix without a state tracked there. Every violation the property tests "
+        "(`tests/audit/sglang/test_promises.py`) find must be explained by one of these "
+        "findings (`audit/sglang/findings.py: diagnose`); an unexplained one fails them.",
+        "",
+        "### Causes and minimal counterexamples",
+        "",
+        "Replay one with `check(Scenario.from_json(json.loads(text)), "
+        "SglangSubject(TreeCore.RUST, mamba_chunk))` (`junction.audit.sglang.subject`).",
+        "",
+    ]
+    for number, (finding, (_, key)) in enumerate(zip(SGLANG_FINDINGS, observed, strict=True), 1):
+        lines += [
+            f"**{number}. {finding.title}** (`{finding.key}`; diagnosed as `{key}`; Mamba "
+            f"chunk {finding.mamba_chunk}). Cause: {finding.cause}. Impact: {finding.impact}.",
+            "",
+            "```json",
+            json.dumps(finding.counterexample.to_json()),
+            "```",
+            "",
+        ]
+    lines += [
+        f"### Side by side: vLLM {VLLM_VERSION}, SGLang {PINNED_VERSION}, the `junction` policy",
+        "",
+        "vLLM and the policy on the configuration vLLM implies for full attention in "
+        "2-token blocks and Mamba in 4-token blocks (`R = 0`; partial hits on), SGLang on "
+        "its projection (2-token pages, Mamba chunk 4). "
+        "Per engine: the last request's hit, the Mamba states kept after the scenario, the "
+        "junction the last prompt (before the probe) was admitted with (vLLM's and the "
+        "policy's `J`, SGLang's `mamba_branching_seqlen`; 0: none).",
+        "",
+        "| scenario | vLLM hit / states / junction | SGLang hit / states / junction | "
+        "`junction` hit / states / junction |",
+        "| --- | --- | --- | --- |",
+    ]
+    for title, scenario in _COMPARED:
+        cells = [f"{s.hit} / {s.states} / {s.junction}" for s in _side_by_side(scenario)]
+        lines.append(f"| {title} | {' | '.join(cells)} |")
+    lines += ["", SGLANG_END]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace the text between the ``sglang-audit`` markers in ``path`` (append when absent)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if SGLANG_BEGIN in text and SGLANG_END in text:
+        start = text.index(SGLANG_BEGIN)
+        end = text.index(SGLANG_END) + len(SGLANG_END)
+        text = text[:start] + section.rstrip("\n") + text[end:]
+    else:
+        text = (text.rstrip("\n") + "\n\n" if text else "") + section
+    path.write_text(text, encoding="utf-8")

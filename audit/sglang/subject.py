@@ -1,0 +1,195 @@
+"""SGLang 0.5.23's unified radix cache as a subject of the promise checks.
+
+The promises are checked once, in ``junction.reference.harness.promises``;
+this module adapts :class:`.cache.SglangCache` (a real ``UnifiedRadixCache``
+on either tree core) to the subject protocol, beside vLLM's adapter
+(``audit.subject``) and the reference engine's.
+
+How SGLang's answers are read in the protocol's terms:
+
+* the hit ``h`` is ``device_prefix_len``; ``ℓ`` is ``full_kv_hit_length``
+  floored to the hit grid ``A`` (SGLang floors it to its checkpoint grid
+  itself when it computes its junction, and hits land only on Mamba states);
+  the junction ``J`` is ``ℓ`` when ``ℓ > h``, as SGLang's own
+  ``mamba_branching_seqlen`` is (the tests hold the two equal);
+* a cached block, for the oracle: a full-attention page inside
+  ``full_kv_hit_length``; a Mamba block whose end SGLang serves as a hit
+  (a ``match_prefix`` of exactly that prefix returns it whole). Both read
+  through ``match_prefix``, never the tree's insides, so the two tree cores
+  are read alike;
+* the promised positions economy weighs SGLang's kept states against are the
+  ``junction`` policy's (:attr:`SglangRun.policy`), with SGLang's own junction
+  (its branching point) as each request's boundary: what a prompt needs kept,
+  given what SGLang saw.
+
+Geometry: :func:`sglang_geometry` maps any harness geometry to the nearest
+one SGLang expresses (see :func:`.cache.layout_of`), so the harness's own
+scenario strategies drive SGLang. Economy and reconciliation read per-block
+presence, which only the Mamba component exposes through lookups; they are
+asked of full + Mamba geometries only (a sliding window's blocks are not
+visible through ``match_prefix``: its validator counts a run, not blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from math import lcm
+
+import attrs
+
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.harness import Hits, Prefill, RequestState, Resume, Scenario
+from junction.reference.oracle.first_principles import OracleGroup
+from junction.reference.policies.builtin import JunctionPolicy
+
+from .cache import PoolExhausted, SglangCache, TreeCore, Unsupported
+
+__all__ = ["POLICY", "Projection", "SglangRun", "SglangSubject", "sglang_projection"]
+
+POLICY = JunctionPolicy()
+
+
+@attrs.frozen
+class Projection:
+    """A harness geometry's nearest SGLang configuration: the geometry it runs and its
+    checkpoint grid (``mamba_cache_chunk_size``)."""
+
+    geometry: HybridGeometry
+    mamba_chunk: int
+
+
+def sglang_projection(geometry: HybridGeometry) -> Projection:
+    """The first full group's block as the page (one token under a sliding window,
+    whose allocator pages only by one), the first sparse group as Mamba states on
+    that page tracked every ``lcm(page, its block)`` tokens, or as the window; no
+    EAGLE, no partial hits, the same retention interval (positive ones on the new grid)."""
+    full = next(g for g in geometry.groups if g.kind is GroupKind.FULL)
+    sparse = next(g for g in geometry.groups if g.kind is not GroupKind.FULL)
+    if sparse.kind is GroupKind.MAMBA:
+        page, chunk = full.block_size, lcm(full.block_size, sparse.block_size)
+        groups = [GroupSpec.full(page), GroupSpec.mamba(page)]
+    else:
+        page = chunk = 1
+        groups = [GroupSpec.full(1), GroupSpec.sliding_window(1, sparse.window or 1)]
+    interval = geometry.retention_interval
+    if interval:
+        interval = HybridGeometry(groups, page).scheduler_block_size
+    return Projection(HybridGeometry(groups, page, retention_interval=interval), chunk)
+
+
+class SglangRun:
+    """SGLang's cache after a scenario's prompts (a ``harness.subject.Run``)."""
+
+    sub_block_states = False  # a state serves only where its node ends
+    policy = POLICY
+
+    def __init__(self, scenario: Scenario, core: TreeCore, mamba_chunk: int) -> None:
+        self.cache = SglangCache(scenario.geometry, core, scenario.num_blocks, mamba_chunk)
+        for prompt in scenario.prompts:
+            try:
+                self.cache.prefill(prompt, scenario.budget)
+            except PoolExhausted:
+                continue
+            self.cache.check()
+
+    @property
+    def geometry(self) -> HybridGeometry:
+        return self.cache.geometry
+
+    @property
+    def prefills(self) -> list[Prefill]:
+        prefills = []
+        for run in self.cache.prefills:
+            prompt = len(run.tokens)
+            junction = run.admission.branching or 0
+            state = RequestState(prompt, prompt, prompt, junction)
+            prefills.append(Prefill(state, run.chunks, run.stalled))
+        return prefills
+
+    @property
+    def resumes(self) -> list[Resume]:
+        return [Resume(len(a.tokens), a.hit, a.state_materialized) for a in self.cache.admissions]
+
+    def lookup(self, prompt: Sequence[int]) -> Hits:
+        admission = self.cache.admit(prompt)
+        longest = admission.full_hit
+        return Hits(admission.hit, longest, longest if longest > admission.hit else 0)
+
+    def _mamba(self) -> GroupSpec:
+        mamba = self.geometry.groups[1]
+        if mamba.kind is not GroupKind.MAMBA:
+            raise Unsupported(
+                "a sliding window's cached blocks are not visible through match_prefix"
+            )
+        return mamba
+
+    def _states(self, prompt: Sequence[int], step: int) -> frozenset[int]:
+        """Ends ``e`` (multiples of ``step``) where SGLang serves ``prompt[:e]`` whole."""
+        tokens = tuple(prompt)
+        return frozenset(
+            end
+            for end in range(step, len(tokens) + 1, step)
+            if self.cache.match(tokens[:end]).device_prefix_len == end
+        )
+
+    def cached_sets(self, prompt: Sequence[int]) -> list[OracleGroup]:
+        mamba = self._mamba()
+        full, size = self.geometry.groups[0], mamba.block_size
+        page = full.block_size
+        reach = int(
+            self.cache.match(tuple(prompt)[: len(prompt) // page * page]).full_kv_hit_length
+        )
+        return [
+            OracleGroup("full", page, None, frozenset(range(reach // page))),
+            OracleGroup(
+                "mamba",
+                size,
+                None,
+                frozenset(end // size - 1 for end in self._states(prompt, size)),
+            ),
+        ]
+
+    def kept(self, group_id: int) -> frozenset[Hashable]:
+        """Every prefix of a prefilled prompt, at a page end, where the group holds data."""
+        self._mamba()
+        page = self.geometry.hash_block_size
+        kept: set[Hashable] = set()
+        for run in self.cache.prefills:
+            if group_id == 0:
+                reach = int(self.cache.match(run.tokens).full_kv_hit_length)
+                ends = frozenset(range(page, reach // page * page + 1, page))
+            else:
+                ends = self._states(run.tokens, page)
+            kept.update(run.tokens[:end] for end in ends)
+        return frozenset(kept)
+
+    def key(self, prefill: int, group_id: int, end: int) -> Hashable | None:
+        size = self.geometry.groups[group_id].block_size
+        tokens = self.cache.prefills[prefill].tokens
+        if end % size or not 0 < end <= len(tokens):
+            return None
+        return tokens[:end]
+
+    def split(self, request: RequestState, num_new_tokens: int, budget: int) -> int:
+        """The chunk the driver assumes (``chunked_prefill_size``): the budget."""
+        return min(num_new_tokens, budget)
+
+
+@attrs.frozen
+class SglangSubject:
+    """SGLang 0.5.23 on one tree core (the Rust one is SGLang's default), tracking
+    Mamba states every ``mamba_chunk`` tokens (a multiple of the scenario's page)."""
+
+    core: TreeCore = TreeCore.RUST
+    mamba_chunk: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"SGLang ({self.core.value} core, Mamba chunk {self.mamba_chunk})"
+
+    def run(self, scenario: Scenario) -> SglangRun:
+        return SglangRun(scenario, self.core, self.mamba_chunk)
+
+    def dense(self) -> SglangSubject:
+        """SGLang has no retention knob to widen (every tracked state is inserted)."""
+        return self

@@ -1,0 +1,94 @@
+"""The promises of docs/domain.md against SGLang 0.5.23's unified radix cache.
+
+The conformance harness's own scenarios (``harness.scenarios``), projected
+onto the nearest configuration SGLang expresses (``sglang_projection``), run
+through the one promise check (``harness.check``) on both of SGLang's tree
+cores, which must give the same verdict. Every violation must be explained by
+a recorded finding (``audit.sglang.findings.diagnose``); a new way of breaking
+a promise fails here with its scenario. ``test_findings_still_reproduce``
+keeps every recorded counterexample live, and the docs section current.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from junction.audit.sglang.cache import TreeCore
+from junction.audit.sglang.findings import (
+    SGLANG_BEGIN,
+    SGLANG_END,
+    SGLANG_FINDINGS,
+    SglangFinding,
+    diagnose,
+    findings_markdown,
+)
+from junction.audit.sglang.subject import SglangSubject, sglang_projection
+from junction.core import GroupKind
+from junction.reference.harness import Promise, Scenario, check, scenarios
+
+from ..strategies import examples
+
+FINDINGS_MD = Path(__file__).resolve().parents[3] / "docs" / "findings.md"
+
+# Economy and reconciliation read per-block presence: full + Mamba only.
+_MAMBA_ONLY = {Promise.ECONOMY, Promise.RECONCILIATION}
+
+
+@st.composite
+def sglang_scenarios(draw: st.DrawFn, promise: Promise) -> tuple[Scenario, int]:
+    """A harness scenario for ``promise`` on SGLang's projection, and its Mamba chunk."""
+    scenario = draw(scenarios(promise))
+    projection = sglang_projection(scenario.geometry)
+    if promise in _MAMBA_ONLY:
+        assume(projection.geometry.groups[1].kind is GroupKind.MAMBA)
+    return attrs.evolve(scenario, geometry=projection.geometry), projection.mamba_chunk
+
+
+def _explained(scenario: Scenario, chunk: int) -> None:
+    python, rust = (check(scenario, SglangSubject(core, chunk)) for core in TreeCore)
+    assert str(python) == str(rust), f"the tree cores disagree: {python} / {rust}"
+    if rust is None:
+        return
+    assert diagnose(rust, chunk) is not None, (
+        f"SGLang breaks promise {rust.promise.statement!r} in a way no finding explains: "
+        f"{rust}\nMamba chunk {chunk}, scenario: {json.dumps(scenario.to_json())}"
+    )
+
+
+def _property(promise: Promise, share: float) -> Callable[[], None]:
+    @settings(max_examples=examples(share))
+    @given(sglang_scenarios(promise))
+    def test(drawn: tuple[Scenario, int]) -> None:
+        _explained(*drawn)
+
+    test.__name__ = f"test_{promise.value}_violations_are_recorded_findings"
+    return test
+
+
+test_replay = _property(Promise.REPLAY, 0.4)
+test_junction = _property(Promise.JUNCTION, 0.4)
+test_economy = _property(Promise.ECONOMY, 0.3)
+test_reconciliation = _property(Promise.RECONCILIATION, 0.4)
+test_safety = _property(Promise.SAFETY, 0.3)
+
+
+@pytest.mark.parametrize("finding", SGLANG_FINDINGS, ids=lambda f: f.key)
+def test_findings_still_reproduce(finding: SglangFinding) -> None:
+    for core in TreeCore:
+        violation = check(finding.counterexample, SglangSubject(core, finding.mamba_chunk))
+        assert violation is not None, f"{finding.key}: SGLang now keeps the promise ({core})"
+        assert violation.promise in finding.promises
+        assert diagnose(violation, finding.mamba_chunk) == finding.key
+
+
+def test_the_docs_section_is_current() -> None:
+    text = FINDINGS_MD.read_text(encoding="utf-8")
+    start, end = text.index(SGLANG_BEGIN), text.index(SGLANG_END) + len(SGLANG_END)
+    assert text[start:end] + "\n" == findings_markdown(), "run `make audit-findings`"
