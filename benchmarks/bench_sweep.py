@@ -7,8 +7,9 @@ all of them alike. Prints each mode's median wall time, its speed-up over
 ``--jobs 1``, and whether every mode wrote the same ``sweep.json`` (it must).
 The load average is printed before and after: on a machine busy with other
 work (load above the CPU count) the workers share what is left, and no mode
-can be faster than that share. Ray's own start-up (import, ``ray.init`` of a local Ray, shutdown) is timed
-apart, once per round, so its share of the Ray mode is visible.
+can be faster than that share. Ray's own start-up (import, ``ray.init`` of a
+local Ray, shutdown) is timed apart, once per round, so its share of the Ray
+mode is visible.
 
 Run: ``.venv/bin/python -m benchmarks.bench_sweep [--rounds 3] [--sessions 400]``.
 """
