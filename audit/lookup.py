@@ -34,6 +34,7 @@ import attrs
 from junction.core import (
     Finder,
     GroupKind,
+    GroupLookup,
     GroupSpec,
     HitReconciliation,
     HybridGeometry,
@@ -44,11 +45,14 @@ from junction.core import (
 from junction.reference.oracle.first_principles import OracleGroup, oracle_reconcile
 
 __all__ = [
+    "GroupReader",
     "GroupView",
     "core_reconcile",
+    "group_readers",
     "oracle_reconcile_view",
     "pool_finders",
     "pool_views",
+    "reader_finders",
 ]
 
 
@@ -65,49 +69,87 @@ class GroupView:
     registered: frozenset[int]
 
 
-def _unit_predicate(
-    geometry: HybridGeometry, block_pool: Any, block_hashes: Sequence[Any], group_id: int
-) -> tuple[GroupSpec, Callable[[int], bool], int]:
-    """The finder spec of a group, its ``is_cached`` and how many indices exist."""
-    group = geometry.groups[group_id]
-    unit = geometry.hash_block_size
-    alignment = geometry.alignment_tokens
-    units = len(block_hashes)
-    ids = [group_id]
+@attrs.frozen
+class GroupReader:
+    """How one group's finder reads a vLLM pool, fixed per engine.
 
-    def registered(index: int) -> bool:
-        return (
-            0 <= index < units and block_pool.get_cached_block(block_hashes[index], ids) is not None
+    ``spec`` is the finder's spec (unit-sized when the group looks up hash
+    units) and ``lookup`` its bound :class:`core.GroupLookup`; finder index
+    ``i`` is the chain's hash unit ``(i + 1) * scale - 1``, except for a
+    full-attention group read by unit, where ``covered_block`` (its block in
+    hash units, else 0) selects the covered-unit reading.
+    """
+
+    group_id: int
+    spec: GroupSpec
+    lookup: GroupLookup
+    scale: int
+    covered_block: int
+
+    def predicate(
+        self, block_pool: Any, block_hashes: Sequence[Any]
+    ) -> tuple[Callable[[int], bool], int]:
+        """``is_cached`` over one request's chain, and how many indices exist.
+
+        One pool call per question and no intermediate frames: this is the
+        lookup's hot loop (vLLM's coordinator calls the pool directly)."""
+        get, ids, units = block_pool.get_cached_block, [self.group_id], len(block_hashes)
+        if self.covered_block:
+            block_units = self.covered_block
+
+            def covered(index: int) -> bool:
+                block_end = min(next_grid_point(index, block_units), units)
+                return any(get(block_hashes[k], ids) is not None for k in range(index, block_end))
+
+            return covered, units
+        scale, count = self.scale, units // self.scale
+        if scale == 1:  # a block is a hash unit: no index arithmetic per question
+
+            def unit_cached(index: int) -> bool:
+                return index < count and get(block_hashes[index], ids) is not None
+
+            return unit_cached, count
+
+        def cached(index: int) -> bool:
+            # A lookup of M = N - 1 tokens may ask past the hashed chain.
+            return index < count and get(block_hashes[(index + 1) * scale - 1], ids) is not None
+
+        return cached, count
+
+
+def group_readers(geometry: HybridGeometry) -> tuple[GroupReader, ...]:
+    """Every group's :class:`GroupReader` (an engine builds them once)."""
+    unit, alignment = geometry.hash_block_size, geometry.alignment_tokens
+    readers = []
+    for group_id, group in enumerate(geometry.groups):
+        spec, scale, covered_block = group, group.block_size // unit, 0
+        if alignment < group.block_size and group.kind is GroupKind.FULL:
+            spec, scale, covered_block = GroupSpec.full(unit), 1, scale
+        elif alignment < group.block_size and group.kind is GroupKind.MAMBA:
+            spec, scale = GroupSpec.mamba(unit), 1
+        elif alignment < group.block_size:
+            raise ValueError(f"{group}: vLLM gives sliding-window groups no hash-unit hits")
+        readers.append(
+            GroupReader(group_id, spec, GroupLookup(spec, alignment), scale, covered_block)
         )
+    return tuple(readers)
 
-    scale = group.block_size // unit
-    if alignment < group.block_size and group.kind is GroupKind.FULL:
 
-        def covered(index: int) -> bool:
-            block_end = next_grid_point(index, scale)
-            return any(registered(k) for k in range(index, min(block_end, units)))
-
-        return GroupSpec.full(unit), covered, units
-    if alignment < group.block_size and group.kind is GroupKind.MAMBA:
-        return GroupSpec.mamba(unit), registered, units
-    if alignment < group.block_size:
-        raise ValueError(f"{group}: vLLM gives sliding-window groups no hash-unit hits")
-
-    def block_cached(index: int) -> bool:
-        return registered((index + 1) * scale - 1)
-
-    return group, block_cached, units // scale
+def reader_finders(
+    readers: Sequence[GroupReader], block_pool: Any, block_hashes: Sequence[Any]
+) -> list[Finder]:
+    """Core finders reading vLLM's pool on demand, from readers built once."""
+    return [
+        reader.lookup.finder(reader.predicate(block_pool, block_hashes)[0]) for reader in readers
+    ]
 
 
 def pool_finders(
     geometry: HybridGeometry, block_pool: Any, block_hashes: Sequence[Any]
 ) -> list[Finder]:
-    """Core finders reading vLLM's pool on demand (what an engine would do)."""
-    finders = []
-    for group_id in range(len(geometry.groups)):
-        spec, is_cached, _ = _unit_predicate(geometry, block_pool, block_hashes, group_id)
-        finders.append(group_finder(spec, is_cached, alignment_tokens=geometry.alignment_tokens))
-    return finders
+    """Core finders reading vLLM's pool on demand (:func:`reader_finders` of
+    freshly built readers)."""
+    return reader_finders(group_readers(geometry), block_pool, block_hashes)
 
 
 def pool_views(
@@ -115,15 +157,15 @@ def pool_views(
 ) -> list[GroupView]:
     """Every group's cached indices of the chain, read once from vLLM's pool."""
     views = []
-    for group_id, group in enumerate(geometry.groups):
-        spec, is_cached, count = _unit_predicate(geometry, block_pool, block_hashes, group_id)
+    for reader in group_readers(geometry):
+        is_cached, count = reader.predicate(block_pool, block_hashes)
         cached = frozenset(index for index in range(count) if is_cached(index))
         registered = frozenset(
             index
             for index, block_hash in enumerate(block_hashes)
-            if block_pool.get_cached_block(block_hash, [group_id]) is not None
+            if block_pool.get_cached_block(block_hash, [reader.group_id]) is not None
         )
-        views.append(GroupView(group, spec, cached, registered))
+        views.append(GroupView(geometry.groups[reader.group_id], reader.spec, cached, registered))
     return views
 
 

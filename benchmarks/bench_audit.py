@@ -1,14 +1,21 @@
 """Core against vLLM 0.33.0, per call, side by side on identical inputs.
 
-For each decision the same inputs go to the core function and to the vLLM
-function it replaces, timed in one run, alternating, so machine noise hits
-both alike; the ratio is core time / vLLM time (below 1.0: core is faster).
+For each decision the same inputs go to the core and to the vLLM function it
+replaces, timed in one run, alternating, so machine noise hits both alike;
+the ratio is core time / vLLM time (below 1.0: core is faster). The core
+side is the per-call API an engine uses: what is fixed per engine or group
+is bound once, outside the timing (``core.ChunkSplitter``, ``core.GroupMask``,
+``core.HitReconciler`` with ``audit.lookup.group_readers``), and each timed
+call checks what changes per call. Before timing, each case asserts that the
+bound call, the free function and vLLM give the same answer.
 
-* split: ``core.mamba_block_aligned_split`` vs ``Scheduler._mamba_block_aligned_split``
+* split: ``ChunkSplitter.split`` vs ``Scheduler._mamba_block_aligned_split``
   (on ``audit.split.SchedulerStandIn`` with a real ``Request``);
-* mask: ``core.reachable_block_mask`` vs ``SlidingWindowManager`` /
-  ``MambaManager.reachable_block_mask`` on real specs, 64 newly full blocks;
-* lookup: ``core.reconcile_hits`` with finders reading vLLM's block pool vs
+* mask: ``GroupMask.reachable_block_mask`` vs ``SlidingWindowManager`` /
+  ``MambaManager.reachable_block_mask`` on real specs, 64 and 4,096 newly
+  full blocks (calls per repeat scaled down by the block count);
+* lookup: ``HitReconciler.reconcile`` with finders reading vLLM's block pool
+  (built per call, as an engine would) vs
   ``HybridKVCacheCoordinator.find_longest_cache_hit``, on the same pool after
   the prompt was cached through vLLM's own ``KVCacheManager``.
 
@@ -25,12 +32,15 @@ from collections.abc import Callable
 
 import attrs
 
-from junction.audit.lookup import pool_finders
+from junction.audit.lookup import group_readers, pool_finders, reader_finders
 from junction.audit.specs import manager_class, vllm_geometry, vllm_spec
 from junction.audit.split import SchedulerStandIn, make_request
 from junction.audit.vllm_engine import VllmEngine
 from junction.core import (
+    ChunkSplitter,
+    GroupMask,
     GroupSpec,
+    HitReconciler,
     HybridGeometry,
     mamba_block_aligned_split,
     reachable_block_mask,
@@ -45,6 +55,8 @@ class Case:
     name: str
     core: Callable[[], object]
     vllm: Callable[[], object]
+    # Blocks a call covers: calls per repeat are scaled down by it past 64.
+    blocks: int = 64
 
 
 def _split_case(name: str, geometry: HybridGeometry, computed: int, junction: int) -> Case:
@@ -54,37 +66,55 @@ def _split_case(name: str, geometry: HybridGeometry, computed: int, junction: in
     request.num_computed_tokens = computed
     request.shared_prefix_boundary = junction
     stand_in = SchedulerStandIn(geometry, budget)
-    block = geometry.mamba_block_size
+    # What an engine binds once; the call checks the request's counts.
+    splitter = ChunkSplitter(
+        geometry.mamba_block_size,
+        geometry.hash_block_size,
+        geometry.use_eagle,
+        geometry.partial_hits,
+        budget,
+    )
 
     def ours() -> int:
-        return mamba_block_aligned_split(
+        return splitter.split(
             num_computed_tokens=computed,
             num_new_tokens=wanted,
             num_prompt_tokens=prompt,
             num_tokens=prompt,
-            block_size=block,
             shared_prefix_boundary=junction,
-            use_eagle=geometry.use_eagle,
-            hash_block_size=geometry.hash_block_size,
-            partial_hits=geometry.partial_hits,
-            max_prefill_tokens=budget,
         )
 
     def theirs() -> int:
         return stand_in.split(request, wanted)
 
     assert ours() == theirs()
+    assert ours() == mamba_block_aligned_split(
+        num_computed_tokens=computed,
+        num_new_tokens=wanted,
+        num_prompt_tokens=prompt,
+        num_tokens=prompt,
+        block_size=geometry.mamba_block_size,
+        shared_prefix_boundary=junction,
+        use_eagle=geometry.use_eagle,
+        hash_block_size=geometry.hash_block_size,
+        partial_hits=geometry.partial_hits,
+        max_prefill_tokens=budget,
+    )
     return Case(name, ours, theirs)
 
 
-def _mask_case(name: str, geometry: HybridGeometry, group: GroupSpec, start: int) -> Case:
-    boundaries = [64 * BLOCK - 1, 40 * BLOCK]
+def _mask_case(
+    name: str, geometry: HybridGeometry, group: GroupSpec, start: int, blocks: int
+) -> Case:
+    boundaries = [(start + blocks) * BLOCK - 1, (start + blocks * 5 // 8) * BLOCK]
     spec, manager = vllm_spec(group), manager_class(group)
     alignment, eagle = geometry.alignment_tokens, geometry.use_eagle
-    interval, end = geometry.retention_interval, start + 64
+    interval, end = geometry.retention_interval, start + blocks
+    # What an engine binds once per group; the call checks the range and boundaries.
+    bound = GroupMask(alignment, group, eagle, interval)
 
     def ours() -> object:
-        return reachable_block_mask(start, end, alignment, group, eagle, interval, boundaries)
+        return bound.reachable_block_mask(start, end, boundaries)
 
     def theirs() -> object:
         return manager.reachable_block_mask(
@@ -98,7 +128,8 @@ def _mask_case(name: str, geometry: HybridGeometry, group: GroupSpec, start: int
         )
 
     assert ours() == theirs()
-    return Case(name, ours, theirs)
+    assert ours() == reachable_block_mask(start, end, alignment, group, eagle, interval, boundaries)
+    return Case(f"mask {blocks} blocks, {name}", ours, theirs, blocks)
 
 
 def _lookup_case(name: str, geometry: HybridGeometry, probe_shared: int) -> Case:
@@ -110,9 +141,11 @@ def _lookup_case(name: str, geometry: HybridGeometry, probe_shared: int) -> Case
     hashes = request.block_hashes
     coordinator, pool = engine.manager.coordinator, engine.block_pool
     maximum, limit = len(probe) - 1, len(hashes) * geometry.hash_block_size
+    # What an engine binds once; each call builds the request's finders.
+    reconciler, readers = HitReconciler(geometry), group_readers(geometry)
 
     def ours() -> tuple[int, int]:
-        hits = reconcile_hits(geometry, pool_finders(geometry, pool, hashes), maximum, limit)
+        hits = reconciler.reconcile(reader_finders(readers, pool, hashes), maximum, limit)
         return hits.hit_length, hits.shared_prefix_boundary
 
     def theirs() -> tuple[int, int]:
@@ -120,6 +153,8 @@ def _lookup_case(name: str, geometry: HybridGeometry, probe_shared: int) -> Case
         return hit, hit + uncached if uncached else 0
 
     assert ours() == theirs(), (ours(), theirs())
+    free = reconcile_hits(geometry, pool_finders(geometry, pool, hashes), maximum, limit)
+    assert ours() == (free.hit_length, free.shared_prefix_boundary)
     return Case(name, ours, theirs)
 
 
@@ -132,30 +167,40 @@ def cases() -> list[Case]:
     return [
         _split_case("split (mid-block start, junction)", plain, 5 * BLOCK + 3, 17 * BLOCK),
         _split_case("split (partial hits, EAGLE, junction)", partial, 5 * BLOCK, 17 * BLOCK),
-        _mask_case("mask SWA, R=None (periodic)", vllm_geometry(window, BLOCK), swa, 0),
-        _mask_case(
-            "mask SWA, R=0 (boundaries)",
-            vllm_geometry(window, BLOCK, use_eagle=True, retention_interval=0),
-            swa,
-            0,
-        ),
-        _mask_case(
-            "mask SWA, R=8L (segments + boundaries)",
-            vllm_geometry(window, BLOCK, retention_interval=8 * BLOCK),
-            swa,
-            3,
-        ),
-        _mask_case(
-            "mask Mamba, R=0 (boundaries)",
-            vllm_geometry([full, mamba], BLOCK, retention_interval=0),
-            mamba,
-            0,
-        ),
-        _mask_case(
-            "mask Mamba, R=4L (segments + boundaries)",
-            vllm_geometry([full, mamba], BLOCK, retention_interval=4 * BLOCK),
-            mamba,
-            0,
+        *(
+            case
+            for blocks in (64, 4096)
+            for case in (
+                _mask_case("SWA, R=None (periodic)", vllm_geometry(window, BLOCK), swa, 0, blocks),
+                _mask_case(
+                    "SWA, R=0 (boundaries)",
+                    vllm_geometry(window, BLOCK, use_eagle=True, retention_interval=0),
+                    swa,
+                    0,
+                    blocks,
+                ),
+                _mask_case(
+                    "SWA, R=8L (segments + boundaries)",
+                    vllm_geometry(window, BLOCK, retention_interval=8 * BLOCK),
+                    swa,
+                    3,
+                    blocks,
+                ),
+                _mask_case(
+                    "Mamba, R=0 (boundaries)",
+                    vllm_geometry([full, mamba], BLOCK, retention_interval=0),
+                    mamba,
+                    0,
+                    blocks,
+                ),
+                _mask_case(
+                    "Mamba, R=4L (segments + boundaries)",
+                    vllm_geometry([full, mamba], BLOCK, retention_interval=4 * BLOCK),
+                    mamba,
+                    0,
+                    blocks,
+                ),
+            )
         ),
         _lookup_case(
             "lookup full + SWA, resend (1031 tokens)", vllm_geometry(window, BLOCK), 64 * BLOCK + 7
@@ -182,9 +227,10 @@ def main() -> None:
     print(f"  {'core':>8}  {'vLLM':>8}  {'ratio':>6}  case")
     for case in cases():
         ours, theirs = [], []
+        number = max(args.number * 64 // max(case.blocks, 64), 1)
         for _ in range(args.repeats):
-            ours.append(per_call_us(case.core, args.number))
-            theirs.append(per_call_us(case.vllm, args.number))
+            ours.append(per_call_us(case.core, number))
+            theirs.append(per_call_us(case.vllm, number))
         mine, other = statistics.median(ours), statistics.median(theirs)
         print(f"  {mine:8.2f}  {other:8.2f}  {mine / other:6.2f}  {case.name}")
 

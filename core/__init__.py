@@ -13,6 +13,12 @@ imports only: copy this package into an engine unchanged.
 
 Every function raises :class:`InvalidArgument` (a ``ValueError``) naming the
 argument, the value and the rule when its input is invalid.
+
+The per-call API for an engine's hot path: bind what is fixed for the engine
+or a group once, validated at construction, and each call checks only what
+changes per call: :class:`ChunkSplitter` (decision 2), :class:`GroupMask`
+(decision 3), :class:`HitReconciler` and :class:`GroupLookup` (decision 1).
+The free functions are these calls on a fresh binding: one copy of each rule.
 """
 
 from .boundaries import reachable_boundaries, replay_boundary
@@ -20,6 +26,7 @@ from .checkpoints import checkpoint_stop, promised_positions, segment_boundaries
 from .errors import InvalidArgument
 from .finders import (
     Finder,
+    GroupLookup,
     group_finder,
     longest_full_attention_hit,
     longest_mamba_hit,
@@ -27,14 +34,18 @@ from .finders import (
 )
 from .geometry import GroupKind, GroupSpec, HybridGeometry, sliding_window_need
 from .grid import cdiv, floor_to, lcm, next_grid_point
-from .mask import MaskPlan, mask_plan, reachable_block_mask
-from .reconcile import HitReconciliation, reconcile_hits, shared_prefix_boundary
-from .split import last_cacheable_position, mamba_block_aligned_split, prefill_end
+from .mask import GroupMask, MaskPlan, mask_plan, reachable_block_mask
+from .reconcile import HitReconciler, HitReconciliation, reconcile_hits, shared_prefix_boundary
+from .split import ChunkSplitter, last_cacheable_position, mamba_block_aligned_split, prefill_end
 
 __all__ = [
+    "ChunkSplitter",
     "Finder",
     "GroupKind",
+    "GroupLookup",
+    "GroupMask",
     "GroupSpec",
+    "HitReconciler",
     "HitReconciliation",
     "HybridGeometry",
     "InvalidArgument",

@@ -14,7 +14,7 @@ hot decisions, so each is a couple of comparisons.
 
 from __future__ import annotations
 
-__all__ = ["InvalidArgument", "require_int", "require_optional_int"]
+__all__ = ["InvalidArgument", "int_error", "require_int", "require_optional_int"]
 
 
 class InvalidArgument(ValueError):
@@ -40,10 +40,18 @@ def require_int(argument: str, value: object, minimum: int, minimum_name: str = 
     rule reads ``must be >= start_block (3)`` rather than a bare number.
     """
     if type(value) is not int or value < minimum:
-        bound = f"{minimum_name} ({minimum})" if minimum_name else str(minimum)
-        kind = "an int " if type(value) is not int else ""
-        raise InvalidArgument(argument, value, f"must be {kind}>= {bound}")
+        raise int_error(argument, value, minimum, minimum_name)
     return value
+
+
+def int_error(
+    argument: str, value: object, minimum: int, minimum_name: str = ""
+) -> InvalidArgument:
+    """The error :func:`require_int` raises for ``value``, for hot paths that test
+    inline and build the error only once the test failed."""
+    bound = f"{minimum_name} ({minimum})" if minimum_name else str(minimum)
+    kind = "an int " if type(value) is not int else ""
+    return InvalidArgument(argument, value, f"must be {kind}>= {bound}")
 
 
 def require_optional_int(argument: str, value: object, minimum: int) -> int | None:

@@ -20,11 +20,19 @@ none): the bound already includes the drop margin the coordinator granted.
 The sliding-window finder scans right to left from the deepest candidate and
 jumps past each uncached block, so it asks about every block at most once
 instead of re-checking ``need`` blocks per candidate.
+
+What is fixed for a group (its spec, ``A``, and so ``need`` under either
+EAGLE value, the drop, the hit grid) is bound once by :class:`GroupLookup`,
+validated at construction; its finders run the unvalidated scans. The free
+``longest_*`` functions validate what they are given and run the same scans,
+and :func:`group_finder` is a fresh binding's finder: one copy of each rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+import attrs
 
 from .errors import InvalidArgument, require_int
 from .geometry import GroupKind, GroupSpec, sliding_window_need
@@ -32,6 +40,7 @@ from .grid import cdiv, floor_to, lcm
 
 __all__ = [
     "Finder",
+    "GroupLookup",
     "group_finder",
     "longest_full_attention_hit",
     "longest_mamba_hit",
@@ -53,11 +62,18 @@ def longest_full_attention_hit(
     The raw match is the run of cached blocks from block 0, capped at
     ``bound``; ``d`` is removed from it and the result re-floored to ``A``.
     """
+    return _full_attention_scan(is_cached, bound, block_size, alignment_tokens, drop_tokens)
+
+
+def _full_attention_scan(
+    is_cached: IsCached, bound: int, block_size: int, alignment: int, drop: int
+) -> int:
+    limit = cdiv(bound, block_size)  # blocks that reach into [0, bound)
     blocks = 0
-    while blocks < cdiv(bound, block_size) and is_cached(blocks):
+    while blocks < limit and is_cached(blocks):
         blocks += 1
     raw = min(blocks * block_size, bound)
-    return floor_to(max(raw - drop_tokens, 0), alignment_tokens)
+    return floor_to(max(raw - drop, 0), alignment)
 
 
 def longest_sliding_window_hit(
@@ -74,17 +90,30 @@ def longest_sliding_window_hit(
     The tail of ``a`` is blocks ``[max(0, a/B - cdiv(W-1, B)), a/B + E)``;
     it must end at or before ``floor_B(bound)``. A run shorter than ``need``
     that starts at block 0 also serves (the window reaches past token 0).
+    Raises :class:`InvalidArgument` on the arguments of
+    :func:`sliding_window_need`.
+    """
+    need = sliding_window_need(window, block_size, use_eagle)
+    step = lcm(alignment_tokens, block_size) // block_size
+    return _sliding_window_scan(is_cached, bound, block_size, need, 1 if use_eagle else 0, step)
+
+
+def _sliding_window_scan(
+    is_cached: IsCached,
+    bound: int,
+    block_size: int,
+    need: int,
+    peek: int,
+    step: int,
+) -> int:
+    """:func:`longest_sliding_window_hit` of valid arguments: ``need`` blocks per
+    tail, ``peek`` (``E``) blocks past the hit, ``step`` blocks between candidates.
 
     Scans right to left from the deepest aligned tail and stops at the first
     that is cached: on a hit it asks about ``need`` blocks, not all of them.
     An uncached block rules out every tail that contains it, so the next
     candidate tail ends at that block; each block is asked about at most once.
-    Raises :class:`InvalidArgument` on the arguments of
-    :func:`sliding_window_need`.
     """
-    need = sliding_window_need(window, block_size, use_eagle)
-    peek = 1 if use_eagle else 0
-    step = lcm(alignment_tokens, block_size) // block_size  # hit blocks between candidates
     tail_end = bound // block_size
     while tail_end > peek:
         tail_end = peek + floor_to(tail_end - peek, step)
@@ -104,55 +133,100 @@ def longest_mamba_hit(
     is_cached: IsCached, bound: int, *, block_size: int, alignment_tokens: int
 ) -> int:
     """Deepest cached state ``(i + 1) * B <= bound`` that is a multiple of ``A``."""
-    for index in range(bound // block_size - 1, -1, -1):
-        if (index + 1) * block_size % alignment_tokens == 0 and is_cached(index):
-            return (index + 1) * block_size
+    grid = lcm(alignment_tokens, block_size)
+    return _mamba_scan(is_cached, bound, block_size, grid)
+
+
+def _mamba_scan(is_cached: IsCached, bound: int, block_size: int, grid: int) -> int:
+    # States end on the block grid and hits on A's: only multiples of their
+    # lcm ``grid`` can serve, deepest first.
+    for end in range(floor_to(bound, grid), 0, -grid):
+        if is_cached(end // block_size - 1):
+            return end
     return 0
 
 
+def _spec(instance: object, attribute: attrs.Attribute[GroupSpec], value: object) -> None:
+    if not isinstance(value, GroupSpec):
+        raise InvalidArgument(attribute.name, value, "must be a GroupSpec")
+
+
+def _alignment(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    require_int(attribute.name, value, 1)
+
+
+@attrs.frozen
+class GroupLookup:
+    """Lookup bound to one group of one engine: its spec and the alignment ``A``.
+
+    Validated at construction (:class:`InvalidArgument` naming ``spec`` or
+    ``alignment_tokens``); what a scan needs that follows from them (the
+    drop, the window's ``need`` with and without EAGLE, the candidate grid)
+    is computed once there. :meth:`finder` gives the :data:`Finder` over one
+    request's cached blocks.
+    """
+
+    spec: GroupSpec = attrs.field(validator=_spec)
+    alignment_tokens: int = attrs.field(validator=_alignment)
+    # Derived once: the EAGLE drop in tokens, a window's need without / with
+    # EAGLE, and the candidate step (blocks for a window, tokens for a state).
+    _drop: int = attrs.field(init=False, eq=False, repr=False)
+    _needs: tuple[int, int] = attrs.field(init=False, eq=False, repr=False)
+    _step: int = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        spec, alignment = self.spec, self.alignment_tokens
+        needs = (0, 0)
+        if spec.kind is GroupKind.SLIDING_WINDOW:
+            needs = (spec.blocks_for_hit(False), spec.blocks_for_hit(True))
+        grid = lcm(alignment, spec.block_size)
+        step = grid // spec.block_size if spec.kind is GroupKind.SLIDING_WINDOW else grid
+        object.__setattr__(self, "_drop", spec.eagle_drop_tokens(alignment))
+        object.__setattr__(self, "_needs", needs)
+        object.__setattr__(self, "_step", step)
+
+    def finder(self, is_cached: IsCached) -> Finder:
+        """The :data:`Finder` of this group whose cached blocks are ``is_cached``.
+
+        Raises :class:`InvalidArgument` when ``is_cached`` is not callable.
+        """
+        if not callable(is_cached):
+            raise InvalidArgument("is_cached", is_cached, "must be callable: block index -> bool")
+        block, alignment, drop, step = (
+            self.spec.block_size,
+            self.alignment_tokens,
+            self._drop,
+            self._step,
+        )
+        if self.spec.kind is GroupKind.FULL:
+
+            def find_full(bound: int, drop_eagle: bool) -> int:
+                return _full_attention_scan(
+                    is_cached, bound, block, alignment, drop if drop_eagle else 0
+                )
+
+            return find_full
+        if self.spec.kind is GroupKind.SLIDING_WINDOW:
+            needs = self._needs
+
+            def find_window(bound: int, drop_eagle: bool) -> int:
+                return _sliding_window_scan(
+                    is_cached, bound, block, needs[drop_eagle], 1 if drop_eagle else 0, step
+                )
+
+            return find_window
+
+        def find_state(bound: int, drop_eagle: bool) -> int:
+            return _mamba_scan(is_cached, bound, block, step)
+
+        return find_state
+
+
 def group_finder(spec: GroupSpec, is_cached: IsCached, *, alignment_tokens: int) -> Finder:
-    """The :data:`Finder` of one group whose cached blocks are ``is_cached``.
+    """The :data:`Finder` of one group whose cached blocks are ``is_cached``
+    (:meth:`GroupLookup.finder` of a fresh binding).
 
     Raises :class:`InvalidArgument` when ``spec`` is not a :class:`GroupSpec`,
     ``is_cached`` is not callable or ``alignment_tokens < 1``.
     """
-    if not isinstance(spec, GroupSpec):
-        raise InvalidArgument("spec", spec, "must be a GroupSpec")
-    if not callable(is_cached):
-        raise InvalidArgument("is_cached", is_cached, "must be callable: block index -> bool")
-    require_int("alignment_tokens", alignment_tokens, 1)
-    if spec.kind is GroupKind.FULL:
-        drop = spec.eagle_drop_tokens(alignment_tokens)
-
-        def find_full(bound: int, drop_eagle: bool) -> int:
-            return longest_full_attention_hit(
-                is_cached,
-                bound,
-                block_size=spec.block_size,
-                alignment_tokens=alignment_tokens,
-                drop_tokens=drop if drop_eagle else 0,
-            )
-
-        return find_full
-    if spec.kind is GroupKind.SLIDING_WINDOW:
-        window = spec.window
-        assert window is not None  # guaranteed by GroupSpec's validator
-
-        def find_window(bound: int, drop_eagle: bool) -> int:
-            return longest_sliding_window_hit(
-                is_cached,
-                bound,
-                block_size=spec.block_size,
-                window=window,
-                alignment_tokens=alignment_tokens,
-                use_eagle=drop_eagle,
-            )
-
-        return find_window
-
-    def find_state(bound: int, drop_eagle: bool) -> int:
-        return longest_mamba_hit(
-            is_cached, bound, block_size=spec.block_size, alignment_tokens=alignment_tokens
-        )
-
-    return find_state
+    return GroupLookup(spec, alignment_tokens).finder(is_cached)

@@ -24,6 +24,12 @@ set, which is cleared only when a non-dropping lookup shortens the candidate,
 so with two EAGLE sliding-window groups one can accept a shorter candidate
 without its peek block — that variant belongs to the ``vllm-0.33``
 compatibility policy.
+
+What is fixed per engine (the geometry, so the lookup order, each group's
+drop and ``A``) is bound once by :class:`HitReconciler`; its
+:meth:`HitReconciler.reconcile` checks only the request's bound, limit and
+finders. :func:`reconcile_hits` is a fresh binding's call (one copy of the
+rule).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from .errors import InvalidArgument, require_int
 from .finders import Finder
 from .geometry import GroupKind, HybridGeometry
 
-__all__ = ["HitReconciliation", "reconcile_hits", "shared_prefix_boundary"]
+__all__ = ["HitReconciler", "HitReconciliation", "reconcile_hits", "shared_prefix_boundary"]
 
 
 def shared_prefix_boundary(hit_length: int, longest_hit_length: int) -> int:
@@ -47,6 +53,11 @@ def shared_prefix_boundary(hit_length: int, longest_hit_length: int) -> int:
     """
     require_int("hit_length", hit_length, 0)
     require_int("longest_hit_length", longest_hit_length, hit_length, "hit_length")
+    return _junction(hit_length, longest_hit_length)
+
+
+def _junction(hit_length: int, longest_hit_length: int) -> int:
+    # The rule, for reconciliation, whose lengths hold by construction.
     return longest_hit_length if longest_hit_length > hit_length else 0
 
 
@@ -62,6 +73,78 @@ class HitReconciliation:
     hit_length: int
     longest_hit_length: int
     shared_prefix_boundary: int
+
+
+def _geometry(instance: object, attribute: attrs.Attribute[HybridGeometry], value: object) -> None:
+    if not isinstance(value, HybridGeometry):
+        raise InvalidArgument(attribute.name, value, "must be a HybridGeometry")
+
+
+@attrs.frozen
+class HitReconciler:
+    """Decision 1 bound to one engine's :class:`HybridGeometry` (validated at
+    construction: :class:`InvalidArgument` naming ``geometry``).
+
+    Derived once: the order groups are asked in (full attention first) and
+    each group's EAGLE drop (0 without EAGLE).
+    """
+
+    geometry: HybridGeometry = attrs.field(validator=_geometry)
+    _order: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+    _drops: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        groups = self.geometry.groups
+        order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
+        alignment, eagle = self.geometry.alignment_tokens, self.geometry.use_eagle
+        drops = (group.eagle_drop_tokens(alignment) if eagle else 0 for group in groups)
+        object.__setattr__(self, "_order", tuple(order))
+        object.__setattr__(self, "_drops", tuple(drops))
+
+    def reconcile(
+        self, finders: Sequence[Finder], max_hit_length: int, lookup_limit: int | None = None
+    ) -> HitReconciliation:
+        """:func:`reconcile_hits` for this geometry."""
+        groups = self.geometry.groups
+        if len(finders) != len(groups):
+            raise InvalidArgument(
+                "finders", finders, f"need one finder per group ({len(groups)}), got {len(finders)}"
+            )
+        require_int("max_hit_length", max_hit_length, 0)
+        limit = (
+            max_hit_length if lookup_limit is None else require_int("lookup_limit", lookup_limit, 0)
+        )
+        alignment = self.geometry.alignment_tokens
+        drops = self._drops
+        accepted: list[int | None] = [None] * len(groups)
+        longest = 0
+        hit = max_hit_length
+        while True:
+            candidate = hit
+            for index in self._order:
+                known = accepted[index]
+                if known is not None and (
+                    known == candidate or groups[index].kind is GroupKind.FULL
+                ):
+                    candidate = min(candidate, known)
+                    continue
+                drop = drops[index] > 0
+                bound = min(candidate + drops[index], limit) if drop else candidate
+                found = finders[index](bound, drop)
+                if type(found) is not int or not 0 <= found <= candidate or found % alignment:
+                    raise InvalidArgument(
+                        f"finders[{index}]",
+                        found,
+                        f"a finder asked about candidate {candidate} (bound {bound}) must return "
+                        f"an int in [0, {candidate}] that is a multiple of A={alignment}",
+                    )
+                accepted[index] = found
+                candidate = found
+                longest = max(longest, found)
+            if candidate >= hit:
+                break
+            hit = candidate
+        return HitReconciliation(hit, longest, _junction(hit, longest))
 
 
 def reconcile_hits(
@@ -81,49 +164,11 @@ def reconcile_hits(
     with their drop), ``ℓ`` (the first full-attention group's hit, or the first
     group's when there is none) and the junction.
 
-    Raises :class:`InvalidArgument` when ``geometry`` is not a
+    The call of a :class:`HitReconciler` bound to ``geometry`` (an engine
+    binds it once). Raises :class:`InvalidArgument` when ``geometry`` is not a
     :class:`HybridGeometry`, the finders do not match the groups,
     ``M`` is negative, or a finder answers with a length that is not an int,
     is negative, exceeds the candidate it was asked about, or is not a
     multiple of ``A``.
     """
-    if not isinstance(geometry, HybridGeometry):
-        raise InvalidArgument("geometry", geometry, "must be a HybridGeometry")
-    groups = geometry.groups
-    if len(finders) != len(groups):
-        raise InvalidArgument(
-            "finders", finders, f"need one finder per group ({len(groups)}), got {len(finders)}"
-        )
-    require_int("max_hit_length", max_hit_length, 0)
-    limit = max_hit_length if lookup_limit is None else require_int("lookup_limit", lookup_limit, 0)
-    alignment = geometry.alignment_tokens
-    eagle = geometry.use_eagle
-    order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
-    drops = [group.eagle_drop_tokens(alignment) if eagle else 0 for group in groups]
-    accepted: list[int | None] = [None] * len(groups)
-    longest = 0
-    hit = max_hit_length
-    while True:
-        candidate = hit
-        for index in order:
-            known = accepted[index]
-            if known is not None and (known == candidate or groups[index].kind is GroupKind.FULL):
-                candidate = min(candidate, known)
-                continue
-            drop = drops[index] > 0
-            bound = min(candidate + drops[index], limit) if drop else candidate
-            found = finders[index](bound, drop)
-            if type(found) is not int or not 0 <= found <= candidate or found % alignment:
-                raise InvalidArgument(
-                    f"finders[{index}]",
-                    found,
-                    f"a finder asked about candidate {candidate} (bound {bound}) must return "
-                    f"an int in [0, {candidate}] that is a multiple of A={alignment}",
-                )
-            accepted[index] = found
-            candidate = found
-            longest = max(longest, found)
-        if candidate >= hit:
-            break
-        hit = candidate
-    return HitReconciliation(hit, longest, shared_prefix_boundary(hit, longest))
+    return HitReconciler(geometry).reconcile(finders, max_hit_length, lookup_limit)

@@ -13,14 +13,22 @@ batched kernels and every policy call exactly this, and keyword-only
 arguments with the upstream names make call sites read like the spec. The
 ``lcp`` formula is vLLM 0.33's; the one merged in PR #47782 (``N - N mod b``)
 put the only state one token past every lookup (vLLM #50409).
+
+What is fixed per engine (the Mamba block ``b``, the hash unit, EAGLE,
+partial hits, the prefill budget) is bound once by :class:`ChunkSplitter`,
+validated at construction; :meth:`ChunkSplitter.split` checks only the
+request's counts. :func:`mamba_block_aligned_split` is a fresh binding's
+call, so the rule exists once.
 """
 
 from __future__ import annotations
 
+import attrs
+
 from .errors import InvalidArgument, require_int, require_optional_int
 from .grid import floor_to, next_grid_point
 
-__all__ = ["last_cacheable_position", "mamba_block_aligned_split", "prefill_end"]
+__all__ = ["ChunkSplitter", "last_cacheable_position", "mamba_block_aligned_split", "prefill_end"]
 
 
 def prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
@@ -65,6 +73,100 @@ def _last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int
     return floor_to(num_tokens - 1, unit)
 
 
+def _positive(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    require_int(attribute.name, value, 1)
+
+
+def _hash_unit(instance: ChunkSplitter, attribute: attrs.Attribute[int], value: object) -> None:
+    block = instance.block_size
+    if block % require_int(attribute.name, value, 1):
+        raise InvalidArgument(attribute.name, value, f"must divide block_size={block}")
+
+
+def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if type(value) is not bool:
+        raise InvalidArgument(attribute.name, value, "must be a bool")
+
+
+def _budget(instance: object, attribute: attrs.Attribute[int | None], value: object) -> None:
+    require_optional_int(attribute.name, value, 1)
+
+
+@attrs.frozen
+class ChunkSplitter:
+    """Decision 2 bound to one engine: :func:`mamba_block_aligned_split`'s
+    ``block_size`` (``b >= 1``), ``hash_block_size`` (divides ``b``; ``None``
+    means ``b``), ``use_eagle``, ``partial_hits`` and ``max_prefill_tokens``
+    (``None`` or ``>= 1``), validated at construction
+    (:class:`InvalidArgument` naming the attribute).
+    """
+
+    block_size: int = attrs.field(validator=_positive)
+    hash_block_size: int = attrs.field(
+        default=attrs.Factory(lambda self: self.block_size, takes_self=True),
+        validator=_hash_unit,
+    )
+    use_eagle: bool = attrs.field(default=False, validator=_flag)
+    partial_hits: bool = attrs.field(default=False, validator=_flag)
+    max_prefill_tokens: int | None = attrs.field(default=None, validator=_budget)
+
+    def split(
+        self,
+        *,
+        num_computed_tokens: int,
+        num_new_tokens: int,
+        num_prompt_tokens: int,
+        num_tokens: int,
+        shared_prefix_boundary: int = 0,
+        num_new_local_computed_tokens: int = 0,
+        num_external_computed_tokens: int = 0,
+        last_cacheable: int | None = None,
+    ) -> int:
+        """:func:`mamba_block_aligned_split` of one request for this engine."""
+        require_int("num_computed_tokens", num_computed_tokens, 0)
+        require_int("num_new_tokens", num_new_tokens, 0)
+        require_int("num_prompt_tokens", num_prompt_tokens, 1)
+        require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+        require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
+        require_int("num_new_local_computed_tokens", num_new_local_computed_tokens, 0)
+        require_int("num_external_computed_tokens", num_external_computed_tokens, 0)
+        require_optional_int("last_cacheable", last_cacheable, 0)
+        start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
+        if start > num_tokens:
+            raise InvalidArgument(
+                "num_computed_tokens",
+                num_computed_tokens,
+                f"the chunk start (computed + local + external = {start}) must be <= "
+                f"num_tokens={num_tokens}",
+            )
+        block_size, use_eagle = self.block_size, self.use_eagle
+        decode_start = _prefill_end(num_prompt_tokens, num_tokens)
+        if start >= decode_start:
+            return num_new_tokens
+        end = start + num_new_tokens
+        if end < decode_start:
+            aligned_end = floor_to(end, block_size)
+            budget = self.max_prefill_tokens
+            if aligned_end > start or budget is None or block_size <= budget:
+                end = aligned_end
+
+        stop = end
+        if start % block_size:
+            stop = _earlier(stop, start, next_grid_point(start, block_size))
+        if last_cacheable is None:
+            last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle)
+        stop = _earlier(stop, start, last_cacheable)
+        if self.partial_hits:
+            tail = _last_cacheable_position(num_prompt_tokens, self.hash_block_size, use_eagle)
+            if last_cacheable < tail < num_prompt_tokens:
+                stop = _earlier(stop, start, tail)
+        if start < shared_prefix_boundary < end:
+            stop = _earlier(
+                stop, start, start + floor_to(shared_prefix_boundary - start, block_size)
+            )
+        return max(stop - start, 0)
+
+
 def mamba_block_aligned_split(
     *,
     num_computed_tokens: int,
@@ -105,63 +207,32 @@ def mamba_block_aligned_split(
     policy's, e.g. PR #47782's ``N - N mod b``); the prompt's partial tail
     still uses this module's formula.
 
+    The call of a :class:`ChunkSplitter` bound to ``block_size``,
+    ``hash_block_size``, ``use_eagle``, ``partial_hits`` and
+    ``max_prefill_tokens`` (an engine binds it once).
+
     Guarantees ``0 <= result <= num_new_tokens`` during prefill. Raises
     :class:`InvalidArgument` when a count is negative, ``P < 1``, ``N < P``,
     the start lies past ``N``, ``b < 1``, ``last_cacheable < 0``,
     ``hash_block_size`` does not divide ``b``, ``max_prefill_tokens < 1``, or
     a flag is not a bool.
     """
-    require_int("num_computed_tokens", num_computed_tokens, 0)
-    require_int("num_new_tokens", num_new_tokens, 0)
-    require_int("num_prompt_tokens", num_prompt_tokens, 1)
-    require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
-    require_int("block_size", block_size, 1)
-    require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
-    require_optional_int("max_prefill_tokens", max_prefill_tokens, 1)
-    require_int("num_new_local_computed_tokens", num_new_local_computed_tokens, 0)
-    require_int("num_external_computed_tokens", num_external_computed_tokens, 0)
-    require_optional_int("last_cacheable", last_cacheable, 0)
-    if type(use_eagle) is not bool:
-        raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
-    if type(partial_hits) is not bool:
-        raise InvalidArgument("partial_hits", partial_hits, "must be a bool")
-    if hash_block_size is None:
-        hash_block_size = block_size
-    elif require_int("hash_block_size", hash_block_size, 1) and block_size % hash_block_size:
-        raise InvalidArgument(
-            "hash_block_size", hash_block_size, f"must divide block_size={block_size}"
-        )
-    start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
-    if start > num_tokens:
-        raise InvalidArgument(
-            "num_computed_tokens",
-            num_computed_tokens,
-            f"the chunk start (computed + local + external = {start}) must be <= "
-            f"num_tokens={num_tokens}",
-        )
-
-    decode_start = _prefill_end(num_prompt_tokens, num_tokens)
-    if start >= decode_start:
-        return num_new_tokens
-    end = start + num_new_tokens
-    if end < decode_start:
-        aligned_end = floor_to(end, block_size)
-        if aligned_end > start or max_prefill_tokens is None or block_size <= max_prefill_tokens:
-            end = aligned_end
-
-    stop = end
-    if start % block_size:
-        stop = _earlier(stop, start, next_grid_point(start, block_size))
-    if last_cacheable is None:
-        last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle)
-    stop = _earlier(stop, start, last_cacheable)
-    if partial_hits:
-        tail = _last_cacheable_position(num_prompt_tokens, hash_block_size, use_eagle)
-        if last_cacheable < tail < num_prompt_tokens:
-            stop = _earlier(stop, start, tail)
-    if start < shared_prefix_boundary < end:
-        stop = _earlier(stop, start, start + floor_to(shared_prefix_boundary - start, block_size))
-    return max(stop - start, 0)
+    return ChunkSplitter(
+        block_size,
+        block_size if hash_block_size is None else hash_block_size,
+        use_eagle,
+        partial_hits,
+        max_prefill_tokens,
+    ).split(
+        num_computed_tokens=num_computed_tokens,
+        num_new_tokens=num_new_tokens,
+        num_prompt_tokens=num_prompt_tokens,
+        num_tokens=num_tokens,
+        shared_prefix_boundary=shared_prefix_boundary,
+        num_new_local_computed_tokens=num_new_local_computed_tokens,
+        num_external_computed_tokens=num_external_computed_tokens,
+        last_cacheable=last_cacheable,
+    )
 
 
 def _earlier(stop: int, start: int, candidate: int) -> int:

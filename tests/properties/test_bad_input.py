@@ -15,8 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from .core_under_test import (
+    ChunkSplitter,
     GroupKind,
+    GroupLookup,
+    GroupMask,
     GroupSpec,
+    HitReconciler,
     HybridGeometry,
     InvalidArgument,
     checkpoint_stop,
@@ -367,3 +371,87 @@ def test_sliding_window_need_rejects_bad_arguments(
     )
     args = {"window": window, "block_size": block, "use_eagle": False, argument: value}
     assert_rejects(lambda: sliding_window_need(**args), argument, value)
+
+
+# The bound per-call API: what is bound is judged once, at construction, and
+# each call judges what changes per call; both name the argument and value.
+
+_MASK_BOUND = ("alignment_tokens", "spec", "use_eagle", "retention_interval")
+_SPLIT_BOUND = ("block_size", "hash_block_size", "use_eagle", "partial_hits", "max_prefill_tokens")
+
+
+@given(st.data(), mask_inputs())
+def test_group_mask_rejects_each_invalid_attribute_and_call_argument(
+    data: st.DataObject, args: dict[str, Any]
+) -> None:
+    argument, value = data.draw(_mask_breaks(args))
+    broken = {**args, argument: value}
+    if argument in _MASK_BOUND:
+        assert_rejects(lambda: GroupMask(*(broken[name] for name in _MASK_BOUND)), argument, value)
+        return
+    binding = GroupMask(*(args[name] for name in _MASK_BOUND))
+    call = (broken["start_block"], broken["end_block"], broken["reachable_boundaries"])
+    assert_rejects(lambda: binding.reachable_block_mask(*call), argument, value)
+
+
+@given(st.data(), mask_inputs())
+def test_group_mask_call_rejects_each_invalid_boundary(
+    data: st.DataObject, args: dict[str, Any]
+) -> None:
+    boundaries = list(args["reachable_boundaries"])
+    index = data.draw(st.integers(0, len(boundaries)))
+    value = data.draw(st.one_of(negative, not_an_int))
+    boundaries.insert(index, value)
+    binding = GroupMask(*(args[name] for name in _MASK_BOUND))
+    assert_rejects(
+        lambda: binding.reachable_block_mask(args["start_block"], args["end_block"], boundaries),
+        f"reachable_boundaries[{index}]",
+        value,
+    )
+
+
+@given(st.data(), split_inputs())
+def test_chunk_splitter_rejects_each_invalid_attribute_and_call_argument(
+    data: st.DataObject, args: dict[str, Any]
+) -> None:
+    argument, value = data.draw(_split_breaks(args))
+    broken = {**args, argument: value}
+    if argument in _SPLIT_BOUND:
+        assert_rejects(
+            lambda: ChunkSplitter(*(broken[name] for name in _SPLIT_BOUND)), argument, value
+        )
+        return
+    binding = ChunkSplitter(*(args[name] for name in _SPLIT_BOUND))
+    call = {name: value for name, value in broken.items() if name not in _SPLIT_BOUND}
+    assert_rejects(lambda: binding.split(**call), argument, value)
+
+
+@given(geometries(max_groups=1), st.data())
+def test_group_lookup_rejects_bad_attributes_and_predicates(
+    geometry: HybridGeometry, data: st.DataObject
+) -> None:
+    spec, alignment = geometry.groups[0], geometry.alignment_tokens
+    bad_spec = data.draw(st.one_of(st.none(), st.integers(), st.just("mamba")))
+    assert_rejects(lambda: GroupLookup(bad_spec, alignment), "spec", bad_spec)
+    bad_alignment = data.draw(st.one_of(st.integers(max_value=0), not_an_int))
+    assert_rejects(lambda: GroupLookup(spec, bad_alignment), "alignment_tokens", bad_alignment)
+    bad_predicate = data.draw(st.one_of(st.none(), st.integers(), st.just({1})))
+    lookup = GroupLookup(spec, alignment)
+    assert_rejects(lambda: lookup.finder(bad_predicate), "is_cached", bad_predicate)
+
+
+@given(st.one_of(st.none(), st.integers(), st.just([GroupSpec.full(4)])))
+def test_hit_reconciler_rejects_a_non_geometry(value: object) -> None:
+    assert_rejects(lambda: HitReconciler(value), "geometry", value)  # type: ignore[arg-type]
+
+
+@given(reconcile_inputs(), st.integers(max_value=-1))
+def test_hit_reconciler_call_rejects_bad_bounds(
+    case: tuple[HybridGeometry, list[frozenset[int]], int, int], bad: int
+) -> None:
+    geometry, cached, max_hit, _ = case
+    reconciler = HitReconciler(geometry)
+    finders = finders_for(geometry, cached)
+    assert_rejects(lambda: reconciler.reconcile(finders[:-1], max_hit), "finders", finders[:-1])
+    assert_rejects(lambda: reconciler.reconcile(finders, bad), "max_hit_length", bad)
+    assert_rejects(lambda: reconciler.reconcile(finders, max_hit, bad), "lookup_limit", bad)
