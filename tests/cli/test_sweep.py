@@ -5,19 +5,19 @@ tests run one small grid with ``--jobs 1`` (in-process), ``--jobs 2``
 (worker processes) and ``--ray auto`` (a local Ray, started and stopped by
 the command: about 15 s on 2 cores) and compare the bytes. Bad usage is one
 line naming the option, status 2, before any run starts. Where Ray is not
-installed its test is skipped with the reason, except under CI (``CI`` set),
-where `make setup` installs it and its absence is a failure.
+installed its tests are skipped with the reason, except where it is required
+(``tests.simulator.ray_support``: under CI, `make setup` installs it).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from junction.reference.cli.main import main as reference
+from tests.simulator.ray_support import require_ray
 
 PROG = "python -m junction.reference sweep"
 GRID = [
@@ -59,12 +59,7 @@ def test_processes_write_what_one_process_writes(
 def test_ray_writes_what_one_process_writes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set and Ray is not installed: `make setup` installs the ray extra")
-        pytest.skip("Ray is not installed (pip install -e '.[ray]'; `make setup` does)")
+    require_ray()
     one = sweep(tmp_path, "one", ["--jobs", "1"], capsys)
     assert sweep(tmp_path, "ray", ["--ray", "auto"], capsys) == one
 
@@ -102,7 +97,7 @@ def test_bad_usage_exits_2_with_one_line(
 def test_an_unreachable_ray_exits_2_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("ray", reason="Ray is not installed")
+    require_ray()
     with pytest.raises(SystemExit) as info:
         reference(["sweep", "--ray", "127.0.0.1:1", "--out", str(tmp_path)])
     assert info.value.code == 2

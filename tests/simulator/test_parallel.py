@@ -5,14 +5,13 @@ change a single number: the tests compare whole ``RunResult`` values (every
 field, the latency percentiles included), in the order of the specs, and
 check that a run's error reaches the caller with its own type. The Ray test
 starts a local Ray of 2 CPUs once for the module (about 15 s on 2 cores);
-where Ray is not installed it is skipped with the reason, except under CI,
-where `make setup` installs it and its absence is a failure.
+where Ray is not installed it is skipped with the reason, except where it
+is required (``ray_support``: under CI, `make setup` installs it).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +37,8 @@ from junction.reference.simulator.run import Settings, run_one
 from junction.reference.simulator.variants import Variant
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.trace import TraceError
+
+from .ray_support import require_ray
 
 SETTINGS = Settings(
     num_blocks=4000,
@@ -152,20 +153,9 @@ def test_bad_arguments_are_named(jobs: int, ray: str | None, message: str) -> No
         run_all([], jobs=jobs, ray=ray)
 
 
-def needs_ray() -> ModuleType:
-    """Ray, or a skip saying why; under CI (``CI`` set) a missing Ray is a failure."""
-    try:
-        import ray
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set and Ray is not installed: `make setup` installs the ray extra")
-        pytest.skip("Ray is not installed (pip install -e '.[ray]'; `make setup` does)")
-    return ray
-
-
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[ModuleType]:
-    ray = needs_ray()
+    ray = require_ray()
     ray.init(num_cpus=2, include_dashboard=False)
     yield ray
     ray.shutdown()
@@ -194,6 +184,6 @@ def test_ray_gives_the_sequential_results_in_order(
     ],
 )
 def test_an_unreachable_ray_fails_at_once(address: str, message: str) -> None:
-    needs_ray()
+    require_ray()
     with pytest.raises(RayUnreachable, match=message):
         run_all([], ray=address)
