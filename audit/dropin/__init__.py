@@ -1,0 +1,122 @@
+"""The core swapped into a running vLLM 0.33.0: :func:`install`, :func:`uninstall`, and
+:func:`swapped_in`.
+
+vLLM makes the three retention decisions in three methods:
+``Scheduler._mamba_block_aligned_split`` (decision 2, the chunk split),
+``SlidingWindowManager.reachable_block_mask`` and
+``MambaManager.reachable_block_mask`` (decision 3, class methods; full
+attention's base method keeps every block, as the core does) and
+``HybridKVCacheCoordinator.find_longest_cache_hit`` (decision 1). Installing
+replaces those four class attributes with adapters (:mod:`.split`,
+:mod:`.mask`, :mod:`.lookup`) that translate vLLM's arguments onto the core,
+call it, and translate its answer back, nothing more. Every instance, existing
+or future, then decides through the core, because the methods are looked up
+on the class.
+
+A call the core cannot express raises :class:`UnsupportedOption` naming the
+option and its value; no adapter ever calls vLLM's own decision code, so a
+run with the core swapped in is the core's, entirely.
+
+Installing is idempotent; :func:`uninstall` puts back exactly the objects it
+took out of each class's ``__dict__`` (the ``classmethod`` wrappers
+included), so ``Cls.__dict__[name] is original`` holds afterwards.
+
+Not thread-safe: installing rebinds class attributes process-wide while other
+threads may be calling them, and the bookkeeping of what was replaced is a
+module global. Install before the engine starts (or in a test's setup) and
+uninstall after it stops, from one thread. Rejected: patching instances (an
+engine builds new schedulers and coordinators; they would decide with vLLM's
+code), and wrapping vLLM's methods so they run either implementation (a
+fallback by another name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..vllm_env import vllm
+from .errors import Decision, UnsupportedOption
+from .lookup import core_find_longest_cache_hit
+from .mask import core_mask
+from .split import core_split
+
+__all__ = [
+    "Decision",
+    "UnsupportedOption",
+    "decision_points",
+    "install",
+    "installed",
+    "swapped_in",
+    "uninstall",
+]
+
+# (class, attribute) -> the object install() took out of the class __dict__.
+_originals: dict[tuple[type, str], Any] = {}
+
+
+def decision_points() -> dict[tuple[type, str], Any]:
+    """Each replaced class attribute of vLLM 0.33.0, mapped to its core adapter."""
+    v = vllm()
+    managers = v.managers
+
+    return {
+        (v.scheduler.Scheduler, "_mamba_block_aligned_split"): _named(
+            core_split, "_mamba_block_aligned_split"
+        ),
+        (managers.SlidingWindowManager, "reachable_block_mask"): classmethod(
+            _named(core_mask, "reachable_block_mask")
+        ),
+        (managers.MambaManager, "reachable_block_mask"): classmethod(
+            _named(core_mask, "reachable_block_mask")
+        ),
+        (v.coordinator.HybridKVCacheCoordinator, "find_longest_cache_hit"): _named(
+            core_find_longest_cache_hit, "find_longest_cache_hit"
+        ),
+    }
+
+
+def _named(adapter: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return adapter(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = adapter.__doc__
+    return method
+
+
+def installed() -> bool:
+    """Whether the core is swapped in."""
+    return bool(_originals)
+
+
+def install() -> None:
+    """Swap the core into vLLM 0.33.0 (idempotent). Raises ``VllmMissing`` without vLLM."""
+    if _originals:
+        return
+    for (cls, name), adapter in decision_points().items():
+        _originals[(cls, name)] = cls.__dict__[name]
+        setattr(cls, name, adapter)
+
+
+def uninstall() -> None:
+    """Put vLLM's own decision code back exactly (a no-op when not installed)."""
+    while _originals:
+        (cls, name), original = _originals.popitem()
+        setattr(cls, name, original)
+
+
+@contextlib.contextmanager
+def swapped_in() -> Iterator[None]:
+    """The core swapped in for the ``with`` block, vLLM's code restored after it.
+
+    Nested or already-installed use leaves the installation to its owner.
+    """
+    owner = not installed()
+    install()
+    try:
+        yield
+    finally:
+        if owner:
+            uninstall()

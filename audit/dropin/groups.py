@@ -1,0 +1,37 @@
+"""vLLM's KV-cache specs as core groups, for the mask and lookup adapters.
+
+Only the three group kinds the core models translate: a ``FullAttentionSpec``
+group run by ``FullAttentionManager``, a ``SlidingWindowSpec`` group run by
+``SlidingWindowManager`` and a ``MambaSpec`` group run by ``MambaManager``.
+The manager class, not the spec class, decides: vLLM picks managers by spec
+(``spec_manager_map``) and subclasses of these managers (chunked-local,
+circular-buffer, HiSparse, sink attention) decide differently, so any other
+manager is an option the core cannot express. Translations are cached: a
+spec is a frozen dataclass, and the same few specs are asked about on every
+engine step.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from junction.core import GroupSpec
+
+from ..vllm_env import vllm
+from .errors import Decision, UnsupportedOption
+
+__all__ = ["core_group"]
+
+
+@functools.cache
+def core_group(decision: Decision, manager_cls: type, spec: Any) -> GroupSpec:
+    """The core group of a vLLM group, or :class:`UnsupportedOption` naming its manager."""
+    managers = vllm().managers
+    if manager_cls is managers.FullAttentionManager:
+        return GroupSpec.full(spec.block_size)
+    if manager_cls is managers.SlidingWindowManager:
+        return GroupSpec.sliding_window(spec.block_size, spec.sliding_window)
+    if manager_cls is managers.MambaManager:
+        return GroupSpec.mamba(spec.block_size)
+    raise UnsupportedOption(decision, "kv_cache_manager", manager_cls.__name__)

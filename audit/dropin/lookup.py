@@ -1,0 +1,179 @@
+"""The lookup adapter: ``HybridKVCacheCoordinator.find_longest_cache_hit`` onto the core.
+
+The coordinator's configuration becomes a :class:`junction.core.HybridGeometry`
+(one core group per cacheable KV-cache group, in vLLM's order; the hash
+unit; partial hits exactly when the coordinator enabled them; EAGLE). Each
+call reads vLLM's block pool through the audit's readers (a group has a
+block, or a hash unit under partial hits, iff the pool holds its hash), lets
+the core's reconciliation decide the hit ``h`` and the longest
+single-group hit ``ℓ``, and translates the answer back into vLLM's return
+value: the blocks each group contributes to ``[0, h)`` (full attention: every
+block, the last one the partial-tail block when ``h`` ends inside a block;
+sliding window: the window's blocks before ``h``, null blocks before them;
+Mamba: the state block at ``h``, null blocks before it), ``h``, and
+``ℓ - h`` (the uncached common prefix). Collecting blocks is reading the
+pool, not a decision: the core has already said which ones serve ``h``.
+
+Groups that opt out of prefix caching (scratch buffers) take no part, as in
+vLLM: the geometry holds the cacheable groups, read under their vLLM group
+ids, and the others get no blocks. The geometry, the bound
+:class:`junction.core.HitReconciler` and the pool readers
+(``audit.lookup.group_readers``) are built once per distinct coordinator
+configuration and cached; a call reconciles and collects blocks.
+
+Refused with :class:`UnsupportedOption`: EAGLE on only some groups
+(``is_eagle_group``), a group the core has no kind for (its manager),
+decode/prefill context parallelism, a scheduler block other than the lcm of
+the group blocks, and managers on different block pools (HiSparse).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import attrs
+
+from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
+
+from ..lookup import GroupReader, group_readers, reader_finders
+from .errors import Decision, UnsupportedOption
+from .groups import core_group
+
+__all__ = ["core_find_longest_cache_hit"]
+
+
+@attrs.frozen
+class _BoundLookup:
+    """What one coordinator configuration fixes: the geometry of its cacheable
+    groups, their KV-cache group ids, the reconciler and the pool readers."""
+
+    geometry: HybridGeometry
+    group_ids: tuple[int, ...]
+    num_groups: int
+    reconciler: HitReconciler
+    readers: tuple[GroupReader, ...]
+
+
+def core_find_longest_cache_hit(
+    coordinator: Any, block_hashes: Any, max_cache_hit_length: int
+) -> tuple[tuple[list[Any], ...], int, int]:
+    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (same signature)."""
+    bound = _bind(coordinator)
+    pool = coordinator.block_pool
+    unit = bound.geometry.hash_block_size
+    lookup_limit = len(block_hashes) * unit
+    reconciled = bound.reconciler.reconcile(
+        reader_finders(bound.readers, pool, block_hashes), max_cache_hit_length, lookup_limit
+    )
+    hit = reconciled.hit_length
+    # Full attention's partial tail is the deepest hash unit its lookup could
+    # read: the candidate plus the EAGLE peek, within the hashed tokens.
+    read_limit = min(max_cache_hit_length + bound.geometry.eagle_drop_tokens, lookup_limit) // unit
+    blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
+    for group_id, group in zip(bound.group_ids, bound.geometry.groups, strict=True):
+        blocks[group_id] = _group_blocks(pool, block_hashes, group_id, group, unit, hit, read_limit)
+    return tuple(blocks), hit, reconciled.longest_hit_length - hit
+
+
+def _bind(coordinator: Any) -> _BoundLookup:
+    groups = coordinator.kv_cache_config.kv_cache_groups
+    managers = coordinator.single_type_managers
+    cacheable = []
+    for group_id, (group, manager) in enumerate(zip(groups, managers, strict=True)):
+        if not group.kv_cache_spec.prefix_cacheable:
+            continue  # scratch groups take no part in lookup; vLLM gives them no blocks
+        for option in ("dcp_world_size", "pcp_world_size"):
+            if getattr(manager, option) != 1:
+                raise UnsupportedOption(Decision.LOOKUP, option, getattr(manager, option))
+        if manager.block_pool is not coordinator.block_pool:
+            raise UnsupportedOption(Decision.LOOKUP, f"groups[{group_id}].block_pool", "separate")
+        cacheable.append((group_id, type(manager), group.kv_cache_spec))
+    eagle = {spec_group.use_eagle for spec_group in coordinator.attention_groups}
+    if len(eagle) > 1:
+        raise UnsupportedOption(
+            Decision.LOOKUP, "is_eagle_group", sorted(coordinator.drop_eagle_group_ids)
+        )
+    return _bound(
+        tuple(cacheable),
+        len(groups),
+        coordinator.hash_block_size,
+        bool(coordinator.enable_partial_hash_hits),
+        eagle == {True},
+        coordinator.scheduler_block_size,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _bound(
+    cacheable: tuple[tuple[int, type, Any], ...],
+    num_groups: int,
+    hash_block_size: int,
+    partial_hits: bool,
+    use_eagle: bool,
+    scheduler_block_size: int,
+) -> _BoundLookup:
+    # Validated once per configuration; every later call is a cache hit.
+    geometry = HybridGeometry(
+        [core_group(Decision.LOOKUP, manager_cls, spec) for _, manager_cls, spec in cacheable],
+        hash_block_size,
+        partial_hits=partial_hits,
+        use_eagle=use_eagle,
+    )
+    if not partial_hits and geometry.scheduler_block_size != scheduler_block_size:
+        # vLLM aligns hits to its configured scheduler block; the core to the lcm.
+        raise UnsupportedOption(Decision.LOOKUP, "scheduler_block_size", scheduler_block_size)
+    group_ids = tuple(group_id for group_id, _, _ in cacheable)
+    readers = tuple(
+        attrs.evolve(reader, group_id=group_id)  # read the pool under vLLM's group id
+        for reader, group_id in zip(group_readers(geometry), group_ids, strict=True)
+    )
+    return _BoundLookup(geometry, group_ids, num_groups, HitReconciler(geometry), readers)
+
+
+def _group_blocks(
+    pool: Any,
+    block_hashes: Any,
+    group_id: int,
+    group: GroupSpec,
+    unit: int,
+    hit: int,
+    read_limit: int,
+) -> list[Any]:
+    """The blocks group ``group_id`` contributes to a hit of ``hit`` tokens, as vLLM lists them."""
+    if hit == 0:
+        return []
+    scale = group.block_size // unit
+    ids = [group_id]
+
+    def cached(index: int) -> Any:
+        found = pool.get_cached_block(block_hashes[index], ids)
+        return None if found is None else found[0]
+
+    def served(index: int) -> Any:
+        block = cached(index)
+        if block is None:  # the core said the group serves the hit: a bug, never a fallback
+            raise RuntimeError(f"group {group_id}: hash unit {index} of a core hit is not cached")
+        return block
+
+    if group.kind is GroupKind.MAMBA:
+        state_unit = hit // unit - 1
+        return [pool.null_block] * (state_unit // scale) + [served(state_unit)]
+    num_blocks = cdiv(hit, group.block_size)
+    first = 0
+    if group.kind is GroupKind.SLIDING_WINDOW:
+        first = max(num_blocks - group.blocks_for_hit(False), 0)
+    blocks = [pool.null_block] * first
+    for index in range(first, num_blocks):
+        last_unit = (index + 1) * scale - 1
+        block = cached(last_unit) if last_unit < len(block_hashes) else None
+        if block is None:  # a partial tail: the deepest unit of this block the lookup read
+            deepest = min(last_unit, read_limit, len(block_hashes))
+            block = next(
+                (found for k in range(deepest - 1, hit // unit - 2, -1) if (found := cached(k))),
+                None,
+            )
+            if block is None:
+                raise RuntimeError(f"group {group_id}: block {index} of a core hit is not cached")
+        blocks.append(block)
+    return blocks

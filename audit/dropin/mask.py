@@ -1,0 +1,74 @@
+"""The mask adapter: ``SlidingWindowManager`` / ``MambaManager.reachable_block_mask``.
+
+vLLM calls the class method with the group's spec, its hit alignment, EAGLE,
+the retention interval and the request's boundaries; the adapter maps the
+spec to a core group and returns :func:`junction.core.reachable_block_mask`'s
+answer (``None`` = cache every block, as in vLLM).
+
+Translations: a negative boundary (vLLM's cache path appends ``J - B`` under
+EAGLE, which is negative when ``J < B``) marks nothing in vLLM, so it is left
+out; the core rejects negative positions. Refused with
+:class:`UnsupportedOption` (docs/domain.md, vLLM section): no alignment
+(``alignment_tokens=None``, vLLM's "no constraint"), decode-context
+parallelism (``dcp_world_size > 1`` scales the block), the sliding window's
+``final_segment_end_block``, and a retention interval the core rejects for
+the group (vLLM floors ``R / B`` and keeps the group dense where the core
+raises): the core's ``InvalidArgument`` for ``retention_interval`` becomes
+the refusal, any other invalid input is re-raised as the core raised it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from junction.core import GroupMask, InvalidArgument
+
+from .errors import Decision, UnsupportedOption
+from .groups import core_group
+
+__all__ = ["core_mask"]
+
+
+def core_mask(
+    manager_cls: type,
+    start_block: int,
+    end_block: int,
+    alignment_tokens: int | None,
+    kv_cache_spec: Any,
+    use_eagle: bool,
+    retention_interval: int | None = None,
+    reachable_boundaries: Sequence[int] = (),
+    dcp_world_size: int = 1,
+    final_segment_end_block: int | None = None,
+) -> list[bool] | None:
+    """Drop-in for the class method (``manager_cls`` is the class it was called on)."""
+    if alignment_tokens is None:
+        raise UnsupportedOption(Decision.MASK, "alignment_tokens", alignment_tokens)
+    if dcp_world_size != 1:
+        raise UnsupportedOption(Decision.MASK, "dcp_world_size", dcp_world_size)
+    if final_segment_end_block is not None:
+        raise UnsupportedOption(Decision.MASK, "final_segment_end_block", final_segment_end_block)
+    bound = _group_mask(manager_cls, kv_cache_spec, alignment_tokens, use_eagle, retention_interval)
+    boundaries = [boundary for boundary in reachable_boundaries if boundary >= 0]
+    return bound.reachable_block_mask(start_block, end_block, boundaries)
+
+
+@functools.lru_cache(maxsize=256)
+def _group_mask(
+    manager_cls: type,
+    kv_cache_spec: Any,
+    alignment_tokens: int,
+    use_eagle: bool,
+    retention_interval: int | None,
+) -> GroupMask:
+    group = core_group(Decision.MASK, manager_cls, kv_cache_spec)
+    try:
+        return GroupMask(alignment_tokens, group, use_eagle, retention_interval)
+    except InvalidArgument as error:
+        if error.argument == "retention_interval":
+            raise UnsupportedOption(
+                Decision.MASK, "retention_interval", retention_interval
+            ) from error
+        raise

@@ -1,0 +1,270 @@
+"""The drop-in: the core swapped into vLLM 0.33.0's classes, and only the core.
+
+* Installing replaces exactly the four class attributes, is idempotent, and
+  uninstalling puts back the very objects it took (``is``, not ``==``).
+* With it installed, a real vLLM KV-cache manager driven like its scheduler
+  drives it decides everything through the core: every lookup is
+  ``core.reconcile_hits``'s answer on the same pool, every mask and every
+  split the core's answer to the same arguments, while vLLM's own decision
+  code (the per-type lookups, the split's checkpoint rule) is wired to fail
+  if anything reaches it.
+* Every option the core cannot express raises :class:`UnsupportedOption`
+  naming it; invalid input still raises the core's ``InvalidArgument``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from junction.audit import dropin
+from junction.audit.dropin import Decision, UnsupportedOption
+from junction.audit.specs import kv_cache_config, manager_class, vllm_geometry, vllm_spec
+from junction.audit.split import SchedulerStandIn, make_request
+from junction.audit.vllm_engine import VllmEngine
+from junction.audit.vllm_env import vllm
+from junction.core import (
+    GroupSpec,
+    InvalidArgument,
+    mamba_block_aligned_split,
+    reachable_block_mask,
+)
+
+from .strategies import examples, prompt_families, vllm_geometries
+
+
+@pytest.fixture
+def swapped() -> Iterator[None]:
+    with dropin.swapped_in():
+        yield
+
+
+def _class_attributes() -> dict[tuple[type, str], Any]:
+    return {(cls, name): cls.__dict__[name] for cls, name in dropin.decision_points()}
+
+
+def test_install_is_idempotent_and_uninstall_restores_the_very_originals() -> None:
+    originals = _class_attributes()
+    assert len(originals) == 4
+    try:
+        dropin.install()
+        adapters = _class_attributes()
+        dropin.install()
+        assert _class_attributes() == adapters  # a second install changed nothing
+        for key, original in originals.items():
+            assert adapters[key] is not original, key
+    finally:
+        dropin.uninstall()
+    assert not dropin.installed()
+    for key, original in _class_attributes().items():
+        assert original is originals[key], key
+    dropin.uninstall()  # uninstalling twice is harmless
+
+
+def test_swapped_in_restores_and_leaves_an_outer_install_alone() -> None:
+    originals = _class_attributes()
+    with dropin.swapped_in():
+        assert dropin.installed()
+        with dropin.swapped_in():
+            pass
+        assert dropin.installed()  # the inner block did not own the installation
+    assert _class_attributes() == originals
+    with pytest.raises(KeyError), dropin.swapped_in():
+        raise KeyError("the body's error propagates, and vLLM's code is back")
+    assert not dropin.installed()
+
+
+@contextlib.contextmanager
+def _vllm_decisions_fail() -> Iterator[None]:
+    """vLLM's own decision code raises if called (what the adapters must never fall back to)."""
+    v = vllm()
+
+    def tripwire(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("vLLM's own decision code was called with the core swapped in")
+
+    managers = v.managers
+    with pytest.MonkeyPatch.context() as patch:
+        for cls in (managers.FullAttentionManager, managers.SlidingWindowManager):
+            patch.setattr(cls, "find_longest_cache_hit", classmethod(tripwire))
+        patch.setattr(managers.MambaManager, "find_longest_cache_hit", classmethod(tripwire))
+        patch.setattr(managers.SlidingWindowManager, "_contiguous_blocks_for_hit", tripwire)
+        patch.setattr(v.scheduler, "get_mamba_prefill_checkpoint_position", tripwire)
+        yield
+
+
+@settings(max_examples=examples(0.3))
+@given(st.data())
+def test_a_vllm_engine_with_the_core_swapped_in_decides_exactly_as_the_core(
+    data: st.DataObject,
+) -> None:
+    geometry = data.draw(vllm_geometries())
+    prompts = data.draw(prompt_families(geometry))
+    budget = data.draw(st.integers(1, 4 * geometry.scheduler_block_size))
+    with dropin.swapped_in(), _vllm_decisions_fail():
+        engine = VllmEngine(geometry)
+        for prompt in prompts:
+            engine.prefill(prompt, budget)
+        for prompt in prompts:
+            engine.lookup(prompt)
+    for lookup in engine.lookups:
+        core = lookup.core
+        assert (lookup.hit_length, lookup.shared_prefix_boundary) == (
+            core.hit_length,
+            core.shared_prefix_boundary,
+        ), lookup
+    for call in engine.mask_calls:
+        expected = reachable_block_mask(
+            call.start_block,
+            call.end_block,
+            call.alignment_tokens,
+            geometry.groups[call.group_id],
+            call.use_eagle,
+            call.retention_interval,
+            [b for b in call.boundaries if b >= 0],
+        )
+        assert call.answer == (None if expected is None else tuple(expected)), call
+    for split in engine.split_calls:
+        state = split.request
+        expected_split = mamba_block_aligned_split(
+            num_computed_tokens=state.num_computed_tokens,
+            num_new_tokens=split.num_new_tokens,
+            num_prompt_tokens=state.num_prompt_tokens,
+            num_tokens=state.num_tokens,
+            block_size=geometry.mamba_block_size,
+            shared_prefix_boundary=state.shared_prefix_boundary,
+            use_eagle=geometry.use_eagle,
+            hash_block_size=geometry.hash_block_size if geometry.partial_hits else None,
+            partial_hits=geometry.partial_hits
+            and geometry.hash_block_size < geometry.scheduler_block_size,
+            max_prefill_tokens=split.max_num_scheduled_tokens,
+            num_new_local_computed_tokens=split.num_new_local_computed_tokens,
+        )
+        assert split.answer == expected_split, split
+
+
+# -- options the core cannot express -----------------------------------------------
+
+
+def _stand_in(**settings: object) -> tuple[SchedulerStandIn, Any]:
+    geometry = vllm_geometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
+    stand_in = SchedulerStandIn(geometry, 64)
+    for name, value in settings.items():
+        setattr(stand_in, name, value)
+    request = make_request(list(range(20)), 20)
+    request.shared_prefix_boundary = 6
+    return stand_in, request
+
+
+@pytest.mark.parametrize(
+    ("settings", "option", "value"),
+    [
+        (
+            {"mamba_has_prefill_checkpoint_blocks": True, "mamba_prefill_checkpoint_alignment": 4},
+            "mamba_has_prefill_checkpoint_blocks",
+            True,
+        ),
+        ({"num_hash_lookahead_tokens": 2}, "num_hash_lookahead_tokens", 2),
+        (
+            {"mamba_shared_prefix_checkpoint": True},
+            "enable_mamba_shared_prefix_checkpoint",
+            True,
+        ),
+    ],
+    ids=lambda x: x if isinstance(x, str) else None,
+)
+def test_the_split_refuses_what_the_core_cannot_express(
+    swapped: None, settings: dict[str, object], option: str, value: object
+) -> None:
+    stand_in, request = _stand_in(**settings)
+    with pytest.raises(UnsupportedOption) as raised:
+        stand_in.split(request, 16)
+    assert (raised.value.decision, raised.value.option, raised.value.value) == (
+        Decision.SPLIT,
+        option,
+        value,
+    )
+    assert option in str(raised.value)
+
+
+@pytest.mark.parametrize("reserved", [False, True])
+def test_the_split_answers_with_the_core_otherwise(swapped: None, reserved: bool) -> None:
+    # Checkpoint blocks reserved but no backend alignment to export one: vLLM
+    # never uses them, so the call is the core's.
+    stand_in, request = _stand_in(mamba_has_prefill_checkpoint_blocks=reserved)
+    # Core: the junction 6 floors to the Mamba grid at 4 (vLLM's opt-in would stop at 6).
+    assert stand_in.split(request, 16) == 4
+
+
+def _mask(group: GroupSpec, **overrides: Any) -> list[bool] | None:
+    arguments: dict[str, Any] = dict(
+        start_block=0,
+        end_block=8,
+        alignment_tokens=4,
+        kv_cache_spec=vllm_spec(group),
+        use_eagle=False,
+        retention_interval=8,
+        reachable_boundaries=[],
+    )
+    arguments.update(overrides)
+    answer: list[bool] | None = manager_class(group).reachable_block_mask(**arguments)
+    return answer
+
+
+@pytest.mark.parametrize("group", [GroupSpec.sliding_window(4, 5), GroupSpec.mamba(4)], ids=str)
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("final_segment_end_block", 7),
+        ("alignment_tokens", None),
+        ("dcp_world_size", 2),
+        ("retention_interval", 6),  # not a multiple of the block: vLLM keeps the group dense
+    ],
+)
+def test_the_mask_refuses_what_the_core_cannot_express(
+    swapped: None, group: GroupSpec, option: str, value: object
+) -> None:
+    with pytest.raises(UnsupportedOption) as raised:
+        _mask(group, **{option: value})
+    assert (raised.value.decision, raised.value.option, raised.value.value) == (
+        Decision.MASK,
+        option,
+        value,
+    )
+
+
+@pytest.mark.parametrize("group", [GroupSpec.sliding_window(4, 5), GroupSpec.mamba(4)], ids=str)
+def test_the_mask_is_the_core_mask_and_bad_input_is_the_cores_error(
+    swapped: None, group: GroupSpec
+) -> None:
+    # A negative boundary (vLLM's J - B when J < B) marks nothing in vLLM; it is left out.
+    assert _mask(group, reachable_boundaries=[12, -4]) == reachable_block_mask(
+        0, 8, 4, group, False, 8, [12]
+    )
+    with pytest.raises(InvalidArgument) as raised:
+        _mask(group, start_block=5, end_block=3)
+    assert raised.value.argument == "end_block"
+
+
+def test_the_lookup_refuses_eagle_on_only_some_groups(swapped: None) -> None:
+    v = vllm()
+    groups = [GroupSpec.full(4), GroupSpec.sliding_window(4, 5)]
+    config = kv_cache_config(groups, 64, None)
+    config.kv_cache_groups[1].is_eagle_group = True  # only the draft model's window drops
+    manager = v.manager.KVCacheManager(
+        config,
+        max_model_len=1024,
+        scheduler_block_size=4,
+        hash_block_size=4,
+        enable_caching=True,
+        use_eagle=True,
+    )
+    request = make_request(list(range(12)), 12, hash_block_size=4)
+    with pytest.raises(UnsupportedOption) as raised:
+        manager.get_computed_blocks(request)
+    assert (raised.value.decision, raised.value.option) == (Decision.LOOKUP, "is_eagle_group")
+    assert raised.value.value == [1]
