@@ -125,6 +125,7 @@ def _mask_case(
             use_eagle=eagle,
             retention_interval=interval,
             reachable_boundaries=boundaries,
+            dcp_world_size=1,  # as its caching path (cache_blocks) calls it
         )
 
     assert ours() == theirs()

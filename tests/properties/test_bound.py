@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from junction.reference.oracle.first_principles import oracle_split
 
-from .core_under_test import ChunkSplitter, GroupLookup, GroupMask, HitReconciler
+from .core_under_test import ChunkSplitter, GroupLookup, GroupMask, GroupSpec, HitReconciler
 from .oracle_adapters import oracle_hits, oracle_mask
 from .strategies import mask_inputs, reconcile_inputs, split_inputs
 
@@ -88,3 +88,49 @@ def test_a_reused_reconciler_and_lookups_answer_every_request_as_the_oracle(
         ]
         max_hit = data.draw(st.integers(0, max_hit + 8))
         limit = data.draw(st.sampled_from([max_hit, max_hit + 1, max(max_hit - 1, 0)]))
+
+
+# A binding pre-tiles the periodic runs of its first blocks (core.mask._TILED_BLOCKS);
+# ranges that end past them, and periods longer than them, take the untiled path.
+_PAST_TILES = 8192
+
+
+@given(
+    st.sampled_from(["sliding_window", "mamba"]),
+    st.integers(1, 4),
+    st.integers(1, 9),
+    st.booleans(),
+    st.data(),
+)
+def test_masks_past_the_pre_tiled_blocks_match_the_oracle(
+    kind: str, block: int, window: int, use_eagle: bool, data: st.DataObject
+) -> None:
+    spec = (
+        GroupSpec.sliding_window(block, window)
+        if kind == "sliding_window"
+        else GroupSpec.mamba(block)
+    )
+    long_period = data.draw(st.booleans())
+    if long_period:  # a period longer than the tiles: few runs, any range
+        period = data.draw(st.integers(_PAST_TILES - 2, _PAST_TILES + 3))
+        # Ranges near a period boundary (where the runs are), and anywhere.
+        near = data.draw(st.integers(0, 3)) * period - data.draw(st.integers(-3, 45))
+        start = data.draw(st.one_of(st.just(max(near, 0)), st.integers(0, 3 * period)))
+        end = data.draw(st.integers(start, start + 50))
+    else:  # a short period over a range that ends past the tiles
+        period = data.draw(st.integers(2, 9))
+        start = data.draw(st.integers(0, 2 * period))
+        end = data.draw(st.integers(_PAST_TILES - period, _PAST_TILES + 3 * period))
+    interval = period * block
+    boundaries = data.draw(st.lists(st.integers(0, (end + 2) * block), max_size=3))
+    args = dict(
+        start_block=start,
+        end_block=end,
+        alignment_tokens=block,
+        spec=spec,
+        use_eagle=use_eagle,
+        retention_interval=interval,
+        reachable_boundaries=boundaries,
+    )
+    got = GroupMask(block, spec, use_eagle, interval).reachable_block_mask(start, end, boundaries)
+    assert got == oracle_mask(args), {**args, "spec": spec}
