@@ -20,7 +20,8 @@ a multiple of a geometry's ``L``, ``--jobs 0``, ``--ray`` without Ray
 installed or at an address where nothing answers, a trace that is not a
 file, an ``--out`` that cannot be written, and memory: every worker holds a
 workload and one run at once, so the estimate of ``simulator.memory`` is
-multiplied by the workers. A trace's content is read by the workers: a
+multiplied by the workers (a local Ray's too: one per CPU; a remote
+cluster's memory is its own to manage). A trace's content is read by the workers: a
 malformed line stops the sweep with the parser's message (status 2); a pool
 too small for a request stops it with status 1, as in ``simulate``.
 
@@ -59,6 +60,7 @@ from junction.reference.simulator.parallel import (
     TraceSource,
     WorkloadSource,
     run_all,
+    workers,
 )
 from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.result import RunResult
@@ -377,9 +379,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     )
     arrivals: ArrivalsChoice = args.arrivals or "default"
     specs = sweep_specs(sources, pools, geometries, policies, args.intervals, settings, arrivals)
-    workers = 1 if args.ray is not None else min(args.jobs or os.cpu_count() or 1, len(specs))
-    _check_memory(args, parser, sources, pools, geometries, workers)
-    where = f"on Ray ({args.ray})" if args.ray is not None else f"in {workers} process(es)"
+    # A local Ray runs a task per CPU here; a remote cluster's memory is its own to manage.
+    remote = args.ray is not None and args.ray != "auto"
+    processes = 1 if remote else workers(args.jobs, len(specs))
+    _check_memory(args, parser, sources, pools, geometries, processes)
+    where = f"on Ray ({args.ray})" if args.ray is not None else f"in {processes} process(es)"
     print(f"sweep: {len(specs)} runs {where}", file=sys.stderr)
     try:
         with terminal.progress("sweep", len(specs)) as advance:

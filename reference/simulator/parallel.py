@@ -16,11 +16,15 @@ nothing else)::
 
 Results come back in the order of ``specs``; ``on_result`` hears of each
 as it ends (the command line draws its progress line from it: this layer
-never imports the CLI). Where they run:
+never imports the CLI). A caller that also needs the workload itself (a
+summary line, a pool to size) gets it from :func:`load_workload`, the same
+cache the in-process runs read, so ``jobs=1`` loads it once in all. Progress
+within a run (``run_one``'s ``on_requests``) stays in the process that runs
+it: across processes only whole runs are reported. Where they run:
 
 * ``jobs=1``: in this process, one after another (no pickling, no start-up).
 * otherwise (``jobs=None`` is the CPU count): a ``ProcessPoolExecutor`` of
-  ``min(jobs, len(specs))`` workers started by ``forkserver`` (``spawn``
+  :func:`workers` = ``min(jobs, len(specs))`` processes started by ``forkserver`` (``spawn``
   where there is none). The server imports this module once; each worker
   is forked from it with the engine already imported.
 * ``ray="auto"`` or ``ray="HOST:PORT"`` (or ``ray://...``): one Ray task per
@@ -92,6 +96,7 @@ __all__ = [
     "load_workload",
     "run_all",
     "run_spec",
+    "workers",
 ]
 
 CONNECT_SECONDS = 5.0
@@ -244,14 +249,19 @@ def run_all(
     report = on_result or (lambda result: None)
     if ray is not None:
         return _on_ray(specs, ray, report)
-    workers = min(jobs or os.cpu_count() or 1, len(specs))
-    if workers <= 1:
+    processes = workers(jobs, len(specs))
+    if processes <= 1:
         results = []
         for spec in specs:
             results.append(run_spec(spec))
             report(results[-1])
         return results
-    return _in_processes(specs, workers, report)
+    return _in_processes(specs, processes, report)
+
+
+def workers(jobs: int | None, runs: int) -> int:
+    """The processes :func:`run_all` uses for ``runs`` runs (1: this process)."""
+    return max(1, min(jobs or os.cpu_count() or 1, runs))
 
 
 def _in_processes(

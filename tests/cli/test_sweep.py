@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from junction.reference.cli.main import main as reference
+from junction.reference.simulator.memory import SimulationSize, builtin_prompt_tokens, memory_limit
 from tests.simulator.ray_support import require_ray
 
 PROG = "python -m junction.reference sweep"
@@ -124,3 +125,23 @@ def test_a_malformed_trace_and_a_small_pool_are_one_line(
     assert last.startswith(f"{PROG}: error: request ")
     assert last.endswith("; use a larger pool")
     assert not (tmp_path / "sweep.json").exists()
+
+
+def test_memory_is_checked_for_every_worker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workload that one worker could hold is refused for two: each holds a copy."""
+    limit = memory_limit().bytes
+    per_session = SimulationSize(builtin_prompt_tokens(1, 4, 1500), 0, workload_built=True)
+    pool = SimulationSize(0, 40_000, workload_built=True).total_bytes
+    sessions = int(0.7 * (limit - pool) / per_session.total_bytes)
+    alone = SimulationSize(builtin_prompt_tokens(sessions, 4, 1500), 40_000, workload_built=True)
+    assert alone.total_bytes < limit < 2 * alone.total_bytes
+    argv = ["sweep", "--sessions", str(sessions), "--jobs", "2", "--out", str(tmp_path)]
+    with pytest.raises(SystemExit) as info:
+        reference(argv)
+    assert info.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"{PROG}: error: --sessions {sessions} --turns 4 ")
+    assert "2 workers would need about" in last
+    assert last.endswith("use fewer --jobs or a smaller pool")
