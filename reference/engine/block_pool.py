@@ -163,18 +163,37 @@ class BlockPool:
         ``index_inner_units`` the prefixes ending at its inner hash units are
         findable too (:meth:`lookup_unit`), the first block to offer one wins.
         """
-        self.operations += 1
-        key = (group_id, block_hash)
-        if block.key is not None or key in self.cached:
-            return
-        block.key = key
-        block.parent, block.tokens, block.unit = parent, tuple(tokens), unit
-        self.cached[key] = block
-        self.cached_per_group[group_id] = self.cached_per_group.get(group_id, 0) + 1
-        if index_inner_units:
-            block.indexes_inner = True
-            for inner_hash in _unit_hashes(parent, block.tokens, unit)[:-1]:
-                self.inner.setdefault((group_id, inner_hash), block)
+        self.cache_many(group_id, [(block, block_hash, parent, tokens)], unit, index_inner_units)
+
+    def cache_many(
+        self,
+        group_id: int,
+        entries: Sequence[tuple[Block, int, int, Sequence[int]]],
+        unit: int,
+        index_inner_units: bool = False,
+    ) -> None:
+        """:meth:`cache` of each ``(block, block_hash, parent, tokens)``, in order.
+
+        One call per chunk and group instead of one per block; one operation
+        per block offered, cached or not.
+        """
+        self.operations += len(entries)
+        cached, inner = self.cached, self.inner
+        added = 0
+        for block, block_hash, parent, tokens in entries:
+            key = (group_id, block_hash)
+            if block.key is not None or key in cached:
+                continue
+            block.key = key
+            block.parent, block.tokens, block.unit = parent, tuple(tokens), unit
+            cached[key] = block
+            added += 1
+            if index_inner_units:
+                block.indexes_inner = True
+                for inner_hash in _unit_hashes(parent, block.tokens, unit)[:-1]:
+                    inner.setdefault((group_id, inner_hash), block)
+        if added:
+            self.cached_per_group[group_id] = self.cached_per_group.get(group_id, 0) + added
 
     def lookup(self, group_id: int, block_hash: int) -> Block | None:
         self.operations += 1

@@ -192,12 +192,17 @@ class Engine:
 
     # -- one step -------------------------------------------------------------
     def _tokens_for(self, request: Request, budget: int) -> int:
-        start = request.num_computed_tokens
-        wanted = min(request.num_tokens - start, budget)
-        if start >= request.prefill_end:
+        """Tokens to compute for ``request`` this step, within ``budget`` (> 0)."""
+        if request.num_computed_tokens >= request.prefill_end:
             # Decode: one token, which neither the cap nor a split may cut
             # (vLLM asks its split only during prefill, core's returns n).
-            return wanted
+            return 1
+        return self._prefill_tokens(request, budget)
+
+    def _prefill_tokens(self, request: Request, budget: int) -> int:
+        """A prefill chunk: the budget, the long-prefill cap, then the policy's split."""
+        start = request.num_computed_tokens
+        wanted = min(request.num_tokens - start, budget)
         threshold = self.config.long_prefill_token_threshold
         if threshold:
             wanted = min(wanted, threshold)
@@ -223,36 +228,41 @@ class Engine:
         scheduled: list[tuple[Request, int, int]] = []
         preempted = False
         index = 0
-        while index < len(self.running) and budget > 0:
-            request = self.running[index]
-            tokens = self._tokens_for(request, budget)
-            if tokens == 0:
-                index += 1
-                continue
+        running, coordinator = self.running, self.coordinator
+        while index < len(running) and budget > 0:
+            request = running[index]
+            start = request.num_computed_tokens
+            if start >= request.prefill_end:
+                tokens = 1  # decode: the one token after the computed ones
+            else:
+                tokens = self._prefill_tokens(request, budget)
+                if tokens == 0:
+                    index += 1
+                    continue
             try:
-                self.coordinator.allocate(request, request.num_computed_tokens + tokens)
+                coordinator.allocate(request, start + tokens)
             except NoFreeBlocks:
-                victim = self.running.pop()
+                victim = running.pop()
                 self._preempt(victim)
                 preempted = True
                 if victim is request:
                     break
                 continue
-            scheduled.append((request, request.num_computed_tokens, tokens))
+            scheduled.append((request, start, tokens))
             budget -= tokens
             index += 1
         while self.waiting and budget > 0 and not preempted:
             request = self.waiting[0]
-            hits = self.coordinator.admit(request)
+            hits = coordinator.admit(request)
             tokens = self._tokens_for(request, budget)
             try:
-                self.coordinator.allocate(request, request.num_computed_tokens + tokens)
+                coordinator.allocate(request, request.num_computed_tokens + tokens)
             except NoFreeBlocks:
                 self._release(request)
                 break
             self.waiting.popleft()
             request.status = RequestStatus.RUNNING
-            self.running.append(request)
+            running.append(request)
             self.metrics.admissions += 1
             self.metrics.lookup_tokens += request.num_tokens
             self.metrics.hit_tokens += hits.hit_length if hits else 0
@@ -263,7 +273,7 @@ class Engine:
         return [(r.request_id, start, tokens) for r, start, tokens in scheduled]
 
     def _execute(self, scheduled: list[tuple[Request, int, int]]) -> None:
-        metrics, coordinator = self.metrics, self.coordinator
+        metrics, after_step = self.metrics, self.coordinator.after_step
         metrics.steps += 1
         for request in self._finished:
             request.release_tokens()
@@ -273,17 +283,12 @@ class Engine:
             if start < request.prefill_end:
                 metrics.chunks += 1
                 metrics.prefill_tokens_computed += tokens
-            request.num_computed_tokens = start + tokens
-            coordinator.after_step(request)
-            if request.num_computed_tokens == request.num_tokens:
-                position = request.num_tokens
-                request.append_output(hash((seed, request.request_id, position)) % vocab_size)
-                if request.num_output_tokens >= request.max_output_tokens:
-                    self.running.remove(request)
-                    coordinator.free(request)
-                    request.status = RequestStatus.FINISHED
-                    self._finished.append(request)
-                    metrics.finished += 1
+            end = request.num_computed_tokens = start + tokens
+            after_step(request)
+            if end == request.num_tokens:
+                request.append_output(hash((seed, request.request_id, end)) % vocab_size)
+                if request.num_tokens - request.num_prompt_tokens >= request.max_output_tokens:
+                    self._finish(request)
         metrics.evictions = self.pool.evictions
         retained = self.pool.cached_blocks_per_group()
         metrics.retained_final = retained
@@ -291,6 +296,13 @@ class Engine:
         for group_id, count in retained.items():
             if count > peak.get(group_id, 0):
                 peak[group_id] = count
+
+    def _finish(self, request: Request) -> None:
+        self.running.remove(request)
+        self.coordinator.free(request)
+        request.status = RequestStatus.FINISHED
+        self._finished.append(request)
+        self.metrics.finished += 1
 
     def run(self, max_steps: int = 1_000_000) -> Metrics:
         """Step until every request has finished (or ``max_steps``)."""

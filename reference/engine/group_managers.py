@@ -33,7 +33,14 @@ class MambaStateMissing(InvariantViolation):
 
 
 class GroupManager:
-    """Blocks of one group, per request (index = block index in the request's chain)."""
+    """Blocks of one group, per request (index = block index in the request's chain).
+
+    ``per_chunk``: whether the manager has work after every chunk (Mamba's
+    state moves with the computed tokens); the others say through
+    :meth:`quiet_until` how far a request can run before they have any.
+    """
+
+    per_chunk = False
 
     def __init__(
         self,
@@ -53,6 +60,8 @@ class GroupManager:
         self.num_cached: dict[int, int] = {}
         sub_block_sizes = geometry.sub_block_full_attention_sizes
         self._sub_block_hits = spec.kind is GroupKind.FULL and spec.block_size in sub_block_sizes
+        # With sub-block hits, lookups match hash units: a full-attention group of them.
+        self._unit_spec = GroupSpec.full(geometry.hash_block_size)
 
     # -- lookup ---------------------------------------------------------------
     def finder(self, request: Request) -> Finder:
@@ -60,9 +69,7 @@ class GroupManager:
         if self.sub_block_hits:
             # Full attention with partial hits matches hash units, inside blocks too.
             unit_is_cached = self.pool.lookup_predicate(self.group_id, chain.hashes, inner=True)
-            return group_finder(
-                GroupSpec.full(chain.unit), unit_is_cached, alignment_tokens=alignment
-            )
+            return group_finder(self._unit_spec, unit_is_cached, alignment_tokens=alignment)
         is_cached = self.pool.lookup_predicate(self.group_id, chain.block_hashes(self.block_size))
         return group_finder(self.spec, is_cached, alignment_tokens=alignment)
 
@@ -104,9 +111,6 @@ class GroupManager:
             self.blocks[request.request_id] += self.pool.allocate(count)
 
     # -- after a step ---------------------------------------------------------
-    def after_step(self, request: Request) -> None:
-        self.cache_full_blocks(request)
-
     def cache_full_blocks(self, request: Request) -> None:
         """Offer the newly full blocks to the cache, through the mask."""
         rid, size = request.request_id, self.block_size
@@ -114,19 +118,34 @@ class GroupManager:
         computed = request.num_computed_tokens
         if computed < (first + 1) * size:  # no block became full (most decode steps)
             return
-        blocks = self.blocks[rid]
-        full = min(computed, request.chain.num_hashed_tokens) // size
+        blocks, chain = self.blocks[rid], request.chain
+        full = min(computed, chain.num_hashed_tokens) // size
         full = min(full, len(blocks))
         if full <= first:
             return
         mask = self.mask(request, first, full)
-        null = self.pool.null_block
-        for index in range(first, full):
-            block = blocks[index]
-            if block is null or (mask is not None and not mask[index - first]):
-                continue
-            self.cache_block(request, block, index)
+        run = chain.block_run(first, full, size)  # parent, then each block's hash
+        null, tokens = self.pool.null_block, request.tokens
+        entries = [
+            (blocks[index], run[k + 1], run[k], tokens[index * size : (index + 1) * size])
+            for k, index in enumerate(range(first, full))
+            if blocks[index] is not null and (mask is None or mask[k])
+        ]
+        self.pool.cache_many(self.group_id, entries, chain.unit, self._sub_block_hits)
         self.num_cached[rid] = full
+
+    # Full attention does nothing else after a step (one call per chunk, not two).
+    after_step = cache_full_blocks
+
+    def quiet_until(self, request: Request) -> int:
+        """The furthest chunk end that needs no new block here and makes no block full.
+
+        Up to it :meth:`blocks_needed` is 0 and :meth:`after_step` does
+        nothing; both depend only on this request's own blocks, which only
+        this manager's calls for it change.
+        """
+        rid, size = request.request_id, self.block_size
+        return min(len(self.blocks[rid]) * size, (self.num_cached[rid] + 1) * size - 1)
 
     def mask(self, request: Request, start_block: int, end_block: int) -> Sequence[bool] | None:
         """The policy's mask for blocks ``[start_block, end_block)`` of this group."""
@@ -177,6 +196,7 @@ class SlidingWindowManager(GroupManager):
         super().__init__(group_id, spec, geometry, pool, policy)
         if spec.window is None:
             raise ValueError(f"spec={spec!r}: a sliding-window manager needs a window")
+        self.window = spec.window
         self.released: dict[int, int] = {}
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
@@ -195,10 +215,18 @@ class SlidingWindowManager(GroupManager):
         done = self.released.get(rid, 0)
         first = min(self.spec.first_window_block(request.num_computed_tokens), len(blocks))
         if first > done:
-            gone = [b for b in blocks[done:first] if b is not self.pool.null_block]
-            blocks[done:first] = [self.pool.null_block] * (first - done)
+            null = self.pool.null_block
+            gone = [b for b in blocks[done:first] if b is not null]
+            blocks[done:first] = [null] * (first - done)
             self.released[rid] = first
             self.pool.free(reversed(gone))
+
+    def quiet_until(self, request: Request) -> int:
+        # And no block leaves the window: GroupSpec.first_window_block(p) stays
+        # at or below the released count while p - W + 1 < (released + 1) * B.
+        released = self.released.get(request.request_id, 0)
+        leaves = (released + 1) * self.block_size + self.window - 2
+        return min(super().quiet_until(request), leaves)
 
     def free(self, request: Request) -> None:
         self.released.pop(request.request_id, None)
@@ -214,6 +242,8 @@ class MambaManager(GroupManager):
     old block is released after the step (staying in the cache if it was
     cached).
     """
+
+    per_chunk = True
 
     def __init__(
         self,
@@ -244,13 +274,13 @@ class MambaManager(GroupManager):
         self.pool.touch([state])
         self.latest[rid] = state
 
-    def _continues_in_place(self, request_id: int) -> bool:
-        latest = self.latest.get(request_id)
-        return latest is not None and latest.key is None and latest.ref_count == 1
-
     def blocks_needed(self, request: Request, num_tokens: int) -> int:
         rid = request.request_id
-        return 0 if rid in self.running or self._continues_in_place(rid) else 1
+        if rid in self.running:
+            return 0
+        # The chunk continues in place when the latest block is private and uncached.
+        latest = self.latest.get(rid)
+        return 0 if latest is not None and latest.key is None and latest.ref_count == 1 else 1
 
     def allocate(self, request: Request, num_tokens: int, count: int) -> None:
         # A chunk continuing in place (count 0) runs in the latest block, left

@@ -41,16 +41,15 @@ class HashChain:
         self.hashes = array("q")
 
     def extend(self, tokens: Sequence[int]) -> None:
-        """Hash every complete unit of ``tokens`` not hashed yet.
-
-        Given a tuple, each unit is a slice of it (already a tuple, no copy
-        into one), which is how a prompt is hashed once at submission.
-        """
+        """Hash every complete unit of ``tokens`` not hashed yet."""
         unit, hashes = self.unit, self.hashes
         parent = hashes[-1] if hashes else ROOT_HASH
-        for start in range(len(hashes) * unit, len(tokens) - unit + 1, unit):
-            # unit_hash, inlined: this loop runs once per 16 tokens of a whole trace.
-            parent = hash((parent, tuple(tokens[start : start + unit])))
+        done = len(hashes) * unit
+        rest = iter(tokens[done:] if done else tokens)
+        # unit_hash of each unit, inlined: zip cuts the units in C (each one the
+        # tuple unit_hash would build), and this loop runs once per unit of a trace.
+        for unit_tokens in zip(*[rest] * unit, strict=False):
+            parent = hash((parent, unit_tokens))
             hashes.append(parent)
 
     @property
@@ -66,6 +65,18 @@ class HashChain:
         """The hash of every full block of a ``block_size`` group, in order."""
         per_block = block_size // self.unit
         return self.hashes[per_block - 1 :: per_block]
+
+    def block_run(self, first: int, end: int, block_size: int) -> list[int]:
+        """The chain hash before block ``first``, then the hashes of blocks ``[first, end)``.
+
+        ``run[i]`` is the parent of block ``first + i`` and ``run[i + 1]`` its
+        hash: what caching a chunk's newly full blocks needs, in one slice.
+        Shorter when blocks past the hashed tokens are asked for.
+        """
+        per_block = block_size // self.unit
+        if first:
+            return self.hashes[first * per_block - 1 : end * per_block : per_block].tolist()
+        return [ROOT_HASH, *self.hashes[per_block - 1 : end * per_block : per_block]]
 
     def parent_of_block(self, block_index: int, block_size: int) -> int:
         """The chain hash just before block ``block_index`` (the root for block 0)."""

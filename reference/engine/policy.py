@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from junction.core import GroupSpec, HybridGeometry
 
@@ -141,6 +141,14 @@ def _raised(error: BaseException) -> str:
     )
 
 
+def _is_sequence(answer: object) -> TypeGuard[Sequence[Any]]:
+    """A sequence, not a string; tuples and lists skip the ABC check (the hot path)."""
+    kind = type(answer)
+    if kind is tuple or kind is list:
+        return True
+    return not isinstance(answer, (str, bytes)) and isinstance(answer, Sequence)
+
+
 class CheckedPolicy:
     """Wraps a policy; every answer is validated and every failure named.
 
@@ -183,7 +191,7 @@ class CheckedPolicy:
     def _positions(
         self, call: Callable[[], str], answer: object, minimum: int, request: RequestView
     ) -> tuple[int, ...]:
-        if isinstance(answer, (str, bytes)) or not isinstance(answer, Sequence):
+        if not _is_sequence(answer):
             raise PolicyError(
                 self.name, call(), f"must return a sequence of ints, got {_show(answer)}"
             )
@@ -250,8 +258,7 @@ class CheckedPolicy:
             return None
         length = end_block - start_block
         if (
-            isinstance(answer, (str, bytes))
-            or not isinstance(answer, Sequence)
+            not _is_sequence(answer)
             or len(answer) != length
             or not all(type(flag) is bool for flag in answer)
         ):

@@ -38,7 +38,8 @@ class Request:
     admission with no computed tokens; it lives across steps and is
     recomputed when the request is admitted again after preemption.
     ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
-    the request's length once they are released.
+    the request's length once they are released. ``prefill_end`` is
+    ``core.prefill_end(P, N)``: where prefill ends and decode begins.
     """
 
     __slots__ = (
@@ -48,6 +49,7 @@ class Request:
         "num_computed_tokens",
         "num_prompt_tokens",
         "num_tokens",
+        "prefill_end",
         "request_id",
         "shared_prefix_boundary",
         "status",
@@ -65,6 +67,9 @@ class Request:
         self.max_output_tokens = max_output_tokens
         self.tokens: list[int] = list(prompt)
         self.num_prompt_tokens = self.num_tokens = len(self.tokens)
+        # core.prefill_end's max(P, N - 1), kept as N grows: P until an output
+        # is accepted, N - 1 after (N > P then).
+        self.prefill_end = self.num_prompt_tokens
         self.num_computed_tokens = 0
         self.shared_prefix_boundary = 0
         self.hit_length = 0  # tokens reused at the last admission
@@ -77,13 +82,9 @@ class Request:
     def num_output_tokens(self) -> int:
         return self.num_tokens - self.num_prompt_tokens
 
-    @property
-    def prefill_end(self) -> int:
-        """``core.prefill_end``'s ``max(P, N - 1)``, unvalidated (``1 <= P <= N`` here)."""
-        return max(self.num_prompt_tokens, self.num_tokens - 1)
-
     def append_output(self, token: int) -> None:
         self.tokens.append(token)
+        self.prefill_end = self.num_tokens  # the new N - 1
         self.num_tokens += 1
         if self.num_tokens % self.chain.unit == 0:  # a unit just completed
             self.chain.extend(self.tokens)
