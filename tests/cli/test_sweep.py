@@ -12,6 +12,11 @@ installed its tests are skipped with the reason, except where it is required
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +150,61 @@ def test_memory_is_checked_for_every_worker(
     assert last.startswith(f"{PROG}: error: --sessions {sessions} --turns 4 ")
     assert "2 workers would need about" in last
     assert last.endswith("use fewer --jobs or a smaller pool")
+
+
+def test_ctrl_c_ends_the_workers_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group: one line, no worker left, nothing written.
+
+    The two runs replay the whole conversation trace (minutes each): the sweep
+    must end the workers in their runs, not wait for them (``communicate``
+    would time out).
+    """
+    root = Path(__file__).resolve().parents[2]
+    trace = root / "examples" / "traces" / "mooncake-conversation.jsonl.gz"
+    argv = [
+        *("sweep", "--trace", str(trace), "--geometry", "gpt-oss", "--policy", "dense"),
+        *("--blocks", "unbounded", "--pool-tokens", "100000", "--jobs", "2"),
+        *("--out", str(tmp_path)),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "junction.reference", *argv],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        deadline = time.monotonic() + 60
+        # main, the resource tracker, the fork server and two workers
+        while len(_group(process.pid)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the workers are in their runs
+        assert process.poll() is None, "the sweep ended before it was interrupted"
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if _group(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert err.decode().strip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in err.decode() and out == b""
+    deadline = time.monotonic() + 10
+    while _group(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _group(process.pid) == []
+    assert not (tmp_path / "sweep.json").exists()
+
+
+def _group(group: int) -> list[int]:
+    """The live processes of a process group (zombies excluded)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # ended meanwhile
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
