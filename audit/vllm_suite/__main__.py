@@ -1,0 +1,71 @@
+"""``python -m junction.audit.vllm_suite``: vLLM 0.33.0's own tests with the core swapped in.
+
+Prints ``vLLM 0.33.0 tests with the core swapped in: N passed, M failed (of T
+exercising the three decisions)``, then every test that did not pass with
+its reason (for a refusal, the option the core cannot express, from the
+:class:`~junction.audit.dropin.UnsupportedOption` it raised), grouped by
+reason. Exits 0 only when every counted test passes or differs where its
+expectation encodes a recorded finding (:mod:`.expected`); 1 otherwise; 2
+for a usage error. ``--cache`` holds the sdist, the unpacked tests, the
+offline model configuration and the run reports (git-ignored; reused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+
+from junction.reference.cli import terminal
+
+from ..vllm_env import PINNED_VERSION
+from .expected import EXPECTED_TO_DIFFER
+from .suite import SuiteResult, Verdict, run_suite
+from .workspace import prepare
+
+
+def _jobs(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--jobs {text!r}: must be an integer >= 1")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m junction.audit.vllm_suite", description=__doc__
+    )
+    parser.add_argument("--cache", type=Path, default=Path(".vllm-suite"), metavar="DIR")
+    parser.add_argument("--jobs", type=_jobs, default=2, help="test processes side by side")
+    args = parser.parse_args(argv)
+    workspace = prepare(args.cache)
+    result = run_suite(workspace, args.cache / "reports", args.jobs)
+    print(render(result))
+    return 0 if result.ok else 1
+
+
+def render(result: SuiteResult) -> str:
+    """The report: the count line, then the tests that did not pass, grouped by reason."""
+    passed = result.count(Verdict.PASSED)
+    differ = result.count(Verdict.EXPECTED_TO_DIFFER)
+    failed = result.exercising - passed
+    lines = [
+        f"vLLM {PINNED_VERSION} tests with the core swapped in: {passed} passed, {failed} failed "
+        f"(of {result.exercising} exercising the three decisions; {result.collected} collected)",
+        f"expected to differ (a recorded finding): {differ}"
+        + (f" ({', '.join(sorted(set(EXPECTED_TO_DIFFER.values())))})" if differ else ""),
+    ]
+    groups: dict[tuple[Verdict, str], list[str]] = collections.defaultdict(list)
+    for test in result.verdicts:
+        if test.verdict is not Verdict.PASSED:
+            detail = f"  ({test.detail})" if test.detail else ""
+            groups[(test.verdict, test.reason)].append(f"{test.nodeid}{detail}")
+    for (verdict, reason), tests in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0][1])):
+        lines.append(f"\n{len(tests)} {verdict.value}: {reason}")
+        lines.extend(f"  {test}" for test in tests)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(terminal.interruptible(main))

@@ -1,0 +1,161 @@
+"""vLLM 0.33.0's own tests, unpacked from its PyPI sdist, ready to run offline.
+
+Why the sdist: vLLM's wheel ships no tests; its sdist does. Why not
+``pip download --no-binary :all: vllm==0.33.0``: pip builds the sdist's
+metadata before it keeps the file, and that build needs CUDA tooling, so on a
+CPU machine it fails and deletes the archive. So the archive is fetched from
+the package index pip is configured with (``pip config get
+global.index-url``, else PyPI), through the index's JSON simple API
+(PEP 691), and checked against the sha256 pinned here and the one the index
+lists. It is cached: repeated runs never download.
+
+Only what the selected test files import is unpacked (``tests/v1/core`` and
+the kv-connector test helpers it imports), not vLLM's top-level
+``tests/conftest.py``, which needs model-test dependencies (PIL, tblib,
+hub access) none of these tests use. vLLM's ``pyproject.toml`` comes along
+for its pytest markers.
+
+The scheduler tests build a ``ModelConfig`` for ``facebook/opt-125m``; with
+``HF_HUB_OFFLINE=1`` the hub client resolves it from the cache folder, so
+:func:`prepare` writes that model's configuration there with transformers'
+own ``OPTConfig`` (its defaults are opt-125m's), no download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import urllib.request
+from pathlib import Path
+
+import attrs
+
+from ..vllm_env import PINNED_VERSION
+
+__all__ = ["SDIST_SHA256", "TEST_FILES", "Workspace", "prepare"]
+
+SDIST = f"vllm-{PINNED_VERSION}.tar.gz"
+SDIST_SHA256 = "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112"
+TOP = f"vllm-{PINNED_VERSION}"
+
+# The test files whose tests may exercise the three decision points.
+TEST_FILES = (
+    "tests/v1/core/test_mamba_align_chunk_split.py",
+    "tests/v1/core/test_prefix_caching.py",
+    "tests/v1/core/test_single_type_kv_cache_manager.py",
+    "tests/v1/core/test_scheduler.py",
+    "tests/v1/core/test_kv_cache_utils.py",
+    "tests/v1/core/prefix_cache/test_mamba_eagle_resume_checkpoint.py",
+    "tests/v1/core/prefix_cache/test_partial_prefix_cache_hits.py",
+    "tests/v1/core/prefix_cache/test_partial_prefix_cache_primitives.py",
+)
+# What they import besides vLLM (found by running them).
+_SUPPORT = (
+    "pyproject.toml",
+    "tests/__init__.py",
+    "tests/v1/__init__.py",
+    "tests/v1/core/__init__.py",
+    "tests/v1/core/utils.py",
+    "tests/v1/kv_connector/__init__.py",
+    "tests/v1/kv_connector/unit/__init__.py",
+    "tests/v1/kv_connector/unit/utils.py",
+)
+_MODEL = "facebook/opt-125m"
+_REVISION = "0" * 40
+
+
+@attrs.frozen
+class Workspace:
+    """The unpacked tests (``root``, pytest's rootdir) and the offline hub cache (``hf_home``)."""
+
+    root: Path
+    hf_home: Path
+
+    def environment(self) -> dict[str, str]:
+        """The environment vLLM's tests run in: CPU platform, hub offline, quiet logs."""
+        env = dict(os.environ)
+        env.update(
+            VLLM_TARGET_DEVICE="cpu",
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            HF_HOME=str(self.hf_home),
+            VLLM_LOGGING_LEVEL="ERROR",
+        )
+        return env
+
+
+def prepare(cache: Path) -> Workspace:
+    """The workspace under ``cache``, downloading and unpacking only what is missing."""
+    cache.mkdir(parents=True, exist_ok=True)
+    archive = cache / SDIST
+    if not archive.exists() or _sha256(archive) != SDIST_SHA256:
+        _download(archive)
+    root = cache / TOP
+    if not all((root / name).exists() for name in (*TEST_FILES, *_SUPPORT)):
+        members = {f"{TOP}/{name}" for name in (*TEST_FILES, *_SUPPORT)}
+        with tarfile.open(archive) as tar:
+            tar.extractall(
+                cache, members=[m for m in tar.getmembers() if m.name in members], filter="data"
+            )
+    hf_home = cache / "hf"
+    _write_model_config(hf_home)
+    return Workspace(root, hf_home)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _index_url() -> str:
+    answer = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    url = answer.stdout.strip() if answer.returncode == 0 else ""
+    return os.environ.get("PIP_INDEX_URL") or url or "https://pypi.org/simple"
+
+
+def _download(archive: Path) -> None:
+    index = _index_url().rstrip("/")
+    request = urllib.request.Request(
+        f"{index}/vllm/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        files = json.load(answer)["files"]
+    entry = next((f for f in files if f["filename"] == SDIST), None)
+    if entry is None:
+        raise RuntimeError(f"{index}/vllm/ lists no {SDIST}")
+    listed = entry.get("hashes", {}).get("sha256")
+    if listed is not None and listed != SDIST_SHA256:
+        raise RuntimeError(f"{index} lists {SDIST} with sha256 {listed}, pinned {SDIST_SHA256}")
+    partial = archive.with_suffix(".part")
+    with urllib.request.urlopen(entry["url"], timeout=300) as answer, partial.open("wb") as out:
+        while chunk := answer.read(1 << 20):
+            out.write(chunk)
+    if (got := _sha256(partial)) != SDIST_SHA256:
+        partial.unlink()
+        raise RuntimeError(f"downloaded {SDIST} has sha256 {got}, pinned {SDIST_SHA256}")
+    partial.replace(archive)
+
+
+def _write_model_config(hf_home: Path) -> None:
+    repo = hf_home / "hub" / f"models--{_MODEL.replace('/', '--')}"
+    snapshot = repo / "snapshots" / _REVISION
+    if (snapshot / "config.json").exists():
+        return
+    from transformers import OPTConfig  # vLLM's dependency; slow to import, needed once
+
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(_REVISION, encoding="utf-8")
+    OPTConfig(dtype="float16").save_pretrained(snapshot)  # opt-125m is published in fp16
