@@ -162,13 +162,16 @@ class GroupMask:
         # whole cost of a boundaries-only mask). Its run ends at block
         # floor_A(x) / B + shift (floor_to inlined), at ``end`` from start_block.
         offset = shift - start_block
-        if run == 1:  # a Mamba state, or a window one block deep: no slice
+        if run == 1:  # a Mamba state, or a window one block deep: one index
+            last = offset - 1  # the run's one block, relative to start_block
             for boundary in reachable_boundaries:
-                if type(boundary) is not int or boundary < 0:
+                if type(boundary) is not int:
                     raise _boundary_error(reachable_boundaries)
-                end = boundary // alignment * alignment // block + offset
-                if 0 < end <= length:
-                    mask[end - 1] = True
+                index = boundary // alignment * alignment // block + last
+                if 0 <= index < length:
+                    mask[index] = True
+                elif boundary < 0:  # never lands in range: checked off the hot branch
+                    raise _boundary_error(reachable_boundaries)
             return mask
         for boundary in reachable_boundaries:
             if type(boundary) is not int or boundary < 0:
