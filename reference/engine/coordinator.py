@@ -1,6 +1,6 @@
 """The hybrid coordinator: one request's view across every group.
 
-It reconciles the groups' hits (``core.reconcile_hits``) at admission and
+It reconciles the groups' hits (``core.HitReconciler``, bound once) at admission and
 stores the junction on the request, allocates a step's slots in every group
 at once (all or nothing, so a failed allocation leaves nothing half done),
 and hands each group the end of the step (caching through the mask, window
@@ -18,7 +18,7 @@ held block is never evicted), so the skip changes nothing in a run.
 
 from __future__ import annotations
 
-from junction.core import HitReconciliation, HybridGeometry, reconcile_hits
+from junction.core import HitReconciler, HitReconciliation, HybridGeometry
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.group_managers import GroupManager, make_manager
 from junction.reference.engine.policy import CheckedPolicy
@@ -35,14 +35,15 @@ class Coordinator:
             make_manager(group_id, spec, geometry, pool, policy)
             for group_id, spec in enumerate(geometry.groups)
         ]
+        self.reconciler = HitReconciler(geometry)  # core's decision 1, bound once
         # Per running request: chunks ending at or before this skip quiet managers.
         self.quiet: dict[int, int] = {}
 
     def lookup(self, request: Request) -> HitReconciliation:
         """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``)."""
         finders = [manager.finder(request) for manager in self.managers]
-        return reconcile_hits(
-            self.geometry, finders, request.num_tokens - 1, request.chain.num_hashed_tokens
+        return self.reconciler.reconcile(
+            finders, request.num_tokens - 1, request.chain.num_hashed_tokens
         )
 
     def admit(self, request: Request, caching: bool = True) -> HitReconciliation | None:

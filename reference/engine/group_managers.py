@@ -11,7 +11,7 @@
 
 Caching goes through the retention policy (``reference.engine.policy``): its
 reachable boundaries for the group and the request, then its block mask;
-lookups go through ``core.group_finder``. The managers hold no decision
+lookups go through ``core.GroupLookup``, bound once per group. The managers hold no decision
 arithmetic of their own.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from junction.core import Finder, GroupKind, GroupSpec, HybridGeometry, group_finder
+from junction.core import Finder, GroupKind, GroupLookup, GroupSpec, HybridGeometry
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
@@ -60,18 +60,20 @@ class GroupManager:
         self.num_cached: dict[int, int] = {}
         sub_block_sizes = geometry.sub_block_full_attention_sizes
         self._sub_block_hits = spec.kind is GroupKind.FULL and spec.block_size in sub_block_sizes
-        # With sub-block hits, lookups match hash units: a full-attention group of them.
-        self._unit_spec = GroupSpec.full(geometry.hash_block_size)
+        # core's lookup bound once (validated here, not per admission). With
+        # sub-block hits it matches hash units: a full-attention group of them.
+        lookup_spec = GroupSpec.full(geometry.hash_block_size) if self._sub_block_hits else spec
+        self._lookup = GroupLookup(lookup_spec, geometry.alignment_tokens)
 
     # -- lookup ---------------------------------------------------------------
     def finder(self, request: Request) -> Finder:
-        chain, alignment = request.chain, self.geometry.alignment_tokens
-        if self.sub_block_hits:
+        chain = request.chain
+        if self._sub_block_hits:
             # Full attention with partial hits matches hash units, inside blocks too.
             unit_is_cached = self.pool.lookup_predicate(self.group_id, chain.hashes, inner=True)
-            return group_finder(self._unit_spec, unit_is_cached, alignment_tokens=alignment)
+            return self._lookup.finder(unit_is_cached)
         is_cached = self.pool.lookup_predicate(self.group_id, chain.block_hashes(self.block_size))
-        return group_finder(self.spec, is_cached, alignment_tokens=alignment)
+        return self._lookup.finder(is_cached)
 
     @property
     def sub_block_hits(self) -> bool:
