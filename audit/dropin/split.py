@@ -11,13 +11,23 @@ they bind a :class:`junction.core.ChunkSplitter` once per distinct setting
 (validated there, cached here); a call checks only the request's counts.
 
 Three scheduler settings change vLLM's answer in ways the core has no input
-for (docs/domain.md, vLLM section): internal prefill checkpoint blocks (on
-when the Mamba groups reserve them *and* the backend can export one, i.e.
-``mamba_prefill_checkpoint_alignment`` is set: without it vLLM never uses
-them), hash lookahead tokens and the opt-in exact shared-prefix stop. Any of
-them on raises :class:`UnsupportedOption`, whatever the request: whether it
-would have changed this particular answer is vLLM's logic, which the adapter
-does not run.
+for (docs/domain.md, vLLM section). Each raises :class:`UnsupportedOption`
+on the calls where it acts, and only there (elsewhere vLLM's answer is the
+one without it, which the core gives):
+
+* hash lookahead tokens: vLLM leaves ``max(1, k)`` tokens past its last
+  cacheable positions, so ``k = 1`` is the core's one recomputed token and
+  only ``k > 1`` acts;
+* the opt-in exact shared-prefix stop (``enable_mamba_shared_prefix_checkpoint``):
+  acts when the junction lies inside the proposed chunk, within the prompt,
+  off the Mamba grid counted from the chunk's start (on it, the exact stop is
+  the floored one);
+* internal prefill checkpoint blocks: act when the chunk reaches the end of
+  the prefill and the backend can export the prompt's checkpoint inside it,
+  which vLLM's backend-capability predicate
+  ``is_mamba_prefill_checkpoint_valid`` says (at the checkpoint position, the
+  core's last cacheable position of the prefill). The adapter asks it only
+  whether to refuse; the answer never comes from vLLM.
 """
 
 from __future__ import annotations
@@ -25,8 +35,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from junction.core import ChunkSplitter
+from junction.core import ChunkSplitter, last_cacheable_position
 
+from ..vllm_env import vllm
 from .errors import Decision, UnsupportedOption
 
 __all__ = ["core_split"]
@@ -40,7 +51,10 @@ def core_split(
     num_external_computed_tokens: int = 0,
 ) -> int:
     """Drop-in for ``Scheduler._mamba_block_aligned_split`` (same signature)."""
-    _refuse_options(scheduler)
+    start = (
+        request.num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
+    )
+    _refuse_options(scheduler, request, start, num_new_tokens)
     max_prefill_tokens = scheduler.max_num_scheduled_tokens
     threshold = scheduler.scheduler_config.long_prefill_token_threshold
     if threshold > 0:
@@ -69,23 +83,42 @@ def core_split(
 _splitter = functools.lru_cache(maxsize=64)(ChunkSplitter)
 
 
-def _refuse_options(scheduler: Any) -> None:
+def _refuse_options(scheduler: Any, request: Any, start: int, num_new_tokens: int) -> None:
+    """Raise :class:`UnsupportedOption` when an option the core lacks acts on this call."""
+    lookahead = scheduler.num_hash_lookahead_tokens
+    if lookahead > 1:
+        raise UnsupportedOption(Decision.SPLIT, "num_hash_lookahead_tokens", lookahead)
+    prompt, end = request.num_prompt_tokens, start + num_new_tokens
+    prefill_end = max(prompt, request.num_tokens - 1)
+    if start >= prefill_end:
+        return  # decode: vLLM's split returns the tokens unchanged, options or not
+    block_size = scheduler.cache_config.block_size
+    junction = request.shared_prefix_boundary
+    if (
+        scheduler.mamba_shared_prefix_checkpoint
+        and start < junction < end
+        and junction <= prompt
+        and (junction - start) % block_size
+    ):
+        raise UnsupportedOption(Decision.SPLIT, "enable_mamba_shared_prefix_checkpoint", True)
+    alignment = scheduler.mamba_prefill_checkpoint_alignment
     if (
         scheduler.mamba_has_prefill_checkpoint_blocks
-        and scheduler.mamba_prefill_checkpoint_alignment is not None
+        and alignment is not None
+        and end >= prefill_end
     ):
-        raise UnsupportedOption(
-            Decision.SPLIT,
-            "mamba_has_prefill_checkpoint_blocks",
-            scheduler.mamba_has_prefill_checkpoint_blocks,
+        unit = (
+            scheduler.hash_block_size if scheduler.mamba_partial_cache_hit else scheduler.block_size
         )
-    if scheduler.num_hash_lookahead_tokens:
-        raise UnsupportedOption(
-            Decision.SPLIT, "num_hash_lookahead_tokens", scheduler.num_hash_lookahead_tokens
+        checkpoint = last_cacheable_position(
+            prefill_end, unit, bool(scheduler.use_eagle_block_drop)
         )
-    if scheduler.mamba_shared_prefix_checkpoint:
-        raise UnsupportedOption(
-            Decision.SPLIT,
-            "enable_mamba_shared_prefix_checkpoint",
-            scheduler.mamba_shared_prefix_checkpoint,
-        )
+        if vllm().interface.is_mamba_prefill_checkpoint_valid(
+            query_start=start,
+            query_end=end,
+            checkpoint_position=checkpoint,
+            hash_block_size=scheduler.hash_block_size,
+            mamba_block_size=block_size,
+            checkpoint_alignment=alignment,
+        ):
+            raise UnsupportedOption(Decision.SPLIT, "mamba_has_prefill_checkpoint_blocks", True)

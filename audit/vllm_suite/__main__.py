@@ -5,9 +5,11 @@ exercising the three decisions)``, then every test that did not pass with
 its reason (for a refusal, the option the core cannot express, from the
 :class:`~junction.audit.dropin.UnsupportedOption` it raised), grouped by
 reason. Exits 0 only when every counted test passes or differs where its
-expectation encodes a recorded finding (:mod:`.expected`); 1 otherwise; 2
-for a usage error. ``--cache`` holds the sdist, the unpacked tests, the
-offline model configuration and the run reports (git-ignored; reused).
+expectation encodes a recorded finding (:mod:`.expected`); 1 otherwise, or
+with one line when a run could not be made (no vLLM, no network for a first
+download, a test process that crashed); 2 for a usage error. ``--cache``
+holds the sdist, the unpacked tests, the offline model configuration and the
+run reports (git-ignored; reused).
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(".vllm-suite"), metavar="DIR")
     parser.add_argument("--jobs", type=_jobs, default=2, help="test processes side by side")
     args = parser.parse_args(argv)
-    workspace = prepare(args.cache)
-    result = run_suite(workspace, args.cache / "reports", args.jobs)
+    try:
+        workspace = prepare(args.cache)
+        result = run_suite(workspace, args.cache / "reports", args.jobs)
+    except (RuntimeError, OSError) as error:  # VllmMissing is a RuntimeError
+        print(f"vllm-suite: {error}", file=sys.stderr)
+        return 1
     print(render(result))
     return 0 if result.ok else 1
 

@@ -28,9 +28,10 @@ def run_tests(
 ) -> dict[str, TestOutcome]:
     """Run ``tests`` (files, or test ids) in ``mode`` (``count`` or ``dropin``); their outcomes.
 
-    pytest's own exit status is not consulted: failing tests are the data.
-    Raises ``RuntimeError`` when a test given by id was not reported (the
-    run crashed, or the id no longer exists).
+    Failing tests are the data, so pytest's exit status 1 is a normal run;
+    any other but 0 (interrupted, internal or usage error, nothing
+    collected) raises ``RuntimeError``, as does a test given by id that was
+    not reported (the run crashed, or the id no longer exists).
     """
     reports.mkdir(parents=True, exist_ok=True)
     arguments = reports / f"{mode}.args"
@@ -68,7 +69,8 @@ def run_tests(
         )
     outcomes: dict[str, TestOutcome] = {}
     for report, process in processes:
-        process.wait()
+        if (status := process.wait()) not in (0, 1):
+            raise RuntimeError(f"the {mode} run's pytest exited with status {status}")
         outcomes.update(read_outcomes(report))
     missing = [test for test in tests if "::" in test and test not in outcomes]
     if missing:

@@ -90,6 +90,7 @@ class Workspace:
 
 def prepare(cache: Path) -> Workspace:
     """The workspace under ``cache``, downloading and unpacking only what is missing."""
+    cache = cache.resolve()  # the test processes run inside it
     cache.mkdir(parents=True, exist_ok=True)
     archive = cache / SDIST
     if not archive.exists() or _sha256(archive) != SDIST_SHA256:

@@ -160,29 +160,34 @@ def _stand_in(**settings: object) -> tuple[SchedulerStandIn, Any]:
     return stand_in, request
 
 
+_CHECKPOINTS = {
+    "mamba_has_prefill_checkpoint_blocks": True,
+    "mamba_prefill_checkpoint_alignment": 4,
+}
+
+
 @pytest.mark.parametrize(
-    ("settings", "option", "value"),
+    ("settings", "new_tokens", "option", "value"),
     [
-        (
-            {"mamba_has_prefill_checkpoint_blocks": True, "mamba_prefill_checkpoint_alignment": 4},
-            "mamba_has_prefill_checkpoint_blocks",
-            True,
-        ),
-        ({"num_hash_lookahead_tokens": 2}, "num_hash_lookahead_tokens", 2),
+        # The chunk reaches the prefill's end (20) and can export the checkpoint at 16.
+        (_CHECKPOINTS, 20, "mamba_has_prefill_checkpoint_blocks", True),
+        ({"num_hash_lookahead_tokens": 2}, 16, "num_hash_lookahead_tokens", 2),
+        # The junction 6 lies inside the chunk, off the grid: vLLM would stop at 6.
         (
             {"mamba_shared_prefix_checkpoint": True},
+            16,
             "enable_mamba_shared_prefix_checkpoint",
             True,
         ),
     ],
-    ids=lambda x: x if isinstance(x, str) else None,
+    ids=["checkpoint", "lookahead", "shared-prefix"],
 )
 def test_the_split_refuses_what_the_core_cannot_express(
-    swapped: None, settings: dict[str, object], option: str, value: object
+    swapped: None, settings: dict[str, object], new_tokens: int, option: str, value: object
 ) -> None:
     stand_in, request = _stand_in(**settings)
     with pytest.raises(UnsupportedOption) as raised:
-        stand_in.split(request, 16)
+        stand_in.split(request, new_tokens)
     assert (raised.value.decision, raised.value.option, raised.value.value) == (
         Decision.SPLIT,
         option,
@@ -191,13 +196,22 @@ def test_the_split_refuses_what_the_core_cannot_express(
     assert option in str(raised.value)
 
 
-@pytest.mark.parametrize("reserved", [False, True])
-def test_the_split_answers_with_the_core_otherwise(swapped: None, reserved: bool) -> None:
-    # Checkpoint blocks reserved but no backend alignment to export one: vLLM
-    # never uses them, so the call is the core's.
-    stand_in, request = _stand_in(mamba_has_prefill_checkpoint_blocks=reserved)
-    # Core: the junction 6 floors to the Mamba grid at 4 (vLLM's opt-in would stop at 6).
-    assert stand_in.split(request, 16) == 4
+@pytest.mark.parametrize(
+    ("settings", "junction", "answer"),
+    [
+        ({}, 6, 4),  # the junction floors to the Mamba grid at 4
+        ({"mamba_has_prefill_checkpoint_blocks": True}, 6, 4),  # no backend alignment: unused
+        (_CHECKPOINTS, 6, 4),  # the chunk stops short of the prefill's end: unused
+        ({"num_hash_lookahead_tokens": 1}, 6, 4),  # one token, the one always recomputed
+        ({"mamba_shared_prefix_checkpoint": True}, 8, 8),  # on the grid: exact = floored
+    ],
+)
+def test_options_that_do_not_act_on_a_call_leave_it_to_the_core(
+    swapped: None, settings: dict[str, object], junction: int, answer: int
+) -> None:
+    stand_in, request = _stand_in(**settings)
+    request.shared_prefix_boundary = junction
+    assert stand_in.split(request, 16) == answer
 
 
 def _mask(group: GroupSpec, **overrides: Any) -> list[bool] | None:
