@@ -190,7 +190,15 @@ def publish_server_args(page_size: int, mamba_chunk_size: int) -> None:
     The dummy model has no configuration to resolve, so the Mamba chunk size
     (``mamba_cache_chunk_size()``: the checkpoint grid's factor) is preset.
     """
+    # Publishing resolves every server argument (about 25 ms): skip it when the
+    # context already holds these (it is process-wide: the last one published).
+    if _published.get("scheduler") == (page_size, mamba_chunk_size):
+        return
     modules = sglang()
     server_args = modules.ServerArgs(model_path="dummy", page_size=page_size)
     server_args._mamba_cache_chunk_size = mamba_chunk_size
     modules.publish(server_args, role="scheduler")
+    _published["scheduler"] = (page_size, mamba_chunk_size)
+
+
+_published: dict[str, tuple[int, int]] = {}

@@ -84,7 +84,12 @@ class SglangRun:
     policy = POLICY
 
     def __init__(self, scenario: Scenario, core: TreeCore, mamba_chunk: int) -> None:
-        self.cache = SglangCache(scenario.geometry, core, scenario.num_blocks, mamba_chunk)
+        # No larger than every token of the scenario in its own pages: nothing is
+        # evicted either way, and SGLang zeroes its pools at construction.
+        page = scenario.geometry.hash_block_size
+        tokens = sum(len(p) + page for p in (*scenario.prompts, scenario.probe))
+        pages = min(scenario.num_blocks, tokens // page + 1)
+        self.cache = SglangCache(scenario.geometry, core, pages, mamba_chunk)
         for prompt in scenario.prompts:
             try:
                 self.cache.prefill(prompt, scenario.budget)

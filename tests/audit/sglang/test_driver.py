@@ -47,7 +47,7 @@ def runs(draw: st.DrawFn) -> tuple[HybridGeometry, int, int, list[tuple[int, ...
 def _prefill_all(
     geometry: HybridGeometry, chunk: int, budget: int, prompts: list[tuple[int, ...]]
 ) -> dict[TreeCore, SglangCache]:
-    caches = {core: SglangCache(geometry, core, 5000, chunk) for core in TreeCore}
+    caches = {core: SglangCache(geometry, core, 512, chunk) for core in TreeCore}
     for cache in caches.values():
         for prompt in prompts:
             cache.prefill(prompt, budget)
@@ -94,7 +94,7 @@ def test_tracked_states_are_served_and_no_kv_past_the_last_is_cached(
             for tracked in run.tracked:
                 assert cache.match(run.tokens[:tracked]).device_prefix_len == tracked
     for prompt in prompts:  # alone in a cache, a prompt's KV ends at its last state
-        alone = SglangCache(geometry, TreeCore.RUST, 5000, chunk)
+        alone = SglangCache(geometry, TreeCore.RUST, 512, chunk)
         run = alone.prefill(prompt, budget)
         assert alone.match(prompt).full_kv_hit_length == max(run.tracked, default=0)
 
