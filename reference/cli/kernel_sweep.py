@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     total = failures = 0
     reached = 0
-    with progress("sweep", None) as advance:
+    with progress("kernel sweep", None) as advance:
         for bound in range(1, args.bound + 1):
             for name, sweep in (("split", sweep_split), ("mask", sweep_mask)):
                 advance(0, status=f"bound {bound} {name}")
