@@ -55,6 +55,7 @@ from junction.reference.simulator.memory import (
 from junction.reference.simulator.parallel import (
     ArrivalsChoice,
     BuiltinSource,
+    NotTimestamped,
     RayUnreachable,
     RunSpec,
     TraceSource,
@@ -396,6 +397,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         _fail(parser, f"--ray {args.ray}: {error}")
     except TraceError as error:
         _fail(parser, f"--trace: {error}")
+    except NotTimestamped as error:
+        _fail(parser, f"--arrivals trace: {error}; use sessions or sequential")
     except PoolTooSmall as error:
         print(f"{parser.prog}: error: {error}; use a larger pool", file=sys.stderr)
         return 1

@@ -90,6 +90,7 @@ __all__ = [
     "CONNECT_SECONDS",
     "ArrivalsChoice",
     "BuiltinSource",
+    "NotTimestamped",
     "RayUnreachable",
     "RunSpec",
     "TraceSource",
@@ -131,7 +132,11 @@ class BuiltinSource:
 class TraceSource:
     """A trace file of either format, plain or gzip; ``requests``: only its first N."""
 
-    path: str = attrs.field(validator=attrs.validators.min_len(1))
+    path: str = attrs.field(
+        validator=attrs.validators.and_(
+            attrs.validators.instance_of(str), attrs.validators.min_len(1)
+        )
+    )
     requests: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(_at_least_1)
     )
@@ -186,6 +191,10 @@ class RayUnreachable(ConnectionError):
     """No Ray cluster answers at the address given; the message names it and why."""
 
 
+class NotTimestamped(ValueError):
+    """``trace`` arrivals asked of a workload whose requests have no times (names it)."""
+
+
 def _reduce_trace_error(error: TraceError) -> tuple[type[TraceError], tuple[Any, ...]]:
     return TraceError, (error.source, error.line, error.field, error.problem)
 
@@ -227,6 +236,8 @@ def run_spec(spec: RunSpec) -> RunResult:
         arrivals = spec.arrivals
         if arrivals == "default":
             arrivals = "trace" if workload.timestamped else "sessions"
+        elif arrivals == "trace" and not workload.timestamped:
+            raise NotTimestamped(f"{spec.source.option}: its requests have no timestamps")
         settings = attrs.evolve(settings, arrivals=arrivals)
     return run_one(spec.geometry, spec.variant, workload, settings)
 

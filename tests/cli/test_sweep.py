@@ -114,7 +114,7 @@ def test_an_unreachable_ray_exits_2_at_once(
     )
 
 
-def test_a_malformed_trace_and_a_small_pool_are_one_line(
+def test_errors_found_by_the_runs_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     broken = tmp_path / "broken.jsonl"
@@ -124,6 +124,15 @@ def test_a_malformed_trace_and_a_small_pool_are_one_line(
     assert info.value.code == 2
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"{PROG}: error: --trace: {broken}:1: field 'hash_ids': has 0 ids")
+    with pytest.raises(SystemExit) as info:
+        reference(
+            ["sweep", "--trace", "examples/trace.jsonl", "--arrivals", "trace", "--jobs", "1"]
+        )
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"{PROG}: error: --arrivals trace: --trace examples/trace.jsonl: its requests have no "
+        "timestamps; use sessions or sequential"
+    )
     small = [*GRID[:9], "--geometry", "full+swa", "--blocks", "20", "--out", str(tmp_path)]
     assert reference(small) == 1
     last = capsys.readouterr().err.splitlines()[-1]
