@@ -24,14 +24,21 @@ it: across processes only whole runs are reported. Where they run:
 
 * ``jobs=1``: in this process, one after another (no pickling, no start-up).
 * otherwise (``jobs=None`` is the CPU count): a ``ProcessPoolExecutor`` of
-  :func:`workers` = ``min(jobs, len(specs))`` processes started by ``forkserver`` (``spawn``
-  where there is none). The server imports this module once; each worker
-  is forked from it with the engine already imported.
+  :func:`workers` = ``min(jobs, len(specs))`` processes started by
+  ``forkserver`` (``spawn`` where there is none). The server imports this module once; each worker
+  is forked from it with the engine already imported. As with any
+  ``multiprocessing`` start but ``fork``, a script that calls this needs the
+  ``if __name__ == "__main__":`` guard: workers import the main module.
 * ``ray="auto"`` or ``ray="HOST:PORT"`` (or ``ray://...``): one Ray task per
   run. ``auto`` is a local Ray: ``ray.init()`` joins the cluster running
   on this machine or starts one. Ray is an optional dependency (the ``ray``
   extra), imported only here. A Ray this call started is shut down when it
   returns; one already initialised by the caller is left running.
+
+A failed run (its error is raised here with its own type, from a worker or
+a Ray task alike) or Ctrl-C ends the other runs at once: workers are
+terminated, not waited for, and ignore Ctrl-C themselves so that only the
+caller reports it.
 
 A worker loads a workload from its source once and keeps it while the next
 specs use the same source (a cache of one: specs grouped by workload, as
