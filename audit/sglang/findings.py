@@ -31,12 +31,15 @@ from .env import PINNED_VERSION
 from .subject import SglangSubject, sglang_projection
 
 __all__ = [
+    "COMPARED",
     "SGLANG_BEGIN",
     "SGLANG_END",
     "SGLANG_FINDINGS",
     "SglangFinding",
+    "Side",
     "diagnose",
     "findings_markdown",
+    "side_by_side",
     "write_section",
 ]
 
@@ -148,13 +151,15 @@ def _observed(finding: SglangFinding) -> tuple[str, str]:
 
 
 @attrs.frozen
-class _Side:
+class Side:
+    """One engine on one scenario: the probe's hit, the Mamba states kept, the junction."""
+
     hit: int
     states: int
     junction: int
 
 
-def _side_by_side(scenario: Scenario) -> tuple[_Side, _Side, _Side]:
+def side_by_side(scenario: Scenario) -> tuple[Side, Side, Side]:
     """vLLM, SGLang and the ``junction`` policy on one scenario: the probe's hit, the
     Mamba states kept and the junction the last prompt was admitted with."""
     geometry = scenario.geometry
@@ -168,20 +173,20 @@ def _side_by_side(scenario: Scenario) -> tuple[_Side, _Side, _Side]:
     sides = []
     for run, group in ((vllm, mamba), (sglang, 1), (engine, mamba)):
         junction = run.prefills[-1].request.shared_prefix_boundary
-        sides.append(_Side(run.lookup(scenario.probe).hit, len(run.kept(group)), junction))
+        sides.append(Side(run.lookup(scenario.probe).hit, len(run.kept(group)), junction))
     return sides[0], sides[1], sides[2]
 
 
 # The configuration vLLM implies for full attention in 2-token blocks, Mamba in 4
 # (partial hits on: its hash unit is smaller than the Mamba block).
-_COMPARED_GEOMETRY = vllm_geometry([GroupSpec.full(2), GroupSpec.mamba(4)], 2, retention_interval=0)
+COMPARED_GEOMETRY = vllm_geometry([GroupSpec.full(2), GroupSpec.mamba(4)], 2, retention_interval=0)
 
-_COMPARED: tuple[tuple[str, Scenario], ...] = (
+COMPARED: tuple[tuple[str, Scenario], ...] = (
     (
         "resend of a 16-token prompt (budget 16)",
         Scenario(
             "replay",
-            _COMPARED_GEOMETRY,
+            COMPARED_GEOMETRY,
             [tuple(range(16))],
             tuple(range(16)),
             16,
@@ -191,7 +196,7 @@ _COMPARED: tuple[tuple[str, Scenario], ...] = (
         "resend of a 15-token prompt (budget 4)",
         Scenario(
             "replay",
-            _COMPARED_GEOMETRY,
+            COMPARED_GEOMETRY,
             [tuple(range(15))],
             tuple(range(15)),
             4,
@@ -201,7 +206,7 @@ _COMPARED: tuple[tuple[str, Scenario], ...] = (
         "third request after two sharing 10 tokens",
         Scenario(
             "junction",
-            _COMPARED_GEOMETRY,
+            COMPARED_GEOMETRY,
             [(*range(10), 101, 0), (*range(10), 102, 0)],
             (*range(10), 103, 0),
             16,
@@ -211,7 +216,7 @@ _COMPARED: tuple[tuple[str, Scenario], ...] = (
         "third request after two sharing 12 tokens",
         Scenario(
             "junction",
-            _COMPARED_GEOMETRY,
+            COMPARED_GEOMETRY,
             [(*range(12), 101, 0, 0), (*range(12), 102, 0, 0)],
             (*range(12), 103, 0, 0),
             16,
@@ -303,8 +308,8 @@ def findings_markdown() -> str:
         "`junction` hit / states / junction |",
         "| --- | --- | --- | --- |",
     ]
-    for title, scenario in _COMPARED:
-        cells = [f"{s.hit} / {s.states} / {s.junction}" for s in _side_by_side(scenario)]
+    for title, scenario in COMPARED:
+        cells = [f"{s.hit} / {s.states} / {s.junction}" for s in side_by_side(scenario)]
         lines.append(f"| {title} | {' | '.join(cells)} |")
     lines += ["", SGLANG_END]
     return "\n".join(lines) + "\n"
