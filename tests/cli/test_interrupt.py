@@ -36,12 +36,12 @@ def _interrupt(module: str, *argv: str, after: float) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-def test_ctrl_c_in_the_sweep_exits_130_with_one_line() -> None:
+def test_ctrl_c_in_the_kernel_sweep_exits_130_with_one_line() -> None:
     pytest.importorskip("torch")
     code, out, err = _interrupt("junction.reference.cli.kernel_sweep", "--bound", "6", after=4.0)
     assert code == 130, err
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
-    assert "bound reached" not in out  # the summary line of a finished sweep
+    assert "bound reached" not in out  # the summary line of a finished kernel sweep
 
 
 def test_ctrl_c_in_the_audit_exits_130_with_one_line() -> None:
