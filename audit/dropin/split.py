@@ -101,12 +101,11 @@ def _refuse_options(scheduler: Any, request: Any, start: int, num_new_tokens: in
         and (junction - start) % block_size
     ):
         raise UnsupportedOption(Decision.SPLIT, "enable_mamba_shared_prefix_checkpoint", True)
+    # Read in vLLM's order: its stand-ins carry the alignment only with the blocks.
+    if not (scheduler.mamba_has_prefill_checkpoint_blocks and end >= prefill_end):
+        return
     alignment = scheduler.mamba_prefill_checkpoint_alignment
-    if (
-        scheduler.mamba_has_prefill_checkpoint_blocks
-        and alignment is not None
-        and end >= prefill_end
-    ):
+    if alignment is not None:
         unit = (
             scheduler.hash_block_size if scheduler.mamba_partial_cache_hit else scheduler.block_size
         )
