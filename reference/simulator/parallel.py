@@ -63,7 +63,10 @@ Rejected:
 * letting ``ray.init`` find out that an address is unreachable: it retries
   for many minutes. :func:`run_all` first opens a TCP connection to the
   address (:data:`CONNECT_SECONDS`) and raises :class:`RayUnreachable` at
-  once when nothing answers.
+  once when nothing answers; where something answers but Ray cannot join it
+  (another service, a cluster that wants an auth token), ``ray.init`` gives
+  up after its own retries (about 20 s) and that is a
+  :class:`RayUnreachable` too.
 """
 
 from __future__ import annotations
@@ -344,11 +347,16 @@ def _on_ray(
         _check_reachable(address)
     started = not ray.is_initialized()
     if started:  # auto: join the cluster running on this machine, or start one
-        ray.init(
-            address=None if address == "auto" else address,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-        )
+        try:
+            ray.init(
+                address=None if address == "auto" else address,
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+            )
+        except ConnectionError as error:  # it answers, but not as a Ray it can join
+            raise RayUnreachable(
+                f"something answers at {address} but Ray cannot join it: {error}"
+            ) from None
     try:
         remote: Any = ray.remote(run_spec)
         refs = [remote.remote(spec) for spec in specs]
