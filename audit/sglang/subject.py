@@ -176,8 +176,10 @@ class SglangRun:
         return tokens[:end]
 
     def split(self, request: RequestState, num_new_tokens: int, budget: int) -> int:
-        """The chunk the driver assumes (``chunked_prefill_size``): the budget."""
-        return min(num_new_tokens, budget)
+        """The chunk the driver schedules (:meth:`.cache.SglangCache.chunk_end`)."""
+        start = request.num_computed_tokens
+        end = self.cache.chunk_end(start, request.num_prompt_tokens, budget)
+        return min(end - start, num_new_tokens)
 
 
 @attrs.frozen

@@ -26,7 +26,9 @@ from hypothesis import strategies as st
 
 from junction.audit.sglang import env
 from junction.audit.sglang.cache import Admission, SglangCache, TreeCore, Unsupported, layout_of
+from junction.audit.sglang.subject import SglangSubject
 from junction.core import GroupSpec, HybridGeometry
+from junction.reference.harness import RequestState, Scenario
 
 from ..strategies import examples
 
@@ -103,9 +105,13 @@ def test_tracked_states_are_served_and_no_kv_past_the_last_is_cached(
 @given(st.sampled_from([1, 2, 4]), st.integers(1, 60), st.integers(1, 20))
 def test_chunks_are_page_floored_budgets(page: int, prompt: int, budget: int) -> None:
     geometry = HybridGeometry([GroupSpec.full(page), GroupSpec.mamba(page)], page)
-    cache = SglangCache(geometry, TreeCore.RUST, 64, page)
-    run = cache.prefill(tuple(range(prompt)), budget)
+    scenario = Scenario("split", geometry, [tuple(range(prompt))], budget=budget)
+    subject_run = SglangSubject(TreeCore.RUST, page).run(scenario)
+    (run,) = subject_run.cache.prefills
     ends = [end for _, end in run.chunks]
+    for start, end in run.chunks:  # the protocol's split is the driver's chunk
+        request = RequestState(prompt, prompt, start, 0)
+        assert subject_run.split(request, prompt - start, budget) == end - start
     if budget < page and prompt > budget:
         assert run.stalled and not run.chunks
         return
