@@ -108,8 +108,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--trace",
         action="append",
         metavar="FILE",
-        help="a trace to replay, repeatable (token-id or hash-id, plain or gzip; "
-        "default: the built-in agent workload)",
+        help="a trace to replay, repeatable (token-id or hash-id, plain or gzip; on a Ray "
+        "cluster, an absolute path every node has; default: the built-in agent workload)",
     )
     parser.add_argument(
         "--requests", type=at_least_1, metavar="N", help="with --trace: its first N requests"
@@ -274,7 +274,7 @@ def _check_memory(
     sources: Sequence[WorkloadSource],
     pools: Sequence[PoolSize],
     geometries: Sequence[str],
-    workers: int,
+    processes: int,
 ) -> None:
     """Refuse a sweep whose workers together would need more than the memory limit.
 
@@ -296,11 +296,11 @@ def _check_memory(
         else:
             loading = Path(source.path).stat().st_size * TRACE_BYTES_PER_FILE_BYTE
             per_worker = loading + SimulationSize(0, max(known), workload_built=False).total_bytes
-        if per_worker * workers > limit.bytes:
+        if per_worker * processes > limit.bytes:
             _fail(
                 parser,
-                f"{source.option}: {workers} workers would need about "
-                f"{size_in_words(per_worker * workers)} ({size_in_words(per_worker)} each), "
+                f"{source.option}: {processes} workers would need about "
+                f"{size_in_words(per_worker * processes)} ({size_in_words(per_worker)} each), "
                 f"over the limit of {size_in_words(limit.bytes)} ({limit.source}); "
                 f"use fewer --jobs or a smaller pool",
             )
