@@ -2,9 +2,9 @@
 SGLang's answers, checked against SGLang's own code on both tree cores.
 
 * the two tree cores give the same answer to every lookup of a run;
-* SGLang's junction: ``mamba_branching_seqlen`` is ``full_kv_hit_length``
-  floored to the checkpoint grid when that passes the hit (what the adapter's
-  ``Hits.junction`` is compared with in the side-by-side);
+* SGLang's junction: ``mamba_branching_seqlen`` is the project's junction
+  (``core.reconcile_hits`` on the same cache) floored to the checkpoint grid,
+  when that passes the hit;
 * every state a chunk tracked (SGLang's ``prepare_for_extend`` named it) is
   served by ``match_prefix`` at exactly that prefix, and no full-attention KV
   past the last tracked state is cached (``checkpoint_into_tree`` inserts up
@@ -25,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.audit.sglang import env
-from junction.audit.sglang.cache import Admission, SglangCache, TreeCore, Unsupported, layout_of
+from junction.audit.sglang.cache import SglangCache, TreeCore, Unsupported, layout_of
 from junction.audit.sglang.subject import SglangSubject
-from junction.core import GroupSpec, HybridGeometry
+from junction.core import GroupLookup, GroupSpec, HybridGeometry, reconcile_hits
 from junction.reference.harness import RequestState, Scenario
 
 from ..strategies import examples
@@ -69,20 +69,27 @@ def test_both_cores_give_the_same_lookups_and_states(
     assert python.prefills == rust.prefills
 
 
-def _junction(admission: Admission, chunk: int) -> int | None:
-    floored = admission.full_hit // chunk * chunk
-    return floored if floored > admission.hit else None
-
-
 @settings(max_examples=examples(0.3))
 @given(runs())
-def test_the_branching_point_is_the_full_hit_floored_to_the_chunk(
+def test_the_branching_point_is_the_projects_junction_floored_to_the_chunk(
     drawn: tuple[HybridGeometry, int, int, list[tuple[int, ...]]],
 ) -> None:
+    """SGLang's ``mamba_branching_seqlen`` against the junction ``core.reconcile_hits``
+    finds on the same cache (what the ``junction`` policy would pin), for every prompt."""
     geometry, chunk, budget, prompts = drawn
-    cache = _prefill_all(geometry, chunk, budget, prompts)[TreeCore.RUST]
-    for admission in cache.admissions:
-        assert admission.branching == _junction(admission, chunk), admission
+    *earlier, probe = prompts
+    run = SglangSubject(TreeCore.RUST, chunk).run(
+        Scenario("junction", geometry, earlier, probe, budget)
+    )
+    lookups = [GroupLookup(group, geometry.alignment_tokens) for group in geometry.groups]
+    for prompt in prompts:
+        full, mamba = (set(group.cached) for group in run.cached_sets(prompt))
+        finders = [lookups[0].finder(full.__contains__), lookups[1].finder(mamba.__contains__)]
+        ours = reconcile_hits(geometry, finders, len(prompt) - 1)
+        admission = run.cache.admit(prompt)
+        assert admission.hit == ours.hit_length
+        floored = ours.shared_prefix_boundary // chunk * chunk
+        assert admission.branching == (floored if floored > ours.hit_length else None)
 
 
 @settings(max_examples=examples(0.3))
