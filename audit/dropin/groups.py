@@ -25,13 +25,21 @@ __all__ = ["core_group"]
 
 
 @functools.cache
-def core_group(decision: Decision, manager_cls: type, spec: Any) -> GroupSpec:
-    """The core group of a vLLM group, or :class:`UnsupportedOption` naming its manager."""
+def core_group(decision: Decision, manager_cls: type, spec: Any, block_size: int) -> GroupSpec:
+    """The core group of a vLLM group whose blocks hold ``block_size`` tokens, or
+    :class:`UnsupportedOption` naming its manager.
+
+    ``block_size`` is the group's effective block, which the caller states:
+    decode-context parallelism shards an attention block's KV across ranks,
+    so each rank's block covers ``dcp_world_size`` times the spec's tokens
+    (vLLM's managers use that block for hashing, lookup and masks), while
+    Mamba state is replicated and keeps the spec's block.
+    """
     managers = vllm().managers
     if manager_cls is managers.FullAttentionManager:
-        return GroupSpec.full(spec.block_size)
+        return GroupSpec.full(block_size)
     if manager_cls is managers.SlidingWindowManager:
-        return GroupSpec.sliding_window(spec.block_size, spec.sliding_window)
+        return GroupSpec.sliding_window(block_size, spec.sliding_window)
     if manager_cls is managers.MambaManager:
-        return GroupSpec.mamba(spec.block_size)
+        return GroupSpec.mamba(block_size)
     raise UnsupportedOption(decision, "kv_cache_manager", manager_cls.__name__)

@@ -23,8 +23,10 @@ configuration and cached; a call reconciles and collects blocks.
 
 Refused with :class:`UnsupportedOption`: EAGLE on only some groups
 (``is_eagle_group``), a group the core has no kind for (its manager),
-decode/prefill context parallelism, a scheduler block other than the lcm of
-the group blocks, and managers on different block pools (HiSparse).
+prefill context parallelism, a scheduler block other than the lcm of the
+group blocks, and managers on different block pools (HiSparse). Under
+decode-context parallelism a group's block is the manager's (the spec's
+times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
 """
 
 from __future__ import annotations
@@ -83,12 +85,13 @@ def _bind(coordinator: Any) -> _BoundLookup:
     for group_id, (group, manager) in enumerate(zip(groups, managers, strict=True)):
         if not group.kv_cache_spec.prefix_cacheable:
             continue  # scratch groups take no part in lookup; vLLM gives them no blocks
-        for option in ("dcp_world_size", "pcp_world_size"):
-            if getattr(manager, option) != 1:
-                raise UnsupportedOption(Decision.LOOKUP, option, getattr(manager, option))
+        if manager.pcp_world_size != 1:
+            raise UnsupportedOption(Decision.LOOKUP, "pcp_world_size", manager.pcp_world_size)
         if manager.block_pool is not coordinator.block_pool:
             raise UnsupportedOption(Decision.LOOKUP, f"groups[{group_id}].block_pool", "separate")
-        cacheable.append((group_id, type(manager), group.kv_cache_spec))
+        # manager.block_size: the spec's block times dcp_world_size for a
+        # DCP-sharded group, the block vLLM hashes and looks up by.
+        cacheable.append((group_id, type(manager), group.kv_cache_spec, manager.block_size))
     eagle = {spec_group.use_eagle for spec_group in coordinator.attention_groups}
     if len(eagle) > 1:
         raise UnsupportedOption(
@@ -106,7 +109,7 @@ def _bind(coordinator: Any) -> _BoundLookup:
 
 @functools.lru_cache(maxsize=64)
 def _bound(
-    cacheable: tuple[tuple[int, type, Any], ...],
+    cacheable: tuple[tuple[int, type, Any, int], ...],
     num_groups: int,
     hash_block_size: int,
     partial_hits: bool,
@@ -115,7 +118,10 @@ def _bound(
 ) -> _BoundLookup:
     # Validated once per configuration; every later call is a cache hit.
     geometry = HybridGeometry(
-        [core_group(Decision.LOOKUP, manager_cls, spec) for _, manager_cls, spec in cacheable],
+        [
+            core_group(Decision.LOOKUP, manager_cls, spec, block)
+            for _, manager_cls, spec, block in cacheable
+        ],
         hash_block_size,
         partial_hits=partial_hits,
         use_eagle=use_eagle,
@@ -123,7 +129,7 @@ def _bound(
     if not partial_hits and geometry.scheduler_block_size != scheduler_block_size:
         # vLLM aligns hits to its configured scheduler block; the core to the lcm.
         raise UnsupportedOption(Decision.LOOKUP, "scheduler_block_size", scheduler_block_size)
-    group_ids = tuple(group_id for group_id, _, _ in cacheable)
+    group_ids = tuple(group_id for group_id, _, _, _ in cacheable)
     readers = tuple(
         attrs.evolve(reader, group_id=group_id)  # read the pool under vLLM's group id
         for reader, group_id in zip(group_readers(geometry), group_ids, strict=True)

@@ -2,19 +2,25 @@
 
 vLLM calls the class method with the group's spec, its hit alignment, EAGLE,
 the retention interval and the request's boundaries; the adapter maps the
-spec to a core group and returns :func:`junction.core.reachable_block_mask`'s
-answer (``None`` = cache every block, as in vLLM).
+spec to a core group and returns the core's mask (``None`` = cache every
+block, as in vLLM). Everything but the block range and the boundaries is
+fixed per group of an engine, so it binds a :class:`junction.core.GroupMask`
+once per distinct setting (validated there, cached here).
 
 Translations: a negative boundary (vLLM's cache path appends ``J - B`` under
 EAGLE, which is negative when ``J < B``) marks nothing in vLLM, so it is left
-out; the core rejects negative positions. Refused with
-:class:`UnsupportedOption` (docs/domain.md, vLLM section): no alignment
-(``alignment_tokens=None``, vLLM's "no constraint"), decode-context
-parallelism (``dcp_world_size > 1`` scales the block), the sliding window's
-``final_segment_end_block``, and a retention interval the core rejects for
-the group (vLLM floors ``R / B`` and keeps the group dense where the core
-raises): the core's ``InvalidArgument`` for ``retention_interval`` becomes
-the refusal, any other invalid input is re-raised as the core raised it.
+out; the core rejects negative positions. Decode-context parallelism
+(``dcp_world_size``) shards a sliding window's blocks, so the core group's
+block is ``dcp_world_size`` times the spec's (a Mamba state is replicated:
+its block stays).
+
+Refused with :class:`UnsupportedOption` (docs/domain.md, vLLM section): no
+alignment (``alignment_tokens=None``, vLLM's "no constraint"), the sliding
+window's ``final_segment_end_block``, and a retention interval the core
+rejects for the group (vLLM floors ``R / B`` and keeps the group dense where
+the core raises): the core's ``InvalidArgument`` for ``retention_interval``
+becomes the refusal; any other invalid input is re-raised as the core raised
+it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from junction.core import GroupMask, InvalidArgument
 
+from ..vllm_env import vllm
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
 
@@ -46,11 +53,16 @@ def core_mask(
     """Drop-in for the class method (``manager_cls`` is the class it was called on)."""
     if alignment_tokens is None:
         raise UnsupportedOption(Decision.MASK, "alignment_tokens", alignment_tokens)
-    if dcp_world_size != 1:
-        raise UnsupportedOption(Decision.MASK, "dcp_world_size", dcp_world_size)
     if final_segment_end_block is not None:
         raise UnsupportedOption(Decision.MASK, "final_segment_end_block", final_segment_end_block)
-    bound = _group_mask(manager_cls, kv_cache_spec, alignment_tokens, use_eagle, retention_interval)
+    # A sliding window's block is sharded under decode-context parallelism;
+    # a Mamba state is replicated (vLLM's Mamba mask reads the spec's block).
+    block = kv_cache_spec.block_size
+    if manager_cls is not vllm().managers.MambaManager:
+        block *= dcp_world_size
+    bound = _group_mask(
+        manager_cls, kv_cache_spec, block, alignment_tokens, use_eagle, retention_interval
+    )
     boundaries = [boundary for boundary in reachable_boundaries if boundary >= 0]
     return bound.reachable_block_mask(start_block, end_block, boundaries)
 
@@ -59,11 +71,12 @@ def core_mask(
 def _group_mask(
     manager_cls: type,
     kv_cache_spec: Any,
+    block_size: int,
     alignment_tokens: int,
     use_eagle: bool,
     retention_interval: int | None,
 ) -> GroupMask:
-    group = core_group(Decision.MASK, manager_cls, kv_cache_spec)
+    group = core_group(Decision.MASK, manager_cls, kv_cache_spec, block_size)
     try:
         return GroupMask(alignment_tokens, group, use_eagle, retention_interval)
     except InvalidArgument as error:

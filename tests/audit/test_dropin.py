@@ -235,7 +235,6 @@ def _mask(group: GroupSpec, **overrides: Any) -> list[bool] | None:
     [
         ("final_segment_end_block", 7),
         ("alignment_tokens", None),
-        ("dcp_world_size", 2),
         ("retention_interval", 6),  # not a multiple of the block: vLLM keeps the group dense
     ],
 )
@@ -322,3 +321,15 @@ def test_the_plugin_finds_a_refusal_anywhere_in_the_exception_chain() -> None:
     except RuntimeError as wrapped:
         assert _unsupported(wrapped) == ("dcp_world_size", "2")
     assert _unsupported(RuntimeError("no refusal")) is None
+
+
+def test_under_decode_context_parallelism_a_window_block_is_sharded_a_state_is_not(
+    swapped: None,
+) -> None:
+    window = GroupSpec.sliding_window(4, 5)
+    # 2 ranks: each holds half of a block's KV, so a block covers 8 tokens.
+    assert _mask(window, alignment_tokens=8, retention_interval=16, dcp_world_size=2) == (
+        reachable_block_mask(0, 8, 8, GroupSpec.sliding_window(8, 5), False, 16, [])
+    )
+    state = GroupSpec.mamba(4)
+    assert _mask(state, dcp_world_size=2) == reachable_block_mask(0, 8, 4, state, False, 8, [])
