@@ -13,15 +13,20 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from junction.reference.oracle.first_principles import (
+    OracleGroup,
     oracle_blocks_needed,
     oracle_in_prefill,
     oracle_last_cacheable_position,
+    oracle_reconcile,
     oracle_split,
 )
 
 from .core_under_test import (
     cdiv,
     last_cacheable_position,
+    longest_full_attention_hit,
+    longest_mamba_hit,
+    longest_sliding_window_hit,
     mamba_block_aligned_split,
     prefill_end,
     reachable_block_mask,
@@ -29,7 +34,7 @@ from .core_under_test import (
     sliding_window_need,
 )
 from .oracle_adapters import finders_for, oracle_hits, oracle_mask
-from .strategies import mask_inputs, reconcile_inputs, split_inputs
+from .strategies import group_specs, mask_inputs, reconcile_inputs, split_inputs
 
 
 @given(mask_inputs())
@@ -89,3 +94,43 @@ def test_sliding_window_need_is_the_blocks_a_grid_point_reads(
     position = (cdiv(window, block) + extra) * block
     needed = oracle_blocks_needed("sliding_window", position, block, window, use_eagle)
     assert sliding_window_need(window, block, use_eagle) == len(needed)
+
+
+@given(group_specs(), st.integers(1, 16), st.booleans(), st.integers(0, 80), st.data())
+def test_each_free_finder_is_the_longest_hit_one_group_serves(
+    spec: Any, alignment: int, use_eagle: bool, bound: int, data: st.DataObject
+) -> None:
+    """``longest_*_hit(is_cached, bound)`` is the largest length the group serves
+    with its EAGLE drop inside ``bound``: one group reconciled alone, with
+    ``M`` and the lookup limit both ``bound`` (the oracle tries every length)."""
+    chain = bound // spec.block_size + 2
+    cached = frozenset(
+        i
+        for i, hit in enumerate(
+            data.draw(st.lists(st.integers(0, 3), min_size=chain, max_size=chain))
+        )
+        if hit
+    )
+    block, is_cached = spec.block_size, cached.__contains__
+    if spec.kind.value == "full":
+        drop = min(alignment, block) if use_eagle else 0
+        got = longest_full_attention_hit(
+            is_cached, bound, block_size=block, alignment_tokens=alignment, drop_tokens=drop
+        )
+    elif spec.kind.value == "sliding_window":
+        got = longest_sliding_window_hit(
+            is_cached,
+            bound,
+            block_size=block,
+            window=spec.window,
+            alignment_tokens=alignment,
+            use_eagle=use_eagle,
+        )
+    else:
+        got = longest_mamba_hit(is_cached, bound, block_size=block, alignment_tokens=alignment)
+    group = OracleGroup(spec.kind.value, block, spec.window, cached)
+    want, _, _ = oracle_reconcile([group], alignment, use_eagle, bound, bound)
+    event(f"{spec.kind.value}: {'hit' if got else 'miss'}")
+    assert got == want, (
+        f"{spec} A={alignment} eagle={use_eagle} bound={bound} cached={sorted(cached)}"
+    )
