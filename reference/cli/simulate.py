@@ -34,7 +34,13 @@ from junction.reference.simulator.memory import (
     memory_limit,
     size_in_words,
 )
-from junction.reference.simulator.parallel import BuiltinSource, RunSpec, TraceSource, run_all
+from junction.reference.simulator.parallel import (
+    BuiltinSource,
+    RunSpec,
+    TraceSource,
+    run_all,
+    workers,
+)
 from junction.reference.simulator.plot import render_plot
 from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.report import report
@@ -506,7 +512,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         file=sys.stderr,
     )
     runs = len(geometries) * len(variants)
-    jobs = min(args.jobs or os.cpu_count() or 1, runs)
+    jobs = workers(args.jobs, runs)
     _check_workers(args, parser, workload, settings, jobs)
     try:
         with terminal.progress("requests", runs * workload.requests) as advance:
