@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from junction.core import GroupSpec, HybridGeometry
@@ -260,7 +261,9 @@ class CheckedPolicy:
         if (
             not _is_sequence(answer)
             or len(answer) != length
-            or not all(type(flag) is bool for flag in answer)
+            # isinstance is type-exact here (bool cannot be subclassed), and mapped
+            # it runs in C: a mask has a flag per block of the chunk.
+            or not all(map(isinstance, answer, repeat(bool)))
         ):
             raise PolicyError(
                 self.name, call(), f"must return None or {length} bools, got {_show(answer)}"
