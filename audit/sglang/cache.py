@@ -22,7 +22,12 @@ where SGLang has code for it):
   names, and ``checkpoint_into_tree`` inserts ``tokens[:tracked]`` with that
   state after every chunk (the unfinished request donating its state) and at
   the end (the finished one donating its last tracked state); full-attention
-  KV past the last tracked state is freed, never inserted.
+  KV past the last tracked state is freed, never inserted;
+* a sliding-window prompt runs in one chunk: an unfinished request's
+  ``checkpoint_into_tree`` frees its out-of-window sliding-window slots
+  (``SGLANG_OPT_UNIFIED_CACHE_FREE_OUT_OF_WINDOW_SLOTS``, on by default) through
+  the request's own token row, which the driver does not model, so a
+  sliding-window prompt the budget would chunk is refused (:class:`Unsupported`).
 
 A prompt whose KV or Mamba slots cannot be found even after SGLang's eviction
 is skipped (:class:`PoolExhausted`), as a scheduler would keep it waiting.
@@ -298,6 +303,12 @@ class SglangCache:
         torch = m.torch
         prompt = tuple(tokens)
         admission = self.admit(prompt)
+        if not self.layout.mamba and len(prompt) - admission.hit > budget:
+            raise Unsupported(
+                f"budget={budget} chunks a {len(prompt)}-token sliding-window prompt "
+                f"from {admission.hit}: SGLang frees a chunked request's out-of-window "
+                "slots, which the driver does not model"
+            )
         start = admission.hit
         node = self.match(prompt[:start]).last_device_node
         lock = self.cache.lock(node)

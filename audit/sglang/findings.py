@@ -246,7 +246,9 @@ def findings_markdown() -> str:
         "`ScheduleBatch._mamba_radix_cache_v2_req_prepare_for_extend`, and "
         "`checkpoint_into_tree`'s insert after every chunk. The harness geometry is "
         "SGLang's page for every group (a Mamba state may end any node); the checkpoint "
-        "grid (`mamba_cache_chunk_size`) is the configuration each finding names.",
+        "grid (`mamba_cache_chunk_size`) is the configuration each finding names. "
+        "Sliding-window prompts run in one chunk: a chunked request's out-of-window "
+        "slots are freed through its own token row, which the driver does not model.",
         "",
         "Promises run: 1 (replay), 2 (junction), 4 (economy, yardstick: the `junction` "
         "policy's promised positions with SGLang's own branching point as the junction), "

@@ -133,9 +133,11 @@ def test_a_sliding_window_resend_hits_all_but_the_last_token() -> None:
     prompt = tuple(range(12))
     for core in TreeCore:
         cache = SglangCache(geometry, core, 100, 1)
-        cache.prefill(prompt, 5)
+        cache.prefill(prompt, 12)
         assert cache.admit(prompt).hit == 11
         assert cache.admit((*prompt[:6], 99, 98)).hit == 6
+        with pytest.raises(Unsupported, match=r"^budget=4 chunks a 9-token sliding-window"):
+            cache.prefill((*prompt[:3], 7, 7, 7, 7, 7, 7), 4)
 
 
 @pytest.mark.parametrize(

@@ -46,9 +46,12 @@ def sglang_scenarios(draw: st.DrawFn, promise: Promise) -> tuple[Scenario, int]:
     """A harness scenario for ``promise`` on SGLang's projection, and its Mamba chunk."""
     scenario = draw(scenarios(promise))
     projection = sglang_projection(scenario.geometry)
-    if promise in _MAMBA_ONLY:
-        assume(projection.geometry.groups[1].kind is GroupKind.MAMBA)
-    return attrs.evolve(scenario, geometry=projection.geometry), projection.mamba_chunk
+    if projection.geometry.groups[1].kind is GroupKind.MAMBA:
+        return attrs.evolve(scenario, geometry=projection.geometry), projection.mamba_chunk
+    assume(promise not in _MAMBA_ONLY)
+    # A sliding-window prompt runs in one chunk (audit/sglang/cache.py says why).
+    budget = max(len(p) for p in (*scenario.prompts, scenario.probe))
+    return attrs.evolve(scenario, geometry=projection.geometry, budget=budget), 1
 
 
 def _explained(scenario: Scenario, chunk: int) -> None:
