@@ -23,8 +23,9 @@ configuration and cached; a call reconciles and collects blocks.
 
 Refused with :class:`UnsupportedOption`: EAGLE on only some groups
 (``is_eagle_group``), a group the core has no kind for (its manager),
-prefill context parallelism, a scheduler block other than the lcm of the
-group blocks, and managers on different block pools (HiSparse). Under
+prefill context parallelism and a scheduler block other than the lcm of the
+group blocks. Each group reads its manager's block pool (HiSparse gives some
+groups their own). Under
 decode-context parallelism a group's block is the manager's (the spec's
 times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
 """
@@ -62,18 +63,23 @@ def core_find_longest_cache_hit(
 ) -> tuple[tuple[list[Any], ...], int, int]:
     """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (same signature)."""
     bound = _bind(coordinator)
-    pool = coordinator.block_pool
+    # Each group reads its own manager's pool, as vLLM's coordinator does
+    # (one pool for all, except with HiSparse's host-backed groups).
+    managers = coordinator.single_type_managers
+    pools = [managers[group_id].block_pool for group_id in bound.group_ids]
     unit = bound.geometry.hash_block_size
     lookup_limit = len(block_hashes) * unit
-    reconciled = bound.reconciler.reconcile(
-        reader_finders(bound.readers, pool, block_hashes), max_cache_hit_length, lookup_limit
-    )
+    finders = [
+        reader_finders([reader], pool, block_hashes)[0]
+        for reader, pool in zip(bound.readers, pools, strict=True)
+    ]
+    reconciled = bound.reconciler.reconcile(finders, max_cache_hit_length, lookup_limit)
     hit = reconciled.hit_length
     # Full attention's partial tail is the deepest hash unit its lookup could
     # read: the candidate plus the EAGLE peek, within the hashed tokens.
     read_limit = min(max_cache_hit_length + bound.geometry.eagle_drop_tokens, lookup_limit) // unit
     blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
-    for group_id, group in zip(bound.group_ids, bound.geometry.groups, strict=True):
+    for group_id, group, pool in zip(bound.group_ids, bound.geometry.groups, pools, strict=True):
         blocks[group_id] = _group_blocks(pool, block_hashes, group_id, group, unit, hit, read_limit)
     return tuple(blocks), hit, reconciled.longest_hit_length - hit
 
@@ -87,8 +93,6 @@ def _bind(coordinator: Any) -> _BoundLookup:
             continue  # scratch groups take no part in lookup; vLLM gives them no blocks
         if manager.pcp_world_size != 1:
             raise UnsupportedOption(Decision.LOOKUP, "pcp_world_size", manager.pcp_world_size)
-        if manager.block_pool is not coordinator.block_pool:
-            raise UnsupportedOption(Decision.LOOKUP, f"groups[{group_id}].block_pool", "separate")
         # manager.block_size: the spec's block times dcp_world_size for a
         # DCP-sharded group, the block vLLM hashes and looks up by.
         cacheable.append((group_id, type(manager), group.kv_cache_spec, manager.block_size))
