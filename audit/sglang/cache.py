@@ -330,9 +330,12 @@ class SglangCache:
                     req.extend(start, end)
                     m.track_entry(self._batch, req)
                     cache_len = req.kv.mamba_last_track_seqlen
-                    if cache_len is not None and cache_len > start:
+                    if cache_len is not None:
                         tracked.append(cache_len)
                         self._states.add(prompt[:cache_len])
+                    # An unfinished request's insert clears its tracked length
+                    # (MambaComponent.cleanup_after_caching_req).
+                    req.kv.mamba_last_track_seqlen = None
                 else:
                     cache_len = end
                 start = end
