@@ -5,9 +5,9 @@ Why the sdist: vLLM's wheel ships no tests; its sdist does. Why not
 metadata before it keeps the file, and that build needs CUDA tooling, so on a
 CPU machine it fails and deletes the archive. So the archive is fetched from
 the package index pip is configured with (``pip config get
-global.index-url``, else PyPI), through the index's JSON simple API
-(PEP 691), and checked against the sha256 pinned here and the one the index
-lists. It is cached: repeated runs never download.
+global.index-url``, else PyPI), through the index's simple API (its JSON
+form, PEP 691, or its HTML one, PEP 503), and checked against the sha256
+pinned here and the one the index lists. It is cached: repeated runs never download.
 
 Only what the selected test files import is unpacked (``tests/v1/core`` and
 the kv-connector test helpers it imports), not vLLM's top-level
@@ -24,11 +24,14 @@ own ``OPTConfig`` (its defaults are opt-125m's), no download.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -126,21 +129,42 @@ def _index_url() -> str:
     return os.environ.get("PIP_INDEX_URL") or url or "https://pypi.org/simple"
 
 
-def _download(archive: Path) -> None:
-    index = _index_url().rstrip("/")
-    request = urllib.request.Request(
-        f"{index}/vllm/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
-    )
+def _sdist_link(index: str) -> tuple[str, str | None]:
+    """The sdist's URL on the index's project page and the sha256 it lists (if any).
+
+    Asks for the JSON page (PEP 691) and reads the HTML one (PEP 503) when
+    the index only has that.
+    """
+    page = f"{index.rstrip('/')}/vllm/"
+    accept = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
+    request = urllib.request.Request(page, headers={"Accept": accept})
     with urllib.request.urlopen(request, timeout=60) as answer:
-        files = json.load(answer)["files"]
-    entry = next((f for f in files if f["filename"] == SDIST), None)
-    if entry is None:
-        raise RuntimeError(f"{index}/vllm/ lists no {SDIST}")
-    listed = entry.get("hashes", {}).get("sha256")
+        kind = answer.headers.get("Content-Type", "")
+        body = answer.read().decode("utf-8")
+    if "json" in kind:
+        for entry in json.loads(body)["files"]:
+            if entry["filename"] == SDIST:
+                return urllib.parse.urljoin(page, entry["url"]), entry.get("hashes", {}).get(
+                    "sha256"
+                )
+    else:
+        for href, text in re.findall(r'<a[^>]*href="([^"]*)"[^>]*>([^<]*)</a>', body):
+            if text.strip() == SDIST:
+                url, _, fragment = html.unescape(href).partition("#")
+                listed = (
+                    fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
+                )
+                return urllib.parse.urljoin(page, url), listed
+    raise RuntimeError(f"{page} lists no {SDIST}")
+
+
+def _download(archive: Path) -> None:
+    index = _index_url()
+    url, listed = _sdist_link(index)
     if listed is not None and listed != SDIST_SHA256:
         raise RuntimeError(f"{index} lists {SDIST} with sha256 {listed}, pinned {SDIST_SHA256}")
     partial = archive.with_suffix(".part")
-    with urllib.request.urlopen(entry["url"], timeout=300) as answer, partial.open("wb") as out:
+    with urllib.request.urlopen(url, timeout=300) as answer, partial.open("wb") as out:
         while chunk := answer.read(1 << 20):
             out.write(chunk)
     if (got := _sha256(partial)) != SDIST_SHA256:

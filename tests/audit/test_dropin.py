@@ -15,7 +15,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -333,3 +337,48 @@ def test_under_decode_context_parallelism_a_window_block_is_sharded_a_state_is_n
     )
     state = GroupSpec.mamba(4)
     assert _mask(state, dcp_world_size=2) == reachable_block_mask(0, 8, 4, state, False, 8, [])
+
+
+@pytest.fixture
+def local_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A PEP 503 (HTML) package index on localhost, named by PIP_INDEX_URL."""
+    root = tmp_path / "index"
+    (root / "vllm").mkdir(parents=True)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.server_address[1]}/")
+    try:
+        yield root
+    finally:
+        server.shutdown()
+
+
+def _list_sdist(root: Path, sha256: str) -> None:
+    (root / "vllm" / "vllm-0.33.0.tar.gz").write_bytes(b"not vLLM")
+    (root / "vllm" / "index.html").write_text(
+        f'<a href="vllm-0.33.0.tar.gz#sha256={sha256}">vllm-0.33.0.tar.gz</a>', encoding="utf-8"
+    )
+
+
+def test_the_sdist_is_refused_when_the_index_lists_another_hash(
+    local_index: Path, tmp_path: Path
+) -> None:
+    from junction.audit.vllm_suite import workspace
+
+    _list_sdist(local_index, "0" * 64)
+    with pytest.raises(RuntimeError, match=r"lists vllm-0\.33\.0\.tar\.gz with sha256 0000"):
+        workspace.prepare(tmp_path / "cache")
+    assert not (tmp_path / "cache" / "vllm-0.33.0.tar.gz").exists()
+
+
+def test_the_sdist_is_refused_when_its_bytes_are_not_the_pinned_ones(
+    local_index: Path, tmp_path: Path
+) -> None:
+    from junction.audit.vllm_suite import workspace
+
+    _list_sdist(local_index, workspace.SDIST_SHA256)  # the index claims the right hash
+    with pytest.raises(RuntimeError, match=r"downloaded vllm-0\.33\.0\.tar\.gz has sha256"):
+        workspace.prepare(tmp_path / "cache")
+    assert list((tmp_path / "cache").iterdir()) == []  # nothing half-written stays
