@@ -83,10 +83,12 @@ class SuiteResult:
 
 
 def run_suite(workspace: Workspace, reports: Path, jobs: int) -> SuiteResult:
-    """Both runs, and each selected test's verdict."""
+    """Both runs, and each selected test's verdict (``RuntimeError`` when none is selected)."""
     check_tables()
     baseline = run_tests(workspace, "count", TEST_FILES, reports, jobs)
     selected = [o for o in baseline.values() if o.exercised]
+    if not selected:  # never an empty pass: the counters, or the files, are not what they were
+        raise RuntimeError(f"none of the {len(baseline)} tests called a decision point")
     verdicts: list[TestVerdict] = []
     judged: list[TestOutcome] = []
     for outcome in selected:
