@@ -31,6 +31,13 @@ where SGLang has code for it):
 
 A prompt whose KV or Mamba slots cannot be found even after SGLang's eviction
 is skipped (:class:`PoolExhausted`), as a scheduler would keep it waiting.
+
+Rejected: running SGLang's ``Scheduler`` (it needs a model runner and a
+process group); restating where a chunk tracks its state (that is SGLang's
+decision, so its own method runs, on a stand-in); building ``Req`` objects for
+``checkpoint_into_tree`` (their token rows and ping-pong slots are the
+scheduler's bookkeeping: the driver calls ``insert`` with what
+``checkpoint_into_tree`` would pass, and the tests check the result).
 """
 
 from __future__ import annotations

@@ -28,6 +28,13 @@ scenario strategies drive SGLang. Economy and reconciliation read per-block
 presence, which only the Mamba component exposes through lookups; they are
 asked of full + Mamba geometries only (a sliding window's blocks are not
 visible through ``match_prefix``: its validator counts a run, not blocks).
+
+Rejected: reading the tree's nodes (the Python core exposes them, the Rust
+core only through SGLang's test inspector, whose package imports the
+benchmark datasets); a Mamba block equal to SGLang's checkpoint grid (its
+hits and full-attention KV land on pages, and a state can end any page a
+chunk reaches from its start, so the grid is where SGLang chooses to track,
+judged by the promises, not a block size that would excuse it).
 """
 
 from __future__ import annotations
