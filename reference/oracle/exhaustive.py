@@ -12,6 +12,12 @@ names), not an import: the oracle side never imports ``core``, so it stays an
 independent statement, and the same walk checks a vendored or renamed copy of
 the core. Rejected: importing ``junction.core`` here (the oracle package would
 then depend on what it judges).
+
+The walk calls the per-call API an engine uses: one binding per engine or
+group setting (``GroupMask``, ``ChunkSplitter``, ``HitReconciler`` and
+``GroupLookup``), reused for every input that shares it, so what a binding
+derives once is judged on every call it answers. The free functions are
+fresh bindings' calls, and the properties call those.
 """
 
 from __future__ import annotations
@@ -160,8 +166,11 @@ class Coverage:
 
 
 def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
+    bindings: dict[tuple[Any, ...], Any] = {}
     for case in mask_inputs(core, bound):
         spec = case.spec
+        key = (case.alignment_tokens, spec, case.use_eagle, case.retention_interval)
+        binding = bindings.get(key) or bindings.setdefault(key, core.GroupMask(*key))
         want = oracle_reachable_block_mask(
             case.start_block,
             case.end_block,
@@ -173,22 +182,39 @@ def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, 
             case.retention_interval,
             case.reachable_boundaries,
         )
-        yield core.reachable_block_mask(*case), want, case
+        got = binding.reachable_block_mask(
+            case.start_block, case.end_block, case.reachable_boundaries
+        )
+        yield got, want, case
+
+
+# The split's engine settings: what a ChunkSplitter binds.
+_SPLITTER = ("block_size", "hash_block_size", "use_eagle", "partial_hits", "max_prefill_tokens")
 
 
 def _split_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
+    bindings: dict[tuple[Any, ...], Any] = {}
     for kwargs in split_inputs(bound):
-        yield core.mamba_block_aligned_split(**kwargs), oracle_split(**kwargs), kwargs
+        key = tuple(kwargs[name] for name in _SPLITTER)
+        splitter = bindings.get(key) or bindings.setdefault(key, core.ChunkSplitter(*key))
+        request = {name: value for name, value in kwargs.items() if name not in _SPLITTER}
+        yield splitter.split(**request), oracle_split(**kwargs), kwargs
 
 
 def _reconcile_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
+    reconcilers: dict[Any, Any] = {}
+    lookups: dict[tuple[Any, int], Any] = {}
     for geometry, sets, max_hit, limit in reconcile_inputs(core, bound):
         alignment = geometry.alignment_tokens
-        finders = [
-            core.group_finder(spec, cached.__contains__, alignment_tokens=alignment)
-            for spec, cached in zip(geometry.groups, sets, strict=True)
-        ]
-        got = core.reconcile_hits(geometry, finders, max_hit, limit)
+        reconciler = reconcilers.get(geometry) or reconcilers.setdefault(
+            geometry, core.HitReconciler(geometry)
+        )
+        finders = []
+        for spec, cached in zip(geometry.groups, sets, strict=True):
+            key = (spec, alignment)
+            lookup = lookups.get(key) or lookups.setdefault(key, core.GroupLookup(spec, alignment))
+            finders.append(lookup.finder(cached.__contains__))
+        got = reconciler.reconcile(finders, max_hit, limit)
         groups = [
             OracleGroup(spec.kind.value, spec.block_size, spec.window, cached)
             for spec, cached in zip(geometry.groups, sets, strict=True)
