@@ -86,10 +86,9 @@ class Coordinator:
             return
         for manager in self.managers:
             manager.after_step(request)
-        self.quiet[rid] = min(
-            (m.quiet_until(request) for m in self.managers if not m.per_chunk),
-            default=request.num_tokens,  # only per-chunk managers: nothing to skip
-        )
+        quiets = [m.quiet_until(request) for m in self.managers if not m.per_chunk]
+        # Only per-chunk managers: nothing to skip, any value does.
+        self.quiet[rid] = min(quiets) if quiets else request.num_tokens
 
     def free(self, request: Request) -> None:
         for manager in self.managers:

@@ -352,6 +352,13 @@ class Engine:
                 )
             for manager in self.coordinator.managers:
                 if not isinstance(manager, MambaManager):
+                    # Every computed token has its slot (the quiet steps skip allocation).
+                    slots = manager.slot_tokens(request.request_id)
+                    if slots < request.num_computed_tokens:
+                        raise InvariantViolation(
+                            "a running request has a slot for every computed token",
+                            f"{request}: group {manager.group_id} has slots for {slots}",
+                        )
                     continue
                 # A Mamba group resumes from the state after exactly the computed tokens.
                 state = manager.state(request.request_id)

@@ -183,6 +183,10 @@ class GroupManager:
     def held(self, request_id: int) -> list[Block]:
         return [b for b in self.blocks.get(request_id, ()) if b is not self.pool.null_block]
 
+    def slot_tokens(self, request_id: int) -> int:
+        """Tokens the request's blocks have slots for (released window blocks count)."""
+        return len(self.blocks.get(request_id, ())) * self.block_size
+
 
 class SlidingWindowManager(GroupManager):
     """``released[rid]``: the leading blocks already given back (null in ``blocks``)."""

@@ -53,6 +53,11 @@ def _compute_every_token(engine: Engine) -> None:
     request.num_computed_tokens = request.num_tokens
 
 
+def _compute_past_the_slots(engine: Engine) -> None:
+    request = engine.running[0]
+    request.num_computed_tokens = request.num_tokens - 1
+
+
 def _move_a_mamba_state(engine: Engine) -> None:
     manager = next(m for m in engine.coordinator.managers if isinstance(m, MambaManager))
     state = manager.latest[engine.running[0].request_id]
@@ -71,6 +76,11 @@ CORRUPTIONS: list[tuple[Callable[[Engine], None], str, str]] = [
         _compute_every_token,
         "a running request has 0 <= computed < tokens",
         r"computed (\d+), tokens \1",
+    ),
+    (
+        _compute_past_the_slots,
+        "a running request has a slot for every computed token",
+        r"group 0 has slots for \d+",
     ),
     (
         _move_a_mamba_state,
