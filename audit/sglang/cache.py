@@ -143,10 +143,17 @@ class PrefillRun:
 class SglangCache:
     """A fresh SGLang cache for ``geometry`` on one tree core, with a pool of
     ``num_pages`` pages and Mamba states tracked every ``mamba_chunk`` tokens
-    (``mamba_cache_chunk_size``, a multiple of the page)."""
+    (``mamba_cache_chunk_size``, a multiple of the page), at most
+    ``max_states_per_path`` per path (``mamba_max_states_per_path``; -1, the
+    default, is no cap)."""
 
     def __init__(
-        self, geometry: HybridGeometry, core: TreeCore, num_pages: int, mamba_chunk: int
+        self,
+        geometry: HybridGeometry,
+        core: TreeCore,
+        num_pages: int,
+        mamba_chunk: int,
+        max_states_per_path: int = -1,
     ) -> None:
         self.geometry = geometry
         self.layout = layout = layout_of(geometry)
@@ -157,7 +164,7 @@ class SglangCache:
             )
         self.core = core
         self.modules = m = sglang()
-        publish_server_args(page, mamba_chunk)
+        publish_server_args(page, mamba_chunk, max_states_per_path)
         torch = m.torch
         tokens = max(num_pages, 2) * page
         components = [m.ComponentType.FULL]

@@ -184,21 +184,25 @@ def _classes(*names: tuple[str, str]) -> dict[str, Any]:
     return {name: getattr(importlib.import_module(module), name) for module, name in names}
 
 
-def publish_server_args(page_size: int, mamba_chunk_size: int) -> None:
-    """Publish the scheduler's runtime context for a cache of this page and chunk size.
+def publish_server_args(page_size: int, mamba_chunk_size: int, max_states_per_path: int) -> None:
+    """Publish the scheduler's runtime context for a cache of this page and chunk size,
+    keeping at most ``max_states_per_path`` Mamba states per path (-1: no cap).
 
     The dummy model has no configuration to resolve, so the Mamba chunk size
     (``mamba_cache_chunk_size()``: the checkpoint grid's factor) is preset.
     """
+    arguments = (page_size, mamba_chunk_size, max_states_per_path)
     # Publishing resolves every server argument (about 25 ms): skip it when the
     # context already holds these (it is process-wide: the last one published).
-    if _published.get("scheduler") == (page_size, mamba_chunk_size):
+    if _published.get("scheduler") == arguments:
         return
     modules = sglang()
-    server_args = modules.ServerArgs(model_path="dummy", page_size=page_size)
+    server_args = modules.ServerArgs(
+        model_path="dummy", page_size=page_size, mamba_max_states_per_path=max_states_per_path
+    )
     server_args._mamba_cache_chunk_size = mamba_chunk_size
     modules.publish(server_args, role="scheduler")
-    _published["scheduler"] = (page_size, mamba_chunk_size)
+    _published["scheduler"] = arguments
 
 
-_published: dict[str, tuple[int, int]] = {}
+_published: dict[str, tuple[int, int, int]] = {}

@@ -90,13 +90,15 @@ class SglangRun:
     sub_block_states = False  # a state serves only where its node ends
     policy = POLICY
 
-    def __init__(self, scenario: Scenario, core: TreeCore, mamba_chunk: int) -> None:
+    def __init__(
+        self, scenario: Scenario, core: TreeCore, mamba_chunk: int, max_states_per_path: int
+    ) -> None:
         # No larger than every token of the scenario in its own pages: nothing is
         # evicted either way, and SGLang zeroes its pools at construction.
         page = scenario.geometry.hash_block_size
         tokens = sum(len(p) + page for p in (*scenario.prompts, scenario.probe))
         pages = min(scenario.num_blocks, tokens // page + 1)
-        self.cache = SglangCache(scenario.geometry, core, pages, mamba_chunk)
+        self.cache = SglangCache(scenario.geometry, core, pages, mamba_chunk, max_states_per_path)
         for prompt in scenario.prompts:
             try:
                 self.cache.prefill(prompt, scenario.budget)
@@ -192,17 +194,20 @@ class SglangRun:
 @attrs.frozen
 class SglangSubject:
     """SGLang 0.5.23 on one tree core (the Rust one is SGLang's default), tracking
-    Mamba states every ``mamba_chunk`` tokens (a multiple of the scenario's page)."""
+    Mamba states every ``mamba_chunk`` tokens (a multiple of the scenario's page),
+    at most ``max_states_per_path`` per path (-1, SGLang's default: no cap)."""
 
     core: TreeCore = TreeCore.RUST
     mamba_chunk: int = 1
+    max_states_per_path: int = -1
 
     @property
     def name(self) -> str:
-        return f"SGLang ({self.core.value} core, Mamba chunk {self.mamba_chunk})"
+        cap = f", {self.max_states_per_path} states a path" if self.max_states_per_path > 0 else ""
+        return f"SGLang ({self.core.value} core, Mamba chunk {self.mamba_chunk}{cap})"
 
     def run(self, scenario: Scenario) -> SglangRun:
-        return SglangRun(scenario, self.core, self.mamba_chunk)
+        return SglangRun(scenario, self.core, self.mamba_chunk, self.max_states_per_path)
 
     def dense(self) -> SglangSubject:
         """SGLang has no retention knob to widen (every tracked state is inserted)."""

@@ -91,6 +91,21 @@ def test_findings_still_reproduce(finding: SglangFinding) -> None:
         assert diagnose(violation, finding.mamba_chunk) == finding.key
 
 
+def test_a_path_cap_of_one_spares_the_previous_chunks_state() -> None:
+    (finding,) = (f for f in SGLANG_FINDINGS if f.key == "state-per-chunk")
+    scenario = finding.counterexample
+    (prompt,) = scenario.prompts
+    for core in TreeCore:
+        subject = SglangSubject(core, finding.mamba_chunk, max_states_per_path=1)
+        kept = subject.run(scenario).kept(1)
+        assert sorted(map(len, kept)) == [8, 12], core  # the tail and the chunk before it
+        violation = check(scenario, subject)
+        assert violation is not None and diagnose(violation, finding.mamba_chunk) == finding.key
+    uncapped = SglangSubject(TreeCore.RUST, finding.mamba_chunk).run(scenario).kept(1)
+    assert sorted(map(len, uncapped)) == [4, 8, 12]
+    assert all(prompt[: len(key)] == key for key in kept)
+
+
 def test_the_docs_section_is_current() -> None:
     text = FINDINGS_MD.read_text(encoding="utf-8")
     start, end = text.index(SGLANG_BEGIN), text.index(SGLANG_END) + len(SGLANG_END)
