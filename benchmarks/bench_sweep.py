@@ -58,14 +58,14 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=400)
     args = parser.parse_args()
     times: dict[str, list[float]] = {mode: [] for mode in (*MODES, "Ray start-up alone")}
-    documents: dict[str, set[bytes]] = {mode: set() for mode in MODES}
+    documents: dict[str, list[bytes]] = {mode: [] for mode in MODES}
     print(f"cpus {os.cpu_count()}, load average before: {_load()}", flush=True)
     with tempfile.TemporaryDirectory() as folder:
         for round_ in range(args.rounds):
             for mode, flags in MODES.items():
                 out = Path(folder) / f"{round_}{flags[-1]}"
                 times[mode].append(timed([*grid(args.sessions, out), *flags]))
-                documents[mode].add((out / "sweep.json").read_bytes())
+                documents[mode].append((out / "sweep.json").read_bytes())
             times["Ray start-up alone"].append(timed([sys.executable, "-c", RAY_START]))
             line = ", ".join(f"{mode} {samples[-1]:.1f} s" for mode, samples in times.items())
             print(f"round {round_ + 1}: {line}", flush=True)
@@ -78,8 +78,12 @@ def main() -> int:
         median = statistics.median(samples)
         ratio = f"{base / median:.2f}x" if mode in MODES else "-"
         print(f"| {mode} | {median:.1f} s | {ratio} |")
-    identical = len(set().union(*documents.values())) == 1
+    versions = list(dict.fromkeys(d for runs in documents.values() for d in runs))
+    identical = len(versions) == 1
     print(f"\nsweep.json identical across every mode and round: {'yes' if identical else 'NO'}")
+    if not identical:  # which runs wrote which: a round boundary means the code changed
+        for mode, runs in documents.items():
+            print(f"{mode}: version by round {[versions.index(d) + 1 for d in runs]}")
     return 0 if identical else 1
 
 
