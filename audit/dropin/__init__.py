@@ -33,7 +33,7 @@ fallback by another name).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from ..vllm_env import vllm
@@ -61,29 +61,15 @@ def decision_points() -> dict[tuple[type, str], Any]:
     v = vllm()
     managers = v.managers
 
+    # The adapters themselves, with vLLM's signatures: no wrapper frame per call.
     return {
-        (v.scheduler.Scheduler, "_mamba_block_aligned_split"): _named(
-            core_split, "_mamba_block_aligned_split"
-        ),
-        (managers.SlidingWindowManager, "reachable_block_mask"): classmethod(
-            _named(core_mask, "reachable_block_mask")
-        ),
-        (managers.MambaManager, "reachable_block_mask"): classmethod(
-            _named(core_mask, "reachable_block_mask")
-        ),
-        (v.coordinator.HybridKVCacheCoordinator, "find_longest_cache_hit"): _named(
-            core_find_longest_cache_hit, "find_longest_cache_hit"
+        (v.scheduler.Scheduler, "_mamba_block_aligned_split"): core_split,
+        (managers.SlidingWindowManager, "reachable_block_mask"): classmethod(core_mask),
+        (managers.MambaManager, "reachable_block_mask"): classmethod(core_mask),
+        (v.coordinator.HybridKVCacheCoordinator, "find_longest_cache_hit"): (
+            core_find_longest_cache_hit
         ),
     }
-
-
-def _named(adapter: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return adapter(self, *args, **kwargs)
-
-    method.__name__ = name
-    method.__doc__ = adapter.__doc__
-    return method
 
 
 def installed() -> bool:

@@ -32,7 +32,6 @@ times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import attrs
@@ -40,6 +39,7 @@ import attrs
 from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
 from ..lookup import GroupReader, group_readers, reader_finders
+from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
 
@@ -85,9 +85,30 @@ def core_find_longest_cache_hit(
 
 
 def _bind(coordinator: Any) -> _BoundLookup:
+    """The coordinator's binding: looked up by what it is built from, built on a miss."""
     groups = coordinator.kv_cache_config.kv_cache_groups
     managers = coordinator.single_type_managers
-    cacheable = []
+    objects = (*(group.kv_cache_spec for group in groups), *(type(m) for m in managers))
+    settings = (
+        tuple((manager.block_size, manager.pcp_world_size) for manager in managers),
+        tuple(spec_group.use_eagle for spec_group in coordinator.attention_groups),
+        coordinator.hash_block_size,
+        bool(coordinator.enable_partial_hash_hits),
+        coordinator.scheduler_block_size,
+    )
+    bound = _lookups.find(objects, settings)
+    if bound is None:  # the configuration's first lookup: bind (and validate) once
+        bound = _lookups.keep(objects, settings, _bound(coordinator))
+    return bound
+
+
+_lookups: IdentityCache[_BoundLookup] = IdentityCache()
+
+
+def _bound(coordinator: Any) -> _BoundLookup:
+    groups = coordinator.kv_cache_config.kv_cache_groups
+    managers = coordinator.single_type_managers
+    cacheable: list[tuple[int, type, Any, int]] = []
     for group_id, (group, manager) in enumerate(zip(groups, managers, strict=True)):
         if not group.kv_cache_spec.prefix_cacheable:
             continue  # scratch groups take no part in lookup; vLLM gives them no blocks
@@ -101,35 +122,17 @@ def _bind(coordinator: Any) -> _BoundLookup:
         raise UnsupportedOption(
             Decision.LOOKUP, "is_eagle_group", sorted(coordinator.drop_eagle_group_ids)
         )
-    return _bound(
-        tuple(cacheable),
-        len(groups),
-        coordinator.hash_block_size,
-        bool(coordinator.enable_partial_hash_hits),
-        eagle == {True},
-        coordinator.scheduler_block_size,
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _bound(
-    cacheable: tuple[tuple[int, type, Any, int], ...],
-    num_groups: int,
-    hash_block_size: int,
-    partial_hits: bool,
-    use_eagle: bool,
-    scheduler_block_size: int,
-) -> _BoundLookup:
-    # Validated once per configuration; every later call is a cache hit.
+    partial_hits = bool(coordinator.enable_partial_hash_hits)
     geometry = HybridGeometry(
         [
             core_group(Decision.LOOKUP, manager_cls, spec, block)
             for _, manager_cls, spec, block in cacheable
         ],
-        hash_block_size,
+        coordinator.hash_block_size,
         partial_hits=partial_hits,
-        use_eagle=use_eagle,
+        use_eagle=eagle == {True},
     )
+    scheduler_block_size = coordinator.scheduler_block_size
     if not partial_hits and geometry.scheduler_block_size != scheduler_block_size:
         # vLLM aligns hits to its configured scheduler block; the core to the lcm.
         raise UnsupportedOption(Decision.LOOKUP, "scheduler_block_size", scheduler_block_size)
@@ -138,7 +141,7 @@ def _bound(
         attrs.evolve(reader, group_id=group_id)  # read the pool under vLLM's group id
         for reader, group_id in zip(group_readers(geometry), group_ids, strict=True)
     )
-    return _BoundLookup(geometry, group_ids, num_groups, HitReconciler(geometry), readers)
+    return _BoundLookup(geometry, group_ids, len(groups), HitReconciler(geometry), readers)
 
 
 def _group_blocks(

@@ -5,7 +5,8 @@ the retention interval and the request's boundaries; the adapter maps the
 spec to a core group and returns the core's mask (``None`` = cache every
 block, as in vLLM). Everything but the block range and the boundaries is
 fixed per group of an engine, so it binds a :class:`junction.core.GroupMask`
-once per distinct setting (validated there, cached here).
+once per distinct setting (validated there, cached here by the spec's
+identity: :mod:`.bindings`).
 
 Translations: a negative boundary (vLLM's cache path appends ``J - B`` under
 EAGLE, which is negative when ``J < B``) marks nothing in vLLM, so it is left
@@ -25,13 +26,13 @@ it.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
 from junction.core import GroupMask, InvalidArgument
 
 from ..vllm_env import vllm
+from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
 
@@ -60,22 +61,26 @@ def core_mask(
     block = kv_cache_spec.block_size
     if manager_cls is not vllm().managers.MambaManager:
         block *= dcp_world_size
-    bound = _group_mask(
-        manager_cls, kv_cache_spec, block, alignment_tokens, use_eagle, retention_interval
-    )
+    objects = (manager_cls, kv_cache_spec)
+    settings = (block, alignment_tokens, use_eagle, retention_interval)
+    bound = _masks.find(objects, settings)
+    if bound is None:  # the group's first call: bind (and validate) once
+        bound = _masks.keep(objects, settings, _group_mask(objects, *settings))
     boundaries = [boundary for boundary in reachable_boundaries if boundary >= 0]
     return bound.reachable_block_mask(start_block, end_block, boundaries)
 
 
-@functools.lru_cache(maxsize=256)
+_masks: IdentityCache[GroupMask] = IdentityCache()
+
+
 def _group_mask(
-    manager_cls: type,
-    kv_cache_spec: Any,
+    objects: tuple[type, Any],
     block_size: int,
     alignment_tokens: int,
     use_eagle: bool,
     retention_interval: int | None,
 ) -> GroupMask:
+    manager_cls, kv_cache_spec = objects
     group = core_group(Decision.MASK, manager_cls, kv_cache_spec, block_size)
     try:
         return GroupMask(alignment_tokens, group, use_eagle, retention_interval)

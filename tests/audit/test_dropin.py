@@ -382,3 +382,18 @@ def test_the_sdist_is_refused_when_its_bytes_are_not_the_pinned_ones(
     with pytest.raises(RuntimeError, match=r"downloaded vllm-0\.33\.0\.tar\.gz has sha256"):
         workspace.prepare(tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []  # nothing half-written stays
+
+
+def test_bindings_are_found_by_the_identity_of_what_they_were_built_from() -> None:
+    from junction.audit.dropin.bindings import IdentityCache
+
+    cache: IdentityCache[str] = IdentityCache(limit=2)
+    spec, twin = [1, 2], [1, 2]  # equal, not the same object
+    assert cache.keep((spec,), ("A",), "bound") == "bound"
+    assert cache.find((spec,), ("A",)) == "bound"
+    assert cache.find((twin,), ("A",)) is None
+    assert cache.find((spec,), ("B",)) is None
+    cache.keep((twin,), ("A",), "twin")
+    cache.keep((spec,), ("B",), "third")  # full: cleared before keeping
+    assert cache.find((spec,), ("A",)) is None
+    assert cache.find((spec,), ("B",)) == "third"
