@@ -238,3 +238,31 @@ def test_readme_shows_the_demo_table_that_make_demo_wrote() -> None:
     pinned = by_label(report, "full+mamba")["R=0 pinned"]
     assert f"{pinned['token_hit_rate']:.3f}" in table
     assert (ROOT / "docs" / "demo" / "simulate.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("preset", ["gpt-oss", "gemma3", "nemotron-h", "qwen3-next"])
+def test_readme_shows_the_trace_tables_that_make_demo_trace_wrote(preset: str) -> None:
+    folder = ROOT / "docs" / "demo-trace" / preset
+    assert (folder / "simulate.txt").read_text() in (ROOT / "README.md").read_text()
+    report = json.loads((folder / "simulate.json").read_text())
+    assert report["settings"]["arrivals"] == "trace"
+    assert report["workload"]["requests"] == 4000  # the Makefile's TRACE_REQUESTS
+    makefile = (ROOT / "Makefile").read_text()
+    assert "TRACE_REQUESTS ?= 4000" in makefile and "TRACE_POOL ?= 0.5" in makefile
+    for name in ("simulate.png", "simulate-ttft.png"):
+        assert (folder / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_readme_shows_the_whole_trace_rows_of_its_report() -> None:
+    report = json.loads((ROOT / "docs" / "demo-trace" / "gpt-oss-whole-trace.json").read_text())
+    assert report["workload"]["requests"] == 12_031
+    readme = (ROOT / "README.md").read_text()
+    for run in report["runs"]:
+        ttft = run["ttft_ms"]
+        row = (
+            f"| {run['label']} | {run['token_hit_rate']:.3f} | "
+            f"{run['prefill_tokens_computed']:,} | {run['prefill_saved_share']:.0%} | "
+            f"{run['sparse_retained_peak']:,} | {run['evictions']:,} | {round(ttft['p50']):,} | "
+            f"{round(ttft['p90']):,} | {round(ttft['p99']):,} | {round(run['queue_ms']['p90']):,} |"
+        )
+        assert row in readme
