@@ -59,9 +59,11 @@ class _BoundLookup:
 
 
 def core_find_longest_cache_hit(
-    coordinator: Any, block_hashes: Any, max_cache_hit_length: int
+    self: Any, block_hashes: Any, max_cache_hit_length: int
 ) -> tuple[tuple[list[Any], ...], int, int]:
-    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (same signature)."""
+    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit``: its
+    signature, names included."""
+    coordinator = self
     bound = _bind(coordinator)
     # Each group reads its own manager's pool, as vLLM's coordinator does
     # (one pool for all, except with HiSparse's host-backed groups).

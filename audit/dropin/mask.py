@@ -40,7 +40,7 @@ __all__ = ["core_mask"]
 
 
 def core_mask(
-    manager_cls: type,
+    cls: type,
     start_block: int,
     end_block: int,
     alignment_tokens: int | None,
@@ -51,7 +51,9 @@ def core_mask(
     dcp_world_size: int = 1,
     final_segment_end_block: int | None = None,
 ) -> list[bool] | None:
-    """Drop-in for the class method (``manager_cls`` is the class it was called on)."""
+    """Drop-in for the class method: its signature, names included (``cls`` is
+    the class it was called on)."""
+    manager_cls = cls
     if alignment_tokens is None:
         raise UnsupportedOption(Decision.MASK, "alignment_tokens", alignment_tokens)
     if final_segment_end_block is not None:

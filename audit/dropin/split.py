@@ -44,13 +44,15 @@ __all__ = ["core_split"]
 
 
 def core_split(
-    scheduler: Any,
+    self: Any,
     request: Any,
     num_new_tokens: int,
     num_new_local_computed_tokens: int = 0,
     num_external_computed_tokens: int = 0,
 ) -> int:
-    """Drop-in for ``Scheduler._mamba_block_aligned_split`` (same signature)."""
+    """Drop-in for ``Scheduler._mamba_block_aligned_split``: its signature, names
+    included (vLLM's tests pass ``self=`` by keyword)."""
+    scheduler = self
     start = (
         request.num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import inspect
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,6 +69,19 @@ def test_install_is_idempotent_and_uninstall_restores_the_very_originals() -> No
     for key, original in _class_attributes().items():
         assert original is originals[key], key
     dropin.uninstall()  # uninstalling twice is harmless
+
+
+def test_each_adapter_has_the_signature_of_what_it_replaces() -> None:
+    # Parameter names included: vLLM's own tests call the split with self= by keyword.
+    originals = _class_attributes()
+    for key, adapter in dropin.decision_points().items():
+        original = originals[key]
+        if isinstance(original, classmethod):
+            original, adapter = original.__func__, adapter.__func__
+        ours, theirs = inspect.signature(adapter), inspect.signature(original)
+        assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == [
+            (p.name, p.kind, p.default) for p in theirs.parameters.values()
+        ], key
 
 
 def test_swapped_in_restores_and_leaves_an_outer_install_alone() -> None:
