@@ -110,27 +110,35 @@ def test_masks_past_the_pre_tiled_blocks_match_the_oracle(
         if kind == "sliding_window"
         else GroupSpec.mamba(block)
     )
-    long_period = data.draw(st.booleans())
-    if long_period:  # a period longer than the tiles: few runs, any range
+    if data.draw(st.booleans()):  # a period longer than the tiles: few runs, any range
         period = data.draw(st.integers(_PAST_TILES - 2, _PAST_TILES + 3))
-        # Ranges near a period boundary (where the runs are), and anywhere.
-        near = data.draw(st.integers(0, 3)) * period - data.draw(st.integers(-3, 45))
-        start = data.draw(st.one_of(st.just(max(near, 0)), st.integers(0, 3 * period)))
-        end = data.draw(st.integers(start, start + 50))
+        # Every range of a few blocks that starts at or near a period boundary
+        # (where the runs are), and one anywhere.
+        ranges = [
+            (start, start + length)
+            for multiple in range(3)
+            for offset in range(-2, 3)
+            if (start := multiple * period + offset) >= 0
+            for length in (0, 1, 2, 12)
+        ]
+        anywhere = data.draw(st.integers(0, 3 * period))
+        ranges.append((anywhere, anywhere + data.draw(st.integers(0, 50))))
     else:  # a short period over a range that ends past the tiles
         period = data.draw(st.integers(2, 9))
         start = data.draw(st.integers(0, 2 * period))
-        end = data.draw(st.integers(_PAST_TILES - period, _PAST_TILES + 3 * period))
+        ranges = [(start, data.draw(st.integers(_PAST_TILES - period, _PAST_TILES + 3 * period)))]
     interval = period * block
-    boundaries = data.draw(st.lists(st.integers(0, (end + 2) * block), max_size=3))
-    args = dict(
-        start_block=start,
-        end_block=end,
-        alignment_tokens=block,
-        spec=spec,
-        use_eagle=use_eagle,
-        retention_interval=interval,
-        reachable_boundaries=boundaries,
-    )
-    got = GroupMask(block, spec, use_eagle, interval).reachable_block_mask(start, end, boundaries)
-    assert got == oracle_mask(args), {**args, "spec": spec}
+    binding = GroupMask(block, spec, use_eagle, interval)
+    for start, end in ranges:
+        boundaries = data.draw(st.lists(st.integers(0, (end + 2) * block), max_size=3))
+        args = dict(
+            start_block=start,
+            end_block=end,
+            alignment_tokens=block,
+            spec=spec,
+            use_eagle=use_eagle,
+            retention_interval=interval,
+            reachable_boundaries=boundaries,
+        )
+        got = binding.reachable_block_mask(start, end, boundaries)
+        assert got == oracle_mask(args), {**args, "spec": spec}

@@ -35,6 +35,7 @@ from .core_under_test import (
     promised_positions,
     reachable_block_mask,
     reconcile_hits,
+    shared_prefix_boundary,
 )
 from .oracle_adapters import finders_for
 from .strategies import geometries, reconcile_inputs, split_inputs
@@ -197,3 +198,12 @@ def test_checkpoint_stop_without_a_junction_is_with_junction_zero(
     ) == checkpoint_stop(
         geometry, start=start, end=end, num_prompt_tokens=prompt, shared_prefix_boundary=0
     )
+
+
+@given(st.integers(0, 100), st.integers(0, 100))
+def test_shared_prefix_boundary_is_the_longest_hit_when_it_exceeds_the_hit(
+    hit: int, extra: int
+) -> None:
+    """``J = ℓ`` when the groups disagree (``ℓ > h``), 0 when they agree: the
+    public rule, which reconciliation applies through the same private rule."""
+    assert shared_prefix_boundary(hit, hit + extra) == (hit + extra if extra else 0)

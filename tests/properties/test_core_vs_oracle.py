@@ -7,6 +7,7 @@ interesting cases — sparse masks, clipped chunks, junctions — are exercised.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import event, given
@@ -96,14 +97,16 @@ def test_sliding_window_need_is_the_blocks_a_grid_point_reads(
     assert sliding_window_need(window, block, use_eagle) == len(needed)
 
 
-@given(group_specs(), st.integers(1, 16), st.booleans(), st.integers(0, 80), st.data())
+@given(group_specs(), st.integers(1, 16), st.data())
 def test_each_free_finder_is_the_longest_hit_one_group_serves(
-    spec: Any, alignment: int, use_eagle: bool, bound: int, data: st.DataObject
+    spec: Any, alignment: int, data: st.DataObject
 ) -> None:
     """``longest_*_hit(is_cached, bound)`` is the largest length the group serves
     with its EAGLE drop inside ``bound``: one group reconciled alone, with
-    ``M`` and the lookup limit both ``bound`` (the oracle tries every length)."""
-    chain = bound // spec.block_size + 2
+    ``M`` and the lookup limit both ``bound`` (the oracle tries every length).
+    Every bound up to past the chain, with and without EAGLE, per cache state."""
+    block = spec.block_size
+    chain = data.draw(st.integers(1, 10))
     cached = frozenset(
         i
         for i, hit in enumerate(
@@ -111,26 +114,27 @@ def test_each_free_finder_is_the_longest_hit_one_group_serves(
         )
         if hit
     )
-    block, is_cached = spec.block_size, cached.__contains__
-    if spec.kind.value == "full":
-        drop = min(alignment, block) if use_eagle else 0
-        got = longest_full_attention_hit(
-            is_cached, bound, block_size=block, alignment_tokens=alignment, drop_tokens=drop
-        )
-    elif spec.kind.value == "sliding_window":
-        got = longest_sliding_window_hit(
-            is_cached,
-            bound,
-            block_size=block,
-            window=spec.window,
-            alignment_tokens=alignment,
-            use_eagle=use_eagle,
-        )
-    else:
-        got = longest_mamba_hit(is_cached, bound, block_size=block, alignment_tokens=alignment)
+    is_cached = cached.__contains__
     group = OracleGroup(spec.kind.value, block, spec.window, cached)
-    want, _, _ = oracle_reconcile([group], alignment, use_eagle, bound, bound)
-    event(f"{spec.kind.value}: {'hit' if got else 'miss'}")
-    assert got == want, (
-        f"{spec} A={alignment} eagle={use_eagle} bound={bound} cached={sorted(cached)}"
-    )
+    for bound, use_eagle in itertools.product(range((chain + 2) * block), (False, True)):
+        if spec.kind.value == "full":
+            drop = min(alignment, block) if use_eagle else 0
+            got = longest_full_attention_hit(
+                is_cached, bound, block_size=block, alignment_tokens=alignment, drop_tokens=drop
+            )
+        elif spec.kind.value == "sliding_window":
+            got = longest_sliding_window_hit(
+                is_cached,
+                bound,
+                block_size=block,
+                window=spec.window,
+                alignment_tokens=alignment,
+                use_eagle=use_eagle,
+            )
+        else:
+            got = longest_mamba_hit(is_cached, bound, block_size=block, alignment_tokens=alignment)
+        want, _, _ = oracle_reconcile([group], alignment, use_eagle, bound, bound)
+        assert type(got) is int, f"{got!r}: a length is an int"
+        assert got == want, (
+            f"{spec} A={alignment} eagle={use_eagle} bound={bound} cached={sorted(cached)}"
+        )
