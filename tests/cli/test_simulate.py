@@ -25,7 +25,10 @@ TINY += ["--chunk", "0", "--intervals", "256"]
 
 
 def run(argv: list[str], out: Path) -> dict[str, Any]:
-    assert main(["simulate", *argv, "--out", str(out)]) == 0
+    # In this process: worker processes give the same report (test_simulate_arrivals) and
+    # would only add their start-up to every test here.
+    jobs = [] if "--jobs" in argv else ["--jobs", "1"]
+    assert main(["simulate", *argv, *jobs, "--out", str(out)]) == 0
     report: dict[str, Any] = json.loads((out / "simulate.json").read_text())
     return report
 

@@ -25,7 +25,7 @@ SMALL += ["--interval", "64", "--intervals", "64", "--no-plot"]
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     try:
-        code = main(["simulate", *argv])
+        code = main(["simulate", *argv, "--jobs", "1"])  # in this process: no start-up
     except SystemExit as exit_:
         code = int(exit_.code or 0)
     err = capsys.readouterr().err
