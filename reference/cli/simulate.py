@@ -443,12 +443,14 @@ def _check_workers(
 ) -> None:
     """Refuse (status 2) ``jobs`` workers that together would exceed the memory limit.
 
-    Each holds the workload and one run at once (the estimate of ``simulator.memory``).
+    Each holds the workload (its prompts too, unless built at submission) and one run
+    at once (the estimate of ``simulator.memory``).
     """
     if jobs == 1:
         return
     blocks = max(settings.blocks_for(name) for name in args.geometry or DEFAULT_GEOMETRIES)
-    each = SimulationSize(workload.prompt_tokens, blocks, workload_built=True).total_bytes
+    size = SimulationSize(workload.prompt_tokens, blocks, workload.holds_prompts)
+    each = size.total_bytes
     limit = memory_limit()
     if each * jobs > limit.bytes:
         _fail(

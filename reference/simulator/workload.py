@@ -109,6 +109,11 @@ class Workload:
         return sum(turn.prompt_length for session in self.sessions for turn in session)
 
     @property
+    def holds_prompts(self) -> bool:
+        """Whether its prompts are in memory (a hash-id trace builds each at submission)."""
+        return not all(isinstance(turn, HashArrival) for turn in self.turns)
+
+    @property
     def timestamped(self) -> bool:
         """Whether every turn has an arrival time (a hash-id trace's requests do)."""
         return all(turn.arrival_ms is not None for turn in self.turns)
