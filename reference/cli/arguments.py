@@ -10,7 +10,17 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["int_at_least", "output_path"]
+from junction.reference.simulator.geometries import GEOMETRIES
+from junction.reference.simulator.pool import PoolSize
+
+__all__ = [
+    "geometry_name",
+    "int_at_least",
+    "output_path",
+    "pool_blocks",
+    "pool_fraction",
+    "pool_tokens",
+]
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -38,3 +48,35 @@ def output_path(text: str) -> Path:
     if not text:
         raise argparse.ArgumentTypeError("must name a path, got an empty string")
     return Path(text)
+
+
+def geometry_name(text: str) -> str:
+    """A built-in geometry's name (``simulator.geometries``)."""
+    if text not in GEOMETRIES:
+        raise argparse.ArgumentTypeError(
+            f"unknown geometry {text!r} (choose from {', '.join(GEOMETRIES)})"
+        )
+    return text
+
+
+def pool_blocks(text: str) -> PoolSize:
+    """``--blocks``: a pool of N >= 2 blocks, or ``unbounded``."""
+    if text == "unbounded":
+        return PoolSize("unbounded", None)
+    return PoolSize("blocks", int_at_least(2)(text))
+
+
+def pool_tokens(text: str) -> PoolSize:
+    """``--pool-tokens``: a pool holding N tokens in every group at once."""
+    return PoolSize("tokens", int_at_least(1)(text))
+
+
+def pool_fraction(text: str) -> PoolSize:
+    """``--pool-fraction``: a share in (0, 1] of the working set."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"{text}: a fraction of the working set must be in (0, 1]")
+    return PoolSize("fraction", value)

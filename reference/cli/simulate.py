@@ -61,7 +61,14 @@ from junction.reference.workloads.trace import TraceError, TraceRequest
 from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text
 
 from . import outputs, terminal
-from .arguments import int_at_least, output_path
+from .arguments import (
+    geometry_name,
+    int_at_least,
+    output_path,
+    pool_blocks,
+    pool_fraction,
+    pool_tokens,
+)
 
 __all__ = ["add_parser"]
 
@@ -139,34 +146,6 @@ def _milliseconds(text: str) -> float:
     return value
 
 
-def _geometry(text: str) -> str:
-    if text not in GEOMETRIES:
-        raise argparse.ArgumentTypeError(
-            f"unknown geometry {text!r} (choose from {', '.join(GEOMETRIES)})"
-        )
-    return text
-
-
-def _blocks(text: str) -> PoolSize:
-    if text == "unbounded":
-        return PoolSize("unbounded", None)
-    return PoolSize("blocks", int_at_least(2)(text))
-
-
-def _pool_tokens(text: str) -> PoolSize:
-    return PoolSize("tokens", int_at_least(1)(text))
-
-
-def _pool_fraction(text: str) -> PoolSize:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:  # also rejects nan
-        raise argparse.ArgumentTypeError(f"{text}: a fraction of the working set must be in (0, 1]")
-    return PoolSize("fraction", value)
-
-
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``simulate`` on ``python -m junction.reference``'s subcommands."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -178,7 +157,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     at_least_1 = int_at_least(1)
     parser.add_argument(
         "--geometry",
-        type=_geometry,
+        type=geometry_name,
         action="append",
         metavar="NAME",
         help=f"geometry to run, repeatable ({', '.join(GEOMETRIES)}; "
@@ -201,7 +180,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     pool = parser.add_mutually_exclusive_group()
     pool.add_argument(
         "--blocks",
-        type=_blocks,
+        type=pool_blocks,
         default=PoolSize("blocks", 40_000),
         metavar="N|unbounded",
         help="KV-cache pool size in blocks, or unbounded (never evicts); lower it for "
@@ -210,14 +189,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     pool.add_argument(
         "--pool-tokens",
         dest="blocks",
-        type=_pool_tokens,
+        type=pool_tokens,
         metavar="N",
         help="instead: a pool holding N tokens in every group at once",
     )
     pool.add_argument(
         "--pool-fraction",
         dest="blocks",
-        type=_pool_fraction,
+        type=pool_fraction,
         metavar="F",
         help="instead: F in (0, 1] of the working set (every distinct full prompt block)",
     )

@@ -26,9 +26,9 @@ malformed line stops the sweep with the parser's message (status 2); a pool
 too small for a request stops it with status 1, as in ``simulate``.
 
 Rejected: one ``simulate`` invocation per combination from a shell loop
-(each would reload the trace and pay the start-up; nothing would run in
-parallel) and the ``simulate`` command growing a ``--jobs`` of its own
-instead of this command (its outputs are one workload's report and plots;
+(each would reload the trace and pay the start-up; only one combination's
+policies would run in parallel, through ``simulate --jobs``) and ``simulate``
+growing the grid's options (its outputs are one workload's report and plots;
 a sweep's are a grid, and its product of options would not read naturally
 there).
 """
@@ -72,8 +72,14 @@ from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.trace import TraceError
 
 from . import outputs, terminal
-from .arguments import int_at_least, output_path
-from .simulate import _blocks, _geometry, _pool_fraction, _pool_tokens
+from .arguments import (
+    geometry_name,
+    int_at_least,
+    output_path,
+    pool_blocks,
+    pool_fraction,
+    pool_tokens,
+)
 
 __all__ = ["add_parser", "sweep_specs"]
 
@@ -128,7 +134,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--geometry",
-        type=_geometry,
+        type=geometry_name,
         action="append",
         metavar="NAME",
         help=f"repeatable ({', '.join(GEOMETRIES)}; default: {' and '.join(DEFAULT_GEOMETRIES)})",
@@ -149,9 +155,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         + ")",
     )
     for option, kind, metavar, what in (
-        ("--blocks", _blocks, "N|unbounded", "a pool of N blocks, or unbounded"),
-        ("--pool-tokens", _pool_tokens, "N", "a pool holding N tokens in every group"),
-        ("--pool-fraction", _pool_fraction, "F", "F in (0, 1] of the working set"),
+        ("--blocks", pool_blocks, "N|unbounded", "a pool of N blocks, or unbounded"),
+        ("--pool-tokens", pool_tokens, "N", "a pool holding N tokens in every group"),
+        ("--pool-fraction", pool_fraction, "F", "F in (0, 1] of the working set"),
     ):
         parser.add_argument(
             option,

@@ -71,7 +71,6 @@ Rejected:
 
 from __future__ import annotations
 
-import copyreg
 import logging
 import multiprocessing
 import os
@@ -85,7 +84,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from junction.reference.workloads.mooncake import HashTraceRequest
-from junction.reference.workloads.trace import TraceError, TraceRequest
+from junction.reference.workloads.trace import TraceRequest
 from junction.reference.workloads.tracefile import load_any_trace
 
 from .geometries import GEOMETRIES
@@ -203,15 +202,6 @@ class RayUnreachable(ConnectionError):
 
 class NotTimestamped(ValueError):
     """``trace`` arrivals asked of a workload whose requests have no times (names it)."""
-
-
-def _reduce_trace_error(error: TraceError) -> tuple[type[TraceError], tuple[Any, ...]]:
-    return TraceError, (error.source, error.line, error.field, error.problem)
-
-
-# A worker's error is pickled back to the caller, and unpickling calls the class with
-# ``args``: TraceError's constructor takes its four parts, not the message it keeps there.
-copyreg.pickle(TraceError, _reduce_trace_error)
 
 
 # The one workload this process holds, and the pools resolved on it (the working set of

@@ -80,6 +80,11 @@ class TraceError(ValueError):
         self.field = field
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[TraceError], tuple[str, int, str | None, str]]:
+        # Unpickling (a worker's error sent back to its caller) calls the class with
+        # these, not with the one message ``args`` holds.
+        return TraceError, (self.source, self.line, self.field, self.problem)
+
 
 @attrs.frozen
 class TraceRequest:
