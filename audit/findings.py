@@ -22,6 +22,7 @@ from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, check
 
 from .diagnosis import diagnose
+from .sections import replace_section
 from .subject import VllmSubject
 from .vllm_env import PINNED_VERSION
 
@@ -337,11 +338,4 @@ def findings_markdown() -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Replace the text between the markers in ``path`` (append it when absent)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if AUDIT_BEGIN in text and AUDIT_END in text:
-        start = text.index(AUDIT_BEGIN)
-        end = text.index(AUDIT_END) + len(AUDIT_END)
-        text = text[:start] + section.rstrip("\n") + text[end:]
-    else:
-        text = (text.rstrip("\n") + "\n\n" if text else "") + section
-    path.write_text(text, encoding="utf-8")
+    replace_section(path, section, AUDIT_BEGIN, AUDIT_END)

@@ -23,6 +23,7 @@ from junction.reference.harness.engine_subject import EngineSubject
 from junction.reference.harness.verdict import KeptTooMany, KeptUnneeded, ShortOfFullAttention
 from junction.reference.policies.builtin import JunctionPolicy
 
+from ..sections import replace_section
 from ..specs import vllm_geometry
 from ..subject import VllmSubject
 from ..vllm_env import PINNED_VERSION as VLLM_VERSION
@@ -323,11 +324,4 @@ def findings_markdown() -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Replace the text between the ``sglang-audit`` markers in ``path`` (append when absent)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if SGLANG_BEGIN in text and SGLANG_END in text:
-        start = text.index(SGLANG_BEGIN)
-        end = text.index(SGLANG_END) + len(SGLANG_END)
-        text = text[:start] + section.rstrip("\n") + text[end:]
-    else:
-        text = (text.rstrip("\n") + "\n\n" if text else "") + section
-    path.write_text(text, encoding="utf-8")
+    replace_section(path, section, SGLANG_BEGIN, SGLANG_END)
