@@ -32,10 +32,11 @@ from junction.core import (
     mamba_block_aligned_split,
     prefill_end,
     promised_positions,
-    reachable_block_mask,
     reachable_boundaries,
 )
 from junction.reference.engine.policy import Policy, PolicyError, RequestView
+
+from .bound import group_mask
 
 __all__ = [
     "DensePolicy",
@@ -89,15 +90,9 @@ class JunctionPolicy:
     ) -> list[bool] | None:
         # On the hit grid, not A: with partial hits a hit every group serves is
         # also on each sparse group's block grid, so that is where tails are kept.
-        return reachable_block_mask(
-            start_block,
-            end_block,
-            geometry.hit_grid_tokens,
-            group,
-            geometry.use_eagle,
-            geometry.retention_interval,
-            boundaries,
-        )
+        return group_mask(
+            geometry.hit_grid_tokens, group, geometry.use_eagle, geometry.retention_interval
+        ).reachable_block_mask(start_block, end_block, boundaries)
 
     def split(
         self,

@@ -49,10 +49,11 @@ from junction.core import (
     floor_to,
     mamba_block_aligned_split,
     prefill_end,
-    reachable_block_mask,
     segment_boundaries,
 )
 from junction.reference.engine.policy import RequestView
+
+from .bound import group_mask
 
 __all__ = ["VllmPR47782Policy", "VllmPolicy", "vllm_replay_boundaries"]
 
@@ -115,15 +116,9 @@ class VllmPolicy:
         end_block: int,
         boundaries: Sequence[int],
     ) -> list[bool] | None:
-        return reachable_block_mask(
-            start_block,
-            end_block,
-            geometry.alignment_tokens,
-            group,
-            geometry.use_eagle,
-            geometry.retention_interval,
-            boundaries,
-        )
+        return group_mask(
+            geometry.alignment_tokens, group, geometry.use_eagle, geometry.retention_interval
+        ).reachable_block_mask(start_block, end_block, boundaries)
 
     def last_cacheable(self, geometry: HybridGeometry, request: RequestView) -> int | None:
         """``None``: the split's own (vLLM 0.33) formula."""
