@@ -96,7 +96,8 @@ def _budget(instance: object, attribute: attrs.Attribute[int | None], value: obj
 class ChunkSplitter:
     """Decision 2 bound to one engine: :func:`mamba_block_aligned_split`'s
     ``block_size`` (``b >= 1``), ``hash_block_size`` (divides ``b``; defaults
-    to ``b``, and unlike the free function's it is never ``None``), ``use_eagle``, ``partial_hits`` and ``max_prefill_tokens``
+    to ``b``, and unlike the free function's it is never ``None``),
+    ``use_eagle``, ``partial_hits`` and ``max_prefill_tokens``
     (``None`` or ``>= 1``), validated at construction
     (:class:`InvalidArgument` naming the attribute).
     """
