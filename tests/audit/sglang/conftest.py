@@ -8,20 +8,13 @@ reaches vLLM's, so ``tests/audit/conftest.py``'s rule for vLLM applies too.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from junction.audit.sglang.env import sglang_missing_reason
+from tests.audit.installed import skip_unless_installed
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    ours = [item for item in items if item.nodeid.startswith("tests/audit/sglang/")]
-    reason = sglang_missing_reason()
-    if reason is None or not ours:
-        return
-    if os.environ.get("JUNCTION_REQUIRE_SGLANG"):
-        raise pytest.UsageError(f"JUNCTION_REQUIRE_SGLANG is set but {reason}")
-    skip = pytest.mark.skip(reason=f"SGLang audit: {reason}")
-    for item in ours:
-        item.add_marker(skip)
+    skip_unless_installed(
+        items, "tests/audit/sglang/", "SGLang", sglang_missing_reason(), "JUNCTION_REQUIRE_SGLANG"
+    )
