@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from junction.core import HitReconciler, HitReconciliation, HybridGeometry
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
-from junction.reference.engine.group_managers import GroupManager, make_manager
+from junction.reference.engine.group_managers import BlockIndex, GroupManager, make_manager
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
 
@@ -39,9 +39,12 @@ class Coordinator:
         # Per running request: chunks ending at or before this skip quiet managers.
         self.quiet: dict[int, int] = {}
 
-    def lookup(self, request: Request) -> HitReconciliation:
-        """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``)."""
-        finders = [manager.finder(request) for manager in self.managers]
+    def lookup(self, request: Request, also: BlockIndex | None = None) -> HitReconciliation:
+        """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``).
+
+        With ``also`` (the external tier) a block counts as cached when either holds it.
+        """
+        finders = [manager.finder(request, also) for manager in self.managers]
         return self.reconciler.reconcile(
             finders, request.num_tokens - 1, request.chain.num_hashed_tokens
         )

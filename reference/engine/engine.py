@@ -42,6 +42,7 @@ from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy, Policy
 from junction.reference.engine.request import Request, RequestStatus
+from junction.reference.engine.tier import ExternalTier, TierConnector, TierSaving
 
 __all__ = ["Engine", "EngineConfig", "Metrics"]
 
@@ -64,6 +65,9 @@ class EngineConfig:
     (0: no cap). Mamba groups run in align mode; where a prefill chunk stops
     is the ``policy``'s split, and what is cached its mask. The policy has no
     default: the engine sits below the policies and never imports one.
+    ``tier``: an external store this instance saves to and loads from
+    (``tier.py``; several engines may share one), with ``tier_saving``
+    naming what its save path hands the mask.
     """
 
     geometry: HybridGeometry
@@ -73,6 +77,8 @@ class EngineConfig:
     long_prefill_token_threshold: int = attrs.field(default=0, validator=_non_negative)
     seed: int = attrs.field(default=0, validator=_non_negative)
     vocab_size: int = attrs.field(default=32_000, validator=_positive)
+    tier: ExternalTier | None = attrs.field(default=None, kw_only=True, eq=False)
+    tier_saving: TierSaving = attrs.field(default=TierSaving.POLICY, kw_only=True)
 
 
 @attrs.define
@@ -84,6 +90,7 @@ class Metrics:
     prefill_tokens_computed: int = 0
     lookup_tokens: int = 0
     hit_tokens: int = 0
+    external_hit_tokens: int = 0  # the part of ``hit_tokens`` loaded from the tier
     admissions: int = 0
     preemptions: int = 0
     evictions: int = 0
@@ -103,6 +110,18 @@ class Engine:
         self.pool = BlockPool(config.num_blocks)
         self.policy = CheckedPolicy(config.policy)
         self.coordinator = Coordinator(self.geometry, self.pool, self.policy)
+        self.connector = (
+            None
+            if config.tier is None
+            else TierConnector(
+                config.tier,
+                config.tier_saving,
+                self.geometry,
+                self.pool,
+                self.coordinator,
+                self.policy,
+            )
+        )
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.requests: dict[int, Request] = {}
@@ -184,6 +203,8 @@ class Engine:
             self.coordinator.free(request)
         elif request.status is RequestStatus.WAITING:
             self.waiting.remove(request)
+        if self.connector is not None:
+            self.connector.forget(request)
         request.status = RequestStatus.ABORTED
 
     @property
@@ -253,6 +274,7 @@ class Engine:
             index += 1
         while self.waiting and budget > 0 and not preempted:
             request = self.waiting[0]
+            external = self.connector.load(request) if self.connector is not None else 0
             hits = coordinator.admit(request)
             tokens = self._tokens_for(request, budget)
             try:
@@ -266,6 +288,7 @@ class Engine:
             self.metrics.admissions += 1
             self.metrics.lookup_tokens += request.num_tokens
             self.metrics.hit_tokens += hits.hit_length if hits else 0
+            self.metrics.external_hit_tokens += external
             if tokens:
                 scheduled.append((request, request.num_computed_tokens, tokens))
                 budget -= tokens
@@ -279,12 +302,16 @@ class Engine:
             request.release_tokens()
         self._finished.clear()
         seed, vocab_size = self.config.seed, self.config.vocab_size
+        connector = self.connector
         for request, start, tokens in scheduled:
-            if start < request.prefill_end:
+            prefill = start < request.prefill_end
+            if prefill:
                 metrics.chunks += 1
                 metrics.prefill_tokens_computed += tokens
             end = request.num_computed_tokens = start + tokens
             after_step(request)
+            if prefill and connector is not None:
+                connector.save(request)
             if end == request.num_tokens:
                 request.append_output(hash((seed, request.request_id, end)) % vocab_size)
                 if request.num_tokens - request.num_prompt_tokens >= request.max_output_tokens:
@@ -327,6 +354,8 @@ class Engine:
     def _check(self) -> None:
         running_ids = [r.request_id for r in self.running]
         self.pool.check(self.coordinator.holders(running_ids))
+        if self.config.tier is not None:
+            self.config.tier.check()
         for request in self.waiting:
             if request.status is not RequestStatus.WAITING:
                 raise InvariantViolation(

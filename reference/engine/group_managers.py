@@ -17,7 +17,8 @@ arithmetic of their own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from junction.core import Finder, GroupKind, GroupLookup, GroupSpec, HybridGeometry
 from junction.reference.engine.block_pool import Block, BlockPool
@@ -25,7 +26,15 @@ from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
 
-__all__ = ["GroupManager", "MambaStateMissing", "make_manager"]
+__all__ = ["BlockIndex", "GroupManager", "MambaStateMissing", "make_manager"]
+
+
+class BlockIndex(Protocol):
+    """Something a lookup can also find blocks in (the external tier, ``tier.py``)."""
+
+    def lookup_predicate(
+        self, group_id: int, hashes: Sequence[int], *, inner: bool = False
+    ) -> Callable[[int], bool]: ...
 
 
 class MambaStateMissing(InvariantViolation):
@@ -66,13 +75,20 @@ class GroupManager:
         self._lookup = GroupLookup(lookup_spec, geometry.alignment_tokens)
 
     # -- lookup ---------------------------------------------------------------
-    def finder(self, request: Request) -> Finder:
+    def finder(self, request: Request, also: BlockIndex | None = None) -> Finder:
+        """The group's finder over the local cache, and over ``also`` too when given."""
         chain = request.chain
-        if self._sub_block_hits:
-            # Full attention with partial hits matches hash units, inside blocks too.
-            unit_is_cached = self.pool.lookup_predicate(self.group_id, chain.hashes, inner=True)
-            return self._lookup.finder(unit_is_cached)
-        is_cached = self.pool.lookup_predicate(self.group_id, chain.block_hashes(self.block_size))
+        # Full attention with partial hits matches hash units, inside blocks too.
+        inner = self._sub_block_hits
+        hashes = chain.hashes if inner else chain.block_hashes(self.block_size)
+        is_cached = self.pool.lookup_predicate(self.group_id, hashes, inner=inner)
+        if also is not None:
+            local, elsewhere = is_cached, also.lookup_predicate(self.group_id, hashes, inner=inner)
+
+            def either(index: int) -> bool:
+                return local(index) or elsewhere(index)
+
+            is_cached = either
         return self._lookup.finder(is_cached)
 
     @property

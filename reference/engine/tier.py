@@ -1,0 +1,345 @@
+"""An external KV store tier several engine instances share (Mooncake, LMCache-style offload).
+
+The store is :class:`ExternalTier`: a capacity in blocks, keyed like the
+pool's cache (``(group_id, hash)``), with its own eviction order: least
+recently saved or loaded first, since the store sees no reference counts,
+only puts and gets. Each engine instance talks to it through its own
+:class:`TierConnector`, which has two paths, as vLLM's KV connectors do:
+
+* **save**: after each prefill chunk, the blocks (states) that became full
+  are offered to the store, filtered by the retention policy's mask (as
+  vLLM's Mooncake store connector does through ``_reachable_masks``): the
+  connector asks the policy which blocks a later lookup can reach and saves
+  only those. What boundaries it hands the mask is the :class:`TierSaving`.
+* **load**: at admission, the lookup runs over the local cache and the
+  store together (``core.HitReconciler`` on "local or stored" per block);
+  where that reaches further than the local cache alone, the missing blocks
+  are copied into the local pool as cached blocks and the ordinary local
+  admission then finds them. The tokens gained are vLLM's
+  ``num_external_computed_tokens``: they count as computed, so the split
+  starts after them, which is where ``core.mamba_block_aligned_split``'s
+  ``s = c + local + external`` puts it.
+
+A Mamba state is saved only at a chunk end on its block grid, with the
+position it was computed at, and the local admission checks that position
+(``MambaStateMissing``): a load can never resume a state that does not
+exist. Saving stops at the end of prefill (Mooncake: "every other group
+stops saving at the end of this prefill"); decode blocks stay local.
+
+Rejected: loading lazily as the request runs (vLLM loads asynchronously,
+but the blocks land before the first chunk is computed, which is all a
+simulator of the cache's decisions needs); a store with reference counts
+(a remote store frees by its own policy, not by the engines' requests).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from junction.core import GroupKind, HybridGeometry
+from junction.reference.engine.block_pool import Block, BlockPool
+from junction.reference.engine.coordinator import Coordinator
+from junction.reference.engine.group_managers import GroupManager
+from junction.reference.engine.invariants import InvariantViolation
+from junction.reference.engine.policy import CheckedPolicy
+from junction.reference.engine.request import Request
+
+__all__ = ["ExternalTier", "StoredBlock", "TierConnector", "TierSaving"]
+
+
+class TierSaving(enum.Enum):
+    """Which reachable boundaries the save path hands the retention policy's mask.
+
+    * ``policy``: the policy's own, as for the local cache; the ``junction``
+      policy's include the junction, so its state (and sliding-window tail)
+      reaches the store and another instance can resume there.
+    * ``vllm-0.33``: what vLLM 0.33.0's Mooncake store connector does. Its
+      ``store_mask`` hands ``reachable_block_mask`` the replay boundaries only
+      (``replay_boundaries(P, ...)``, no junction); Mamba groups are left out
+      of that mask and save, through the boundary-state hand-off, every state
+      the local cache retained (the junction's included). Modelled as the
+      policy's boundaries of the same request with no junction, for every
+      group but Mamba.
+    """
+
+    POLICY = "policy"
+    VLLM_0_33 = "vllm-0.33"
+
+
+@attrs.frozen
+class StoredBlock:
+    """What the store holds for one block: what its hash was computed from, and for a
+    Mamba group the position whose state it is."""
+
+    parent: int
+    tokens: tuple[int, ...]
+    unit: int
+    state_position: int | None
+    index_inner: bool
+
+
+class ExternalTier:
+    """The shared store: ``capacity`` blocks, least recently used evicted first."""
+
+    def __init__(self, capacity: int) -> None:
+        if type(capacity) is not int or capacity < 1:
+            raise ValueError(f"capacity={capacity!r}: a tier holds at least one block")
+        self.capacity = capacity
+        self.blocks: OrderedDict[tuple[int, int], StoredBlock] = OrderedDict()
+        # Hash units strictly inside stored blocks (sub-block hits), to the block's key.
+        self.inner: dict[tuple[int, int], tuple[int, int]] = {}
+        self.saves = 0  # blocks written (a block already stored is only refreshed)
+        self.loads = 0  # blocks copied into a local pool
+        self.evictions = 0
+        self.peak = 0
+
+    @property
+    def occupancy(self) -> float:
+        """Stored blocks over capacity."""
+        return len(self.blocks) / self.capacity
+
+    def blocks_per_group(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for group_id, _ in self.blocks:
+            counts[group_id] = counts.get(group_id, 0) + 1
+        return counts
+
+    def put(self, key: tuple[int, int], block: StoredBlock) -> None:
+        """Store (or refresh) one block; evicts the least recently used when full."""
+        blocks = self.blocks
+        if key in blocks:
+            blocks.move_to_end(key)
+            return
+        if len(blocks) >= self.capacity:
+            self._evict(*blocks.popitem(last=False))
+        blocks[key] = block
+        self.saves += 1
+        if block.index_inner:
+            for inner_hash in _inner_units(block):
+                self.inner.setdefault((key[0], inner_hash), key)
+        self.peak = max(self.peak, len(blocks))
+
+    def _evict(self, key: tuple[int, int], block: StoredBlock) -> None:
+        if block.index_inner:
+            for inner_hash in _inner_units(block):
+                if self.inner.get((key[0], inner_hash)) == key:
+                    del self.inner[(key[0], inner_hash)]
+        self.evictions += 1
+
+    def get(self, key: tuple[int, int]) -> StoredBlock | None:
+        """The stored block, made most recently used; ``None`` if not stored."""
+        block = self.blocks.get(key)
+        if block is not None:
+            self.blocks.move_to_end(key)
+        return block
+
+    def lookup_predicate(
+        self, group_id: int, hashes: Sequence[int], *, inner: bool = False
+    ) -> Callable[[int], bool]:
+        """``is_stored(index)``: whether ``hashes[index]`` ends a stored block (or, with
+        ``inner``, a hash unit inside one), for a finder."""
+        blocks, inner_units, count = self.blocks, self.inner, len(hashes)
+
+        def is_stored(index: int) -> bool:
+            if index >= count:
+                return False
+            key = (group_id, hashes[index])
+            return key in blocks or (inner and key in inner_units)
+
+        return is_stored
+
+    def check(self) -> None:
+        """The store's invariants: within capacity, inner units point at stored blocks."""
+        if len(self.blocks) > self.capacity:
+            raise InvariantViolation(
+                "the tier holds at most its capacity",
+                f"{len(self.blocks)} blocks stored, capacity {self.capacity}",
+            )
+        for (group_id, inner_hash), key in self.inner.items():
+            block = self.blocks.get(key)
+            if key[0] != group_id or block is None or inner_hash not in _inner_units(block):
+                raise InvariantViolation(
+                    "an inner hash unit of the tier lies inside a stored block",
+                    f"unit {inner_hash} of group {group_id} -> {key}",
+                )
+
+
+def _inner_units(block: StoredBlock) -> list[int]:
+    """The chain hashes of the hash units strictly inside a stored block."""
+    hashes, parent = [], block.parent
+    for start in range(0, len(block.tokens) - block.unit, block.unit):
+        parent = hash((parent, block.tokens[start : start + block.unit]))
+        hashes.append(parent)
+    return hashes
+
+
+@attrs.frozen
+class _WithoutJunction:
+    """A request as the ``vllm-0.33`` save path shows it to the policy: no junction."""
+
+    num_prompt_tokens: int
+    num_tokens: int
+    num_computed_tokens: int
+    shared_prefix_boundary: int = 0
+
+
+class TierConnector:
+    """One engine instance's save and load paths to a shared :class:`ExternalTier`."""
+
+    def __init__(
+        self,
+        tier: ExternalTier,
+        saving: TierSaving,
+        geometry: HybridGeometry,
+        pool: BlockPool,
+        coordinator: Coordinator,
+        policy: CheckedPolicy,
+    ) -> None:
+        self.tier = tier
+        self.saving = saving
+        self.geometry = geometry
+        self.pool = pool
+        self.coordinator = coordinator
+        self.policy = policy
+        # Per request in prefill: per group, the blocks already offered to the store.
+        self.offered: dict[int, list[int]] = {}
+
+    # -- load -------------------------------------------------------------------
+    def load(self, request: Request) -> int:
+        """Copy into the local pool what the store adds to ``request``'s hit; the tokens gained.
+
+        Also restarts the request's save progress (at its admission hit). Loads nothing
+        when the pool cannot take the missing blocks without evicting the
+        ones the hit reads (the hit is then the local one).
+        """
+        coordinator = self.coordinator
+        local = coordinator.lookup(request).hit_length
+        hit = coordinator.lookup(request, self.tier).hit_length
+        self.offered.pop(request.request_id, None)
+        if hit > local and not self._materialize(request, hit):
+            hit = local
+        return hit - local
+
+    def _materialize(self, request: Request, hit: int) -> bool:
+        """Put every block a hit at ``hit`` reads into the local pool, as cached blocks."""
+        pool, tier = self.pool, self.tier
+        present: list[Block] = []
+        missing: list[tuple[GroupManager, int, int, StoredBlock]] = []
+        for manager in self.coordinator.managers:
+            group_id = manager.group_id
+            hashes = request.chain.block_hashes(manager.block_size)
+            for index in self._read_by_hit(manager, hit, len(hashes)):
+                key = (group_id, hashes[index])
+                local = pool.cached.get(key)
+                if local is not None:
+                    present.append(local)
+                    continue
+                stored = tier.get(key)
+                if stored is not None:
+                    missing.append((manager, index, hashes[index], stored))
+        pool.touch(present)  # out of the free queue: loading must not evict them
+        if len(missing) > pool.num_free:
+            pool.free(present)
+            return False
+        loaded = pool.allocate(len(missing))
+        for block, (manager, _, block_hash, stored) in zip(loaded, missing, strict=True):
+            pool.cache(
+                block,
+                manager.group_id,
+                block_hash,
+                stored.parent,
+                stored.tokens,
+                stored.unit,
+                index_inner_units=stored.index_inner,
+            )
+            block.state_position = stored.state_position
+        tier.loads += len(missing)
+        pool.free([*present, *loaded])
+        return True
+
+    def _read_by_hit(self, manager: GroupManager, hit: int, num_blocks: int) -> range:
+        """Block indexes a lookup landing at ``hit`` reads in ``manager``'s group.
+
+        Full attention: every block up to the hit (the one it ends inside, with
+        sub-block hits); a sliding window: its window's blocks; under EAGLE one
+        block more, which the lookup matches and drops. Mamba: the state at the hit.
+        """
+        spec, size = manager.spec, manager.block_size
+        if spec.kind is GroupKind.MAMBA:
+            return range(hit // size - 1, hit // size)
+        end = min(-(-hit // size) + self.geometry.use_eagle, num_blocks)
+        first = spec.first_window_block(hit) if spec.kind is GroupKind.SLIDING_WINDOW else 0
+        return range(first, end)
+
+    # -- save -------------------------------------------------------------------
+    def save(self, request: Request) -> None:
+        """After a prefill chunk: offer the blocks that became full, through the mask."""
+        offered = self.offered.get(request.request_id)
+        if offered is None:  # the first chunk since admission: blocks below the hit are cached
+            hit = request.hit_length
+            offered = self.offered[request.request_id] = [
+                hit // group.block_size for group in self.geometry.groups
+            ]
+        computed = request.num_computed_tokens
+        chain, tokens = request.chain, request.tokens
+        hashed = chain.num_hashed_tokens
+        for group_id, group in enumerate(self.geometry.groups):
+            size, first = group.block_size, offered[group_id]
+            if group.kind is GroupKind.MAMBA:
+                # A state exists only at this chunk's end.
+                if computed % size or computed > hashed or computed // size <= first:
+                    continue
+                end = computed // size
+                mask = self._mask(group_id, request, first, end)
+                if mask is None or mask[-1]:
+                    self._put(group_id, request, end - 1, computed)
+                offered[group_id] = end
+                continue
+            end = min(computed, hashed) // size
+            if end <= first:
+                continue
+            mask = self._mask(group_id, request, first, end)
+            run = chain.block_run(first, end, size)
+            inner = self.coordinator.managers[group_id].sub_block_hits
+            for k, index in enumerate(range(first, end)):
+                if mask is None or mask[k]:
+                    block = tokens[index * size : (index + 1) * size]
+                    stored = StoredBlock(run[k], tuple(block), chain.unit, None, inner)
+                    self.tier.put((group_id, run[k + 1]), stored)
+            offered[group_id] = end
+        if computed >= request.prefill_end:
+            del self.offered[request.request_id]
+
+    def _put(self, group_id: int, request: Request, index: int, position: int) -> None:
+        size, chain = self.geometry.groups[group_id].block_size, request.chain
+        block_hash = chain.block_hash(index, size)
+        if block_hash is None:  # a state at or below the hashed tokens: always hashed
+            raise InvariantViolation(
+                "only full blocks are saved", f"block {index} of {request} is not hashed"
+            )
+        tokens = tuple(request.tokens[index * size : (index + 1) * size])
+        parent = chain.parent_of_block(index, size)
+        stored = StoredBlock(parent, tokens, chain.unit, position, False)
+        self.tier.put((group_id, block_hash), stored)
+
+    def _mask(
+        self, group_id: int, request: Request, start_block: int, end_block: int
+    ) -> Sequence[bool] | None:
+        """The policy's mask for the blocks ``[start_block, end_block)`` the store may take."""
+        geometry, policy = self.geometry, self.policy
+        group = geometry.groups[group_id]
+        seen: Request | _WithoutJunction = request
+        if self.saving is TierSaving.VLLM_0_33 and group.kind is not GroupKind.MAMBA:
+            seen = _WithoutJunction(
+                request.num_prompt_tokens, request.num_tokens, request.num_computed_tokens
+            )
+        boundaries = policy.reachable_boundaries(geometry, group, seen)
+        return policy.block_mask(geometry, group, seen, start_block, end_block, boundaries)
+
+    def forget(self, request: Request) -> None:
+        """Drop the save progress of a request leaving before its prefill ended."""
+        self.offered.pop(request.request_id, None)
