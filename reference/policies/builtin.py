@@ -29,14 +29,12 @@ from junction.core import (
     GroupSpec,
     HybridGeometry,
     checkpoint_stop,
-    mamba_block_aligned_split,
     prefill_end,
     promised_positions,
-    reachable_boundaries,
 )
 from junction.reference.engine.policy import Policy, PolicyError, RequestView
 
-from .bound import group_mask
+from .bound import boundaries, chunk_splitter, group_mask
 
 __all__ = [
     "DensePolicy",
@@ -71,12 +69,12 @@ class JunctionPolicy:
     ) -> tuple[int, ...]:
         # On the hit grid the mask floors to: none floors to 0 (core leaves
         # those out; they promise nothing, yet would keep an EAGLE peek block).
-        return reachable_boundaries(
+        return boundaries(
             request.num_prompt_tokens,
             self.junction(request),
             geometry.eagle_drop_tokens,
             geometry.sub_block_full_attention_sizes,
-            hit_grid_tokens=geometry.hit_grid_tokens,
+            geometry.hit_grid_tokens,
         )
 
     def block_mask(
@@ -103,17 +101,19 @@ class JunctionPolicy:
     ) -> int:
         """Decision 2's split (docs/domain.md) on :meth:`chunk_grid`, then :meth:`stop`."""
         start = request.num_computed_tokens
-        tokens = mamba_block_aligned_split(
+        splitter = chunk_splitter(
+            self.chunk_grid(geometry),
+            geometry.hash_block_size,
+            geometry.use_eagle,
+            geometry.partial_hits,
+            max_prefill_tokens,
+        )
+        tokens = splitter.split(
             num_computed_tokens=start,
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
-            block_size=self.chunk_grid(geometry),
             shared_prefix_boundary=self.split_junction(request),
-            use_eagle=geometry.use_eagle,
-            hash_block_size=geometry.hash_block_size,
-            partial_hits=geometry.partial_hits,
-            max_prefill_tokens=max_prefill_tokens,
         )
         if start >= prefill_end(request.num_prompt_tokens, request.num_tokens):
             return tokens

@@ -47,13 +47,12 @@ from junction.core import (
     GroupSpec,
     HybridGeometry,
     floor_to,
-    mamba_block_aligned_split,
     prefill_end,
     segment_boundaries,
 )
 from junction.reference.engine.policy import RequestView
 
-from .bound import group_mask
+from .bound import chunk_splitter, group_mask
 
 __all__ = ["VllmPR47782Policy", "VllmPolicy", "vllm_replay_boundaries"]
 
@@ -131,17 +130,19 @@ class VllmPolicy:
         num_new_tokens: int,
         max_prefill_tokens: int,
     ) -> int:
-        return mamba_block_aligned_split(
+        splitter = chunk_splitter(
+            geometry.mamba_block_size,
+            geometry.hash_block_size,
+            geometry.use_eagle,
+            geometry.partial_hits,
+            max_prefill_tokens,
+        )
+        return splitter.split(
             num_computed_tokens=request.num_computed_tokens,
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
-            block_size=geometry.mamba_block_size,
             shared_prefix_boundary=request.shared_prefix_boundary,
-            use_eagle=geometry.use_eagle,
-            hash_block_size=geometry.hash_block_size,
-            partial_hits=geometry.partial_hits,
-            max_prefill_tokens=max_prefill_tokens,
             last_cacheable=self.last_cacheable(geometry, request),
         )
 
