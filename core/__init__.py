@@ -36,7 +36,13 @@ from .geometry import GroupKind, GroupSpec, HybridGeometry, sliding_window_need
 from .grid import cdiv, floor_to, lcm, next_grid_point
 from .mask import GroupMask, MaskPlan, mask_plan, reachable_block_mask
 from .reconcile import HitReconciler, HitReconciliation, reconcile_hits, shared_prefix_boundary
-from .split import ChunkSplitter, last_cacheable_position, mamba_block_aligned_split, prefill_end
+from .split import (
+    ChunkSplitter,
+    PrefillCheckpoints,
+    last_cacheable_position,
+    mamba_block_aligned_split,
+    prefill_end,
+)
 
 __all__ = [
     "ChunkSplitter",
@@ -50,6 +56,7 @@ __all__ = [
     "HybridGeometry",
     "InvalidArgument",
     "MaskPlan",
+    "PrefillCheckpoints",
     "cdiv",
     "checkpoint_stop",
     "floor_to",

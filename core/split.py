@@ -14,8 +14,20 @@ arguments with the upstream names make call sites read like the spec. The
 ``lcp`` formula is vLLM 0.33's; the one merged in PR #47782 (``N - N mod b``)
 put the only state one token past every lookup (vLLM #50409).
 
+Three engine options change the stops (docs/domain.md, decision 2): hash
+lookahead tokens (a block's hash also covers the ``k`` tokens after it, so a
+lookup proves a position only ``k`` tokens before the end: every last
+cacheable position moves down with it); the exact junction stop (an engine
+that can save a Mamba state inside a block stops at the junction itself, not
+at its floor on the grid); and internal prefill checkpoints
+(:class:`PrefillCheckpoints`: a backend that writes the prefill's checkpoint
+state inside the final chunk, so the stops that only exist to materialise it
+are not needed). Rejected: a ``last_cacheable=`` override per option (each
+would restate the formula at the call site, which is how five places came to
+floor one boundary five ways).
+
 What is fixed per engine (the Mamba block ``b``, the hash unit, EAGLE,
-partial hits, the prefill budget) is bound once by :class:`ChunkSplitter`,
+partial hits, the prefill budget and the three options) is bound once by :class:`ChunkSplitter`,
 validated at construction; :meth:`ChunkSplitter.split` checks only the
 request's counts. :func:`mamba_block_aligned_split` is a fresh binding's
 call, so the rule exists once.
@@ -26,9 +38,15 @@ from __future__ import annotations
 import attrs
 
 from .errors import InvalidArgument, require_int, require_optional_int
-from .grid import floor_to, next_grid_point
+from .grid import cdiv, floor_to, next_grid_point
 
-__all__ = ["ChunkSplitter", "last_cacheable_position", "mamba_block_aligned_split", "prefill_end"]
+__all__ = [
+    "ChunkSplitter",
+    "PrefillCheckpoints",
+    "last_cacheable_position",
+    "mamba_block_aligned_split",
+    "prefill_end",
+]
 
 
 def prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
@@ -51,26 +69,33 @@ def _prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
     return max(num_prompt_tokens, num_tokens - 1)
 
 
-def last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
+def last_cacheable_position(
+    num_tokens: int, unit: int, use_eagle: bool, hash_lookahead_tokens: int = 0
+) -> int:
     """The deepest position whose state a later lookup of these tokens can use.
 
     A resend looks up at most ``num_tokens - 1`` tokens (the last is always
     recomputed for logits), so without EAGLE this is ``floor_unit(N - 1)``.
     With EAGLE the lookup also drops one unit it matched past the hit, so it is
-    ``max(floor_unit(N) - unit, 0)``. Raises :class:`InvalidArgument` when
-    ``num_tokens < 1``, ``unit < 1`` or ``use_eagle`` is not a bool.
+    ``max(floor_unit(N) - unit, 0)``. With ``k = hash_lookahead_tokens`` a
+    block's hash covers the ``k`` tokens after it, so a lookup proves a
+    position (or, under EAGLE, the unit past it) only ``k`` tokens before the
+    end: ``floor_unit(N - max(1, k))``, or ``max(floor_unit(N - k) - unit, 0)``
+    with EAGLE. Raises :class:`InvalidArgument` when ``num_tokens < 1``,
+    ``unit < 1``, ``use_eagle`` is not a bool or ``hash_lookahead_tokens < 0``.
     """
     require_int("num_tokens", num_tokens, 1)
     require_int("unit", unit, 1)
     if type(use_eagle) is not bool:
         raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
-    return _last_cacheable_position(num_tokens, unit, use_eagle)
+    require_int("hash_lookahead_tokens", hash_lookahead_tokens, 0)
+    return _last_cacheable_position(num_tokens, unit, use_eagle, hash_lookahead_tokens)
 
 
-def _last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
+def _last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool, lookahead: int) -> int:
     if use_eagle:
-        return max(floor_to(num_tokens, unit) - unit, 0)
-    return floor_to(num_tokens - 1, unit)
+        return max(floor_to(num_tokens - lookahead, unit) - unit, 0)
+    return floor_to(num_tokens - max(1, lookahead), unit)
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
@@ -92,14 +117,71 @@ def _budget(instance: object, attribute: attrs.Attribute[int | None], value: obj
     require_optional_int(attribute.name, value, 1)
 
 
+def _lookahead(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    require_int(attribute.name, value, 0)
+
+
+@attrs.frozen
+class PrefillCheckpoints:
+    """A backend that writes the prefill's checkpoint state inside a chunk.
+
+    vLLM's ``num_prefill_checkpoint_blocks > 0`` with its
+    ``prefill_checkpoint_alignment``. The checkpoint is the prefill's last
+    cacheable position on ``unit`` (the grid lookups land on: the hash unit
+    with partial hits, else the scheduler block), ``x =
+    last_cacheable_position(prefill_end, unit, ...)``. The backend writes it
+    inside the chunk ``[s, t)`` that reaches the prefill's end when: ``s`` is
+    on the hash grid, at least one hash unit lies between ``s`` and ``x``,
+    ``s < x < t``, ``x - s`` is a multiple of ``alignment`` (the backend's
+    kernel tiles), and the state slot it writes (the Mamba block before the
+    chunk's last) comes after the block holding the chunk's initial state.
+
+    ``alignment`` and ``unit`` are ``>= 1`` (:class:`InvalidArgument`
+    naming the attribute); :class:`ChunkSplitter` requires ``unit`` to be a
+    multiple of its hash unit.
+    """
+
+    alignment: int = attrs.field(validator=_positive)
+    unit: int = attrs.field(validator=_positive)
+
+    def writes(
+        self, start: int, end: int, position: int, hash_block_size: int, block_size: int
+    ) -> bool:
+        """Whether the chunk ``[start, end)`` writes the state at ``position`` inside it."""
+        initial_state_block = (start - 1) // block_size
+        written_block = cdiv(end, block_size) - 2
+        return (
+            start % hash_block_size == 0
+            and written_block > initial_state_block
+            and start + hash_block_size <= position < end
+            and (position - start) % self.alignment == 0
+        )
+
+
+def _checkpoints(
+    instance: ChunkSplitter, attribute: attrs.Attribute[PrefillCheckpoints | None], value: object
+) -> None:
+    if value is None:
+        return
+    if not isinstance(value, PrefillCheckpoints):
+        raise InvalidArgument(attribute.name, value, "must be None or a PrefillCheckpoints")
+    unit = instance.hash_block_size
+    if value.unit % unit:
+        raise InvalidArgument(
+            attribute.name, value, f"its unit must be a multiple of hash_block_size={unit}"
+        )
+
+
 @attrs.frozen
 class ChunkSplitter:
     """Decision 2 bound to one engine: :func:`mamba_block_aligned_split`'s
     ``block_size`` (``b >= 1``), ``hash_block_size`` (divides ``b``; defaults
     to ``b``, and unlike the free function's it is never ``None``),
-    ``use_eagle``, ``partial_hits`` and ``max_prefill_tokens``
-    (``None`` or ``>= 1``), validated at construction
-    (:class:`InvalidArgument` naming the attribute).
+    ``use_eagle``, ``partial_hits``, ``max_prefill_tokens``
+    (``None`` or ``>= 1``), ``hash_lookahead_tokens`` (``>= 0``),
+    ``exact_junction_stop`` and ``prefill_checkpoints`` (``None`` or a
+    :class:`PrefillCheckpoints` whose unit is a multiple of the hash unit),
+    validated at construction (:class:`InvalidArgument` naming the attribute).
     """
 
     block_size: int = attrs.field(validator=_positive)
@@ -110,6 +192,11 @@ class ChunkSplitter:
     use_eagle: bool = attrs.field(default=False, validator=_flag)
     partial_hits: bool = attrs.field(default=False, validator=_flag)
     max_prefill_tokens: int | None = attrs.field(default=None, validator=_budget)
+    hash_lookahead_tokens: int = attrs.field(default=0, validator=_lookahead)
+    exact_junction_stop: bool = attrs.field(default=False, validator=_flag)
+    prefill_checkpoints: PrefillCheckpoints | None = attrs.field(
+        default=None, validator=_checkpoints
+    )
 
     def split(
         self,
@@ -141,10 +228,25 @@ class ChunkSplitter:
                 f"num_tokens={num_tokens}",
             )
         block_size, use_eagle = self.block_size, self.use_eagle
+        lookahead = self.hash_lookahead_tokens
         decode_start = _prefill_end(num_prompt_tokens, num_tokens)
         if start >= decode_start:
             return num_new_tokens
         end = start + num_new_tokens
+        # The backend writes the prefill's checkpoint inside a chunk reaching
+        # the prefill's end: the stops that only materialise it go.
+        checkpoints = self.prefill_checkpoints
+        written_inside = (
+            checkpoints is not None
+            and end >= decode_start
+            and checkpoints.writes(
+                start,
+                end,
+                _last_cacheable_position(decode_start, checkpoints.unit, use_eagle, lookahead),
+                self.hash_block_size,
+                block_size,
+            )
+        )
         if end < decode_start:
             aligned_end = floor_to(end, block_size)
             budget = self.max_prefill_tokens
@@ -152,19 +254,24 @@ class ChunkSplitter:
                 end = aligned_end
 
         stop = end
+        junction = shared_prefix_boundary
+        if start < junction < end:
+            if not (self.exact_junction_stop and junction <= num_prompt_tokens):
+                junction = start + floor_to(junction - start, block_size)
+            stop = _earlier(stop, start, junction)
+        if written_inside:
+            return max(stop - start, 0)
         if start % block_size:
             stop = _earlier(stop, start, next_grid_point(start, block_size))
         if last_cacheable is None:
-            last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle)
+            last_cacheable = _last_cacheable_position(num_tokens, block_size, use_eagle, lookahead)
         stop = _earlier(stop, start, last_cacheable)
         if self.partial_hits:
-            tail = _last_cacheable_position(num_prompt_tokens, self.hash_block_size, use_eagle)
+            tail = _last_cacheable_position(
+                num_prompt_tokens, self.hash_block_size, use_eagle, lookahead
+            )
             if last_cacheable < tail < num_prompt_tokens:
                 stop = _earlier(stop, start, tail)
-        if start < shared_prefix_boundary < end:
-            stop = _earlier(
-                stop, start, start + floor_to(shared_prefix_boundary - start, block_size)
-            )
         return max(stop - start, 0)
 
 
@@ -183,6 +290,9 @@ def mamba_block_aligned_split(
     num_new_local_computed_tokens: int = 0,
     num_external_computed_tokens: int = 0,
     last_cacheable: int | None = None,
+    hash_lookahead_tokens: int = 0,
+    exact_junction_stop: bool = False,
+    prefill_checkpoints: PrefillCheckpoints | None = None,
 ) -> int:
     """Tokens to schedule this step for a request in Mamba align mode (0 = skip).
 
@@ -202,21 +312,31 @@ def mamba_block_aligned_split(
       ``partial_hits``, the prompt's partial tail (the same formula on ``P``
       with unit ``hash_block_size``) when it lies in ``(lcp, P)``; and the
       junction floored relative to the start, ``s + floor_b(J - s)``, when
-      ``s < J < t``.
+      ``s < J < t`` (``J`` itself with ``exact_junction_stop`` when
+      ``J <= P``: the engine can save a state inside a block).
+    * Every last cacheable position is :func:`last_cacheable_position`'s
+      with ``hash_lookahead_tokens``.
+    * With ``prefill_checkpoints``, a chunk reaching the prefill's end in
+      which the backend writes the checkpoint
+      (:meth:`PrefillCheckpoints.writes`) stops only at the junction: the
+      grid, ``lcp`` and tail stops exist to materialise that state.
 
     ``last_cacheable`` overrides the ``lcp`` formula (a compatibility
     policy's, e.g. PR #47782's ``N - N mod b``); the prompt's partial tail
     still uses this module's formula.
 
     The call of a :class:`ChunkSplitter` bound to ``block_size``,
-    ``hash_block_size``, ``use_eagle``, ``partial_hits`` and
-    ``max_prefill_tokens`` (an engine binds it once).
+    ``hash_block_size``, ``use_eagle``, ``partial_hits``,
+    ``max_prefill_tokens``, ``hash_lookahead_tokens``, ``exact_junction_stop``
+    and ``prefill_checkpoints`` (an engine binds it once).
 
     Guarantees ``0 <= result <= num_new_tokens`` during prefill. Raises
     :class:`InvalidArgument` when a count is negative, ``P < 1``, ``N < P``,
     the start lies past ``N``, ``b < 1``, ``last_cacheable < 0``,
-    ``hash_block_size`` does not divide ``b``, ``max_prefill_tokens < 1``, or
-    a flag is not a bool.
+    ``hash_block_size`` does not divide ``b``, ``max_prefill_tokens < 1``,
+    ``hash_lookahead_tokens < 0``, ``prefill_checkpoints`` is neither ``None``
+    nor a :class:`PrefillCheckpoints` whose unit is a multiple of the hash
+    unit, or a flag is not a bool.
     """
     return ChunkSplitter(
         block_size,
@@ -224,6 +344,9 @@ def mamba_block_aligned_split(
         use_eagle,
         partial_hits,
         max_prefill_tokens,
+        hash_lookahead_tokens,
+        exact_junction_stop,
+        prefill_checkpoints,
     ).split(
         num_computed_tokens=num_computed_tokens,
         num_new_tokens=num_new_tokens,

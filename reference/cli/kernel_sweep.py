@@ -37,7 +37,9 @@ SPLIT_BATCH = 65_536
 
 def _split_batches(bound: int) -> Iterator[list[dict[str, object]]]:
     """Split inputs in batches that share ``max_prefill_tokens`` being None or not."""
-    inputs = split_inputs(bound)
+    # The engine options are not batched yet: their inputs are core's alone.
+    options = {"hash_lookahead_tokens", "exact_junction_stop", "prefill_checkpoints"}
+    inputs = (row for row in split_inputs(bound) if not options & row.keys())
     while chunk := list(itertools.islice(inputs, SPLIT_BATCH)):
         for no_limit, rows in itertools.groupby(
             chunk, key=lambda r: r["max_prefill_tokens"] is None

@@ -22,6 +22,7 @@ fresh bindings' calls, and the properties call those.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator
@@ -89,38 +90,80 @@ def mask_inputs(core: ModuleType, bound: int) -> Iterator[MaskInput]:
                 yield MaskInput(start, start + length, alignment, spec, eagle, interval, boundaries)
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckpointGrid:
+    """An internal checkpoint backend as plain ints (``core.PrefillCheckpoints``'s fields)."""
+
+    alignment: int
+    unit: int
+
+
+def _option_variants(hash_unit: int, block: int) -> list[dict[str, Any]]:
+    """The engine options of the split, each on alone, then all on together.
+
+    Hash lookahead of two tokens (past one: one is the recomputed last token
+    already), the exact junction stop, and internal checkpoints on the hash
+    unit (tiles of one token) and on the block (tiles of a hash unit).
+    """
+    return [
+        {"hash_lookahead_tokens": 2},
+        {"exact_junction_stop": True},
+        {"prefill_checkpoints": CheckpointGrid(1, hash_unit)},
+        {"prefill_checkpoints": CheckpointGrid(hash_unit, block)},
+        {
+            "hash_lookahead_tokens": 2,
+            "exact_junction_stop": True,
+            "prefill_checkpoints": CheckpointGrid(1, hash_unit),
+        },
+    ]
+
+
 def split_inputs(bound: int) -> Iterator[dict[str, Any]]:
-    """Every split input (as keyword arguments) with sizes up to ``bound``."""
+    """Every split input (as keyword arguments) with sizes up to ``bound``.
+
+    First every input without the engine options; then, for each variant of
+    :func:`_option_variants`, every input without a local hit and with no
+    prefill limit (the options move the stops, not how a chunk starts or
+    is floored).
+    """
     for block in range(1, bound + 2):
-        hash_units = [h for h in range(1, block + 1) if block % h == 0]
-        for prompt in range(1, 2 * bound + 2):
-            for total, hash_unit, eagle, partial, limit in itertools.product(
-                range(prompt, prompt + 3),
-                hash_units,
-                (False, True),
-                (False, True),
-                (None, 1, block),
-            ):
-                for computed, local in itertools.product(range(total + 1), (0, 1)):
-                    if computed + local > total:
-                        continue
-                    start = computed + local
-                    for new, junction in itertools.product(
-                        range(total - start + 2), range(total + 2)
-                    ):
-                        yield dict(
-                            num_computed_tokens=computed,
-                            num_new_tokens=new,
-                            num_prompt_tokens=prompt,
-                            num_tokens=total,
-                            block_size=block,
-                            shared_prefix_boundary=junction,
-                            use_eagle=eagle,
-                            hash_block_size=hash_unit,
-                            partial_hits=partial,
-                            max_prefill_tokens=limit,
-                            num_new_local_computed_tokens=local,
-                        )
+        for hash_unit in [h for h in range(1, block + 1) if block % h == 0]:
+            yield from _split_inputs(bound, block, hash_unit, {}, every_start=True)
+    for block in range(1, bound + 2):
+        for hash_unit in [h for h in range(1, block + 1) if block % h == 0]:
+            for options in _option_variants(hash_unit, block):
+                yield from _split_inputs(bound, block, hash_unit, options, every_start=False)
+
+
+def _split_inputs(
+    bound: int, block: int, hash_unit: int, options: dict[str, Any], every_start: bool
+) -> Iterator[dict[str, Any]]:
+    """The inputs of one block and hash unit; ``every_start``: also local hits and limits."""
+    limits = (None, 1, block) if every_start else (None,)
+    local_hits = (0, 1) if every_start else (0,)
+    for prompt in range(1, 2 * bound + 2):
+        for total, eagle, partial, limit in itertools.product(
+            range(prompt, prompt + 3), (False, True), (False, True), limits
+        ):
+            for computed, local in itertools.product(range(total + 1), local_hits):
+                if computed + local > total:
+                    continue
+                start = computed + local
+                for new, junction in itertools.product(range(total - start + 2), range(total + 2)):
+                    yield dict(
+                        num_computed_tokens=computed,
+                        num_new_tokens=new,
+                        num_prompt_tokens=prompt,
+                        num_tokens=total,
+                        block_size=block,
+                        shared_prefix_boundary=junction,
+                        use_eagle=eagle,
+                        hash_block_size=hash_unit,
+                        partial_hits=partial,
+                        max_prefill_tokens=limit,
+                        num_new_local_computed_tokens=local,
+                        **options,
+                    )
 
 
 def reconcile_inputs(
@@ -189,14 +232,33 @@ def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, 
 
 
 # The split's engine settings: what a ChunkSplitter binds.
-_SPLITTER = ("block_size", "hash_block_size", "use_eagle", "partial_hits", "max_prefill_tokens")
+_SPLITTER = (
+    "block_size",
+    "hash_block_size",
+    "use_eagle",
+    "partial_hits",
+    "max_prefill_tokens",
+    "hash_lookahead_tokens",
+    "exact_junction_stop",
+    "prefill_checkpoints",
+)
+_NO_OPTIONS = {
+    "hash_lookahead_tokens": 0,
+    "exact_junction_stop": False,
+    "prefill_checkpoints": None,
+}
 
 
 def _split_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
     bindings: dict[tuple[Any, ...], Any] = {}
     for kwargs in split_inputs(bound):
-        key = tuple(kwargs[name] for name in _SPLITTER)
-        splitter = bindings.get(key) or bindings.setdefault(key, core.ChunkSplitter(*key))
+        settings = {**_NO_OPTIONS, **kwargs}
+        key = tuple(settings[name] for name in _SPLITTER)
+        splitter = bindings.get(key)
+        if splitter is None:
+            grid = settings["prefill_checkpoints"]
+            checkpoints = grid and core.PrefillCheckpoints(grid.alignment, grid.unit)
+            splitter = bindings[key] = core.ChunkSplitter(*key[:-1], checkpoints)
         request = {name: value for name, value in kwargs.items() if name not in _SPLITTER}
         yield splitter.split(**request), oracle_split(**kwargs), kwargs
 
@@ -248,11 +310,11 @@ def count_inputs(bound: int) -> dict[str, int]:
     # x length (b+1) x boundary sets (3b + 3); windows: b + 2 sliding-window, 1 otherwise.
     mask = ((b + 2) + 1 + 1) * b * (2 * b) * 2 * 4 * (b + 1) * (b + 1) * (3 * b + 3)
 
-    def starts(total: int) -> int:
+    def starts(total: int, with_local_hits: bool = True) -> int:
         """Sum of (total - start + 2) x (total + 2) over the (computed, local) pairs:
-        local 0 starts at 0..total, local 1 at 1..total."""
+        local 0 starts at 0..total, local 1 (``with_local_hits``) at 1..total."""
         below = total * (total + 1) // 2 + 2 * (total + 1)
-        above = (total - 1) * total // 2 + 2 * total
+        above = (total - 1) * total // 2 + 2 * total if with_local_hits else 0
         return (below + above) * (total + 2)
 
     blocks = b + 1  # the hash units of a block are its divisors: sum of d(n) for n <= blocks
@@ -261,6 +323,13 @@ def count_inputs(bound: int) -> dict[str, int]:
         starts(total) for prompt in range(1, 2 * b + 2) for total in range(prompt, prompt + 3)
     )
     split = hash_units * per_prompt * 2 * 2 * 3  # eagle, partial, limit
+    # The option variants: no local hit, no limit; eagle, partial, five variants.
+    per_prompt_no_hit = sum(
+        starts(total, with_local_hits=False)
+        for prompt in range(1, 2 * b + 2)
+        for total in range(prompt, prompt + 3)
+    )
+    split += hash_units * per_prompt_no_hit * 2 * 2 * len(_option_variants(1, 1))
     chain = b + 1
     # (groups, longest block) of each layout: 6 one-group, 36 two-group.
     layouts = [(1, block) for block in (1, 2)] * 3 + [

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 __all__ = [
+    "CheckpointBackend",
     "OracleGroup",
     "oracle_blocks_needed",
     "oracle_in_prefill",
@@ -150,26 +152,75 @@ def oracle_reachable_block_mask(
 # Decision 2: the chunk stop point
 
 
-def _lookup_lands_at(position: int, num_tokens: int, unit: int, use_eagle: bool) -> bool:
+def _lookup_lands_at(
+    position: int, num_tokens: int, unit: int, use_eagle: bool, lookahead: int
+) -> bool:
     """Whether a later lookup of these ``num_tokens`` tokens can resume at ``position``.
 
     A lookup resumes only on the ``unit`` grid and never at the last token,
     which is always recomputed to produce logits. Under EAGLE it must also
     have matched the whole unit just past ``position`` among the tokens
-    before dropping it.
+    before dropping it. A matched unit is proven by its hash, which with
+    ``lookahead`` hash lookahead tokens also covers that many tokens after
+    the unit: they must exist too.
     """
     on_grid = position % unit == 0
     before_last_token = position < num_tokens
-    unit_past_it_matched = not use_eagle or position + unit <= num_tokens
-    return on_grid and before_last_token and unit_past_it_matched
+    matched_end = position + unit if use_eagle else position
+    hash_proven = matched_end + lookahead <= num_tokens
+    return on_grid and before_last_token and hash_proven
 
 
-def oracle_last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool) -> int:
+def oracle_last_cacheable_position(
+    num_tokens: int, unit: int, use_eagle: bool, lookahead: int = 0
+) -> int:
     """The deepest position a later lookup of ``num_tokens`` tokens can land at (0 if none)."""
     for position in range(num_tokens - 1, -1, -1):
-        if _lookup_lands_at(position, num_tokens, unit, use_eagle):
+        if _lookup_lands_at(position, num_tokens, unit, use_eagle, lookahead):
             return position
     return 0
+
+
+class CheckpointBackend(Protocol):
+    """A backend that writes the prefill's checkpoint state inside a chunk.
+
+    ``unit``: the grid lookups land on, where the checkpoint lies;
+    ``alignment``: the backend's tiles, which the checkpoint's offset from
+    the chunk's start must be a whole number of.
+    """
+
+    @property
+    def alignment(self) -> int: ...
+
+    @property
+    def unit(self) -> int: ...
+
+
+def _backend_writes(
+    backend: CheckpointBackend,
+    start: int,
+    chunk_end: int,
+    position: int,
+    hash_unit: int,
+    block_size: int,
+) -> bool:
+    """Whether the backend writes the state at ``position`` inside ``[start, chunk_end)``.
+
+    It writes into the state slot of the Mamba block before the chunk's last
+    token's block, which must come after the block of the state the chunk
+    starts from (the block of token ``start - 1``; none before token 0); the
+    chunk must start on the hash grid with at least one hash unit before the
+    checkpoint, which lies inside the chunk on the backend's tiles.
+    """
+    last_token_block = (chunk_end - 1) // block_size
+    initial_state_block = (start - 1) // block_size if start else -1
+    return (
+        start % hash_unit == 0
+        and last_token_block - 1 > initial_state_block
+        and position - start >= hash_unit
+        and position < chunk_end
+        and (position - start) % backend.alignment == 0
+    )
 
 
 def oracle_in_prefill(position: int, num_prompt_tokens: int, num_tokens: int) -> bool:
@@ -195,31 +246,52 @@ def oracle_split(
     max_prefill_tokens: int | None = None,
     num_new_local_computed_tokens: int = 0,
     num_external_computed_tokens: int = 0,
+    hash_lookahead_tokens: int = 0,
+    exact_junction_stop: bool = False,
+    prefill_checkpoints: CheckpointBackend | None = None,
 ) -> int:
     """Tokens to schedule: walk the chunk and stop at the first mandatory stop."""
     start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
     if not oracle_in_prefill(start, num_prompt_tokens, num_tokens):
         return num_new_tokens
+    hash_unit = block_size if hash_block_size is None else hash_block_size
+    lookahead = hash_lookahead_tokens
     chunk_end = start + num_new_tokens
+    last_prefill_token = max(num_prompt_tokens, num_tokens - 1)
+    backend_writes_checkpoint = False
+    if prefill_checkpoints is not None and chunk_end >= last_prefill_token:
+        checkpoint = oracle_last_cacheable_position(
+            last_prefill_token, prefill_checkpoints.unit, use_eagle, lookahead
+        )
+        backend_writes_checkpoint = _backend_writes(
+            prefill_checkpoints, start, chunk_end, checkpoint, hash_unit, block_size
+        )
     if oracle_in_prefill(chunk_end, num_prompt_tokens, num_tokens):
         grid_end = _largest_multiple_at_most(chunk_end, block_size)
         fits = max_prefill_tokens is None or block_size <= max_prefill_tokens
         if grid_end > start or fits:
             chunk_end = grid_end
 
-    replay = oracle_last_cacheable_position(num_tokens, block_size, use_eagle)
-    tail = -1
-    if partial_hits:
-        unit = block_size if hash_block_size is None else hash_block_size
-        tail = oracle_last_cacheable_position(num_prompt_tokens, unit, use_eagle)
-        if not replay < tail < num_prompt_tokens:
-            tail = -1
+    replay = tail = -1
+    if not backend_writes_checkpoint:
+        replay = oracle_last_cacheable_position(num_tokens, block_size, use_eagle, lookahead)
+        if partial_hits:
+            tail = oracle_last_cacheable_position(
+                num_prompt_tokens, hash_unit, use_eagle, lookahead
+            )
+            if not replay < tail < num_prompt_tokens:
+                tail = -1
     junction = -1
     if start < shared_prefix_boundary < chunk_end:
-        junction = start + _largest_multiple_at_most(shared_prefix_boundary - start, block_size)
+        # A state can be saved inside a block only for prompt positions.
+        if exact_junction_stop and shared_prefix_boundary <= num_prompt_tokens:
+            junction = shared_prefix_boundary
+        else:
+            junction = start + _largest_multiple_at_most(shared_prefix_boundary - start, block_size)
 
+    realign = start % block_size and not backend_writes_checkpoint
     for position in range(start + 1, chunk_end):
-        first_grid_point_after_mid_block_start = start % block_size and position % block_size == 0
+        first_grid_point_after_mid_block_start = realign and position % block_size == 0
         if first_grid_point_after_mid_block_start or position in (replay, tail, junction):
             return position - start
     return max(chunk_end - start, 0)

@@ -19,6 +19,7 @@ from junction.core import (
     GroupSpec,
     HybridGeometry,
     InvalidArgument,
+    PrefillCheckpoints,
     checkpoint_stop,
     group_finder,
     last_cacheable_position,
@@ -301,6 +302,34 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "num_computed_tokens=6: the chunk start (computed + local + external = 11) must be <= "
         "num_tokens=10",
     ),
+    (
+        "lcp lookahead",
+        lambda: last_cacheable_position(8, 4, False, -1),
+        "hash_lookahead_tokens=-1: must be >= 0",
+    ),
+    (
+        "split lookahead",
+        lambda: _split(hash_lookahead_tokens=-2),
+        "hash_lookahead_tokens=-2: must be >= 0",
+    ),
+    (
+        "split exact junction",
+        lambda: _split(exact_junction_stop=1),
+        "exact_junction_stop=1: must be a bool",
+    ),
+    (
+        "split checkpoints type",
+        lambda: _split(prefill_checkpoints=(1, 4)),
+        "prefill_checkpoints=(1, 4): must be None or a PrefillCheckpoints",
+    ),
+    (
+        "split checkpoints unit",
+        lambda: _split(hash_block_size=2, prefill_checkpoints=PrefillCheckpoints(1, 3)),
+        "prefill_checkpoints=PrefillCheckpoints(alignment=1, unit=3): its unit must be a "
+        "multiple of hash_block_size=2",
+    ),
+    ("checkpoints alignment", lambda: PrefillCheckpoints(0, 4), "alignment=0: must be >= 1"),
+    ("checkpoints unit", lambda: PrefillCheckpoints(1, 0), "unit=0: must be >= 1"),
 ]
 
 

@@ -20,18 +20,24 @@ from junction.core import mamba_block_aligned_split, reachable_block_mask
 from ..properties.strategies import mask_inputs, split_inputs
 
 FLAGS = ("use_eagle", "partial_hits")
-# ``last_cacheable`` is a compatibility policy's override, not part of the batched API.
+# ``last_cacheable`` is a compatibility policy's override, not part of the batched API;
+# the engine options are not batched yet: rows are drawn with them off.
+ENGINE_OPTIONS = {
+    "hash_lookahead_tokens": 0,
+    "exact_junction_stop": False,
+    "prefill_checkpoints": None,
+}
 SPLIT_ARGUMENTS = tuple(
     name
     for name in inspect.signature(mamba_block_aligned_split).parameters
-    if name != "last_cacheable"
+    if name != "last_cacheable" and name not in ENGINE_OPTIONS
 )
 
 
 @st.composite
 def split_batches(draw: st.DrawFn, max_rows: int = 24) -> list[dict[str, Any]]:
     """Rows of split arguments; ``max_prefill_tokens`` is None for all rows or none."""
-    rows = draw(st.lists(split_inputs(), max_size=max_rows))
+    rows = [{**row, **ENGINE_OPTIONS} for row in draw(st.lists(split_inputs(), max_size=max_rows))]
     if rows and draw(st.booleans()):
         # An engine's batch: one Mamba block size, hash unit and set of flags.
         shared = ("block_size", "hash_block_size", "use_eagle", "partial_hits")

@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .core_under_test import GroupSpec, HybridGeometry, lcm
+from .core_under_test import GroupSpec, HybridGeometry, PrefillCheckpoints, lcm
 
 block_sizes = st.integers(1, 8)
 windows = st.integers(1, 24)
@@ -57,8 +57,11 @@ def split_inputs(draw: st.DrawFn) -> dict[str, Any]:
     """Arguments of ``mamba_block_aligned_split``.
 
     Covers mid-block starts, budgets smaller than a block, resumed requests
-    (``N > P``), local and external hits, and junctions below, inside and
-    beyond the chunk.
+    (``N > P``), local and external hits, junctions below, inside and
+    beyond the chunk, and the three engine options: hash lookahead tokens
+    (below, at and past a block), the exact junction stop, and internal
+    prefill checkpoints on the hash unit or coarser grids, with tiles that
+    often and seldom fit.
     """
     block = draw(block_sizes)
     hash_unit = draw(st.sampled_from([h for h in range(1, block + 1) if block % h == 0]))
@@ -69,7 +72,9 @@ def split_inputs(draw: st.DrawFn) -> dict[str, Any]:
     local = draw(st.one_of(st.just(0), st.integers(0, total - computed)))
     external = draw(st.one_of(st.just(0), st.integers(0, total - computed - local)))
     start = computed + local + external
-    new = draw(st.integers(0, total - start + 2))
+    # Often the whole rest: the chunk that reaches the prefill's end is where
+    # internal checkpoints act.
+    new = draw(st.one_of(st.integers(0, total - start + 2), st.just(total - start)))
     inside = st.integers(start + 1, max(start + new - 1, start + 1))
     junction = draw(
         st.one_of(
@@ -93,7 +98,18 @@ def split_inputs(draw: st.DrawFn) -> dict[str, Any]:
         max_prefill_tokens=draw(st.one_of(st.none(), st.just(block), st.integers(1, 3 * block))),
         num_new_local_computed_tokens=local,
         num_external_computed_tokens=external,
+        hash_lookahead_tokens=draw(st.one_of(st.just(0), st.integers(0, 2 * block + 1))),
+        exact_junction_stop=draw(st.booleans()),
+        prefill_checkpoints=draw(st.one_of(st.none(), prefill_checkpoints(hash_unit, block))),
     )
+
+
+@st.composite
+def prefill_checkpoints(draw: st.DrawFn, hash_unit: int, block: int) -> PrefillCheckpoints:
+    """A backend writing checkpoints on the hash unit, the block or a coarser grid."""
+    unit = draw(st.sampled_from([hash_unit, block, 2 * block, 3 * hash_unit]))
+    alignment = draw(st.sampled_from([1, hash_unit, unit, 2 * hash_unit, 3]))
+    return PrefillCheckpoints(alignment, unit)
 
 
 @st.composite

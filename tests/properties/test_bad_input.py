@@ -23,6 +23,7 @@ from .core_under_test import (
     HitReconciler,
     HybridGeometry,
     InvalidArgument,
+    PrefillCheckpoints,
     checkpoint_stop,
     group_finder,
     last_cacheable_position,
@@ -73,7 +74,16 @@ def _split_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]
             st.one_of(st.integers(max_value=args["num_prompt_tokens"] - 1), not_an_int),
         ),
         st.tuples(st.just("block_size"), st.one_of(st.integers(max_value=0), not_an_int)),
-        st.tuples(st.sampled_from(["use_eagle", "partial_hits"]), not_a_bool),
+        st.tuples(
+            st.sampled_from(["use_eagle", "partial_hits", "exact_junction_stop"]), not_a_bool
+        ),
+        st.tuples(st.just("hash_lookahead_tokens"), st.one_of(negative, not_an_int)),
+        st.tuples(
+            st.just("prefill_checkpoints"),
+            st.one_of(
+                st.just((1, block)), st.integers(), st.just(False), _off_grid_checkpoints(args)
+            ),
+        ),
         st.tuples(
             st.just("max_prefill_tokens"),
             st.one_of(st.integers(max_value=0), st.booleans(), st.floats(allow_nan=False)),
@@ -95,6 +105,16 @@ def _split_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]
             st.just("num_computed_tokens"),
             st.integers(args["num_tokens"] - start + 1, args["num_tokens"] + 50),
         ),
+    )
+
+
+def _off_grid_checkpoints(args: dict[str, Any]) -> st.SearchStrategy[PrefillCheckpoints]:
+    """Checkpoints on a grid that is not a whole number of hash units (none when ``H = 1``)."""
+    unit = args["hash_block_size"] or args["block_size"]
+    if unit == 1:
+        return st.nothing()
+    return (
+        st.integers(1, 4 * unit).filter(lambda u: u % unit).map(lambda u: PrefillCheckpoints(1, u))
     )
 
 
@@ -300,6 +320,12 @@ def test_checkpoints_reject_bad_positions(
     )
 
 
+@given(st.sampled_from(["alignment", "unit"]), st.one_of(st.integers(max_value=0), not_an_int))
+def test_prefill_checkpoints_reject_a_bad_alignment_or_unit(argument: str, value: object) -> None:
+    args: dict[str, object] = {"alignment": 1, "unit": 4, argument: value}
+    assert_rejects(lambda: PrefillCheckpoints(**args), argument, value)
+
+
 @given(st.integers(1, 10**4), st.integers(1, 64), st.data())
 def test_last_cacheable_position_rejects_bad_arguments(
     tokens: int, unit: int, data: st.DataObject
@@ -311,6 +337,7 @@ def test_last_cacheable_position_rejects_bad_arguments(
                 st.one_of(st.integers(max_value=0), not_an_int),
             ),
             st.tuples(st.just("use_eagle"), not_a_bool),
+            st.tuples(st.just("hash_lookahead_tokens"), st.one_of(negative, not_an_int)),
         )
     )
     args = {"num_tokens": tokens, "unit": unit, "use_eagle": False, argument: value}
@@ -377,7 +404,16 @@ def test_sliding_window_need_rejects_bad_arguments(
 # each call judges what changes per call; both name the argument and value.
 
 _MASK_BOUND = ("alignment_tokens", "spec", "use_eagle", "retention_interval")
-_SPLIT_BOUND = ("block_size", "hash_block_size", "use_eagle", "partial_hits", "max_prefill_tokens")
+_SPLIT_BOUND = (
+    "block_size",
+    "hash_block_size",
+    "use_eagle",
+    "partial_hits",
+    "max_prefill_tokens",
+    "hash_lookahead_tokens",
+    "exact_junction_stop",
+    "prefill_checkpoints",
+)
 
 
 @given(st.data(), mask_inputs())

@@ -49,6 +49,9 @@ SPLIT_DEFAULTS = dict(
     num_new_local_computed_tokens=0,
     num_external_computed_tokens=0,
     last_cacheable=None,
+    hash_lookahead_tokens=0,
+    exact_junction_stop=False,
+    prefill_checkpoints=None,
 )
 
 
@@ -63,6 +66,8 @@ def test_split_defaults_are_the_neutral_values(args: dict[str, Any], data: st.Da
 
 @given(split_inputs())
 def test_split_hash_unit_defaults_to_the_block(args: dict[str, Any]) -> None:
+    # A checkpoint grid on a finer hash unit is invalid with the block as the unit.
+    args = {**args, "prefill_checkpoints": None}
     same_unit = {**args, "hash_block_size": args["block_size"]}
     assert mamba_block_aligned_split(**{**args, "hash_block_size": None}) == (
         mamba_block_aligned_split(**same_unit)
@@ -71,7 +76,9 @@ def test_split_hash_unit_defaults_to_the_block(args: dict[str, Any]) -> None:
 
 @given(split_inputs())
 def test_split_with_its_own_lcp_passed_in_is_unchanged(args: dict[str, Any]) -> None:
-    lcp = last_cacheable_position(args["num_tokens"], args["block_size"], args["use_eagle"])
+    lcp = last_cacheable_position(
+        args["num_tokens"], args["block_size"], args["use_eagle"], args["hash_lookahead_tokens"]
+    )
     assert mamba_block_aligned_split(**args, last_cacheable=lcp) == mamba_block_aligned_split(
         **args
     )

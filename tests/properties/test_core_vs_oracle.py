@@ -58,6 +58,9 @@ def test_split_matches_oracle(args: dict[str, Any]) -> None:
     event("clipped" if got < args["num_new_tokens"] else "whole chunk")
     if start < args["shared_prefix_boundary"] < start + args["num_new_tokens"]:
         event("junction inside the chunk")
+    checkpoints = args["prefill_checkpoints"]
+    if checkpoints is not None:
+        event("internal checkpoints: " + ("splits" if got != want else "agree"))
     assert got == want, f"{args}: core={got} oracle={want}"
 
 
@@ -72,11 +75,13 @@ def test_reconciliation_matches_oracle(case: tuple[Any, list[frozenset[int]], in
     )
 
 
-@given(st.integers(1, 300), st.integers(1, 32), st.booleans())
-def test_last_cacheable_position_matches_oracle(tokens: int, unit: int, use_eagle: bool) -> None:
+@given(st.integers(1, 300), st.integers(1, 32), st.booleans(), st.integers(0, 40))
+def test_last_cacheable_position_matches_oracle(
+    tokens: int, unit: int, use_eagle: bool, lookahead: int
+) -> None:
     """Core's floor formula equals the deepest position a lookup lands at, found by walking."""
-    got = last_cacheable_position(tokens, unit, use_eagle)
-    assert got == oracle_last_cacheable_position(tokens, unit, use_eagle)
+    got = last_cacheable_position(tokens, unit, use_eagle, lookahead)
+    assert got == oracle_last_cacheable_position(tokens, unit, use_eagle, lookahead)
 
 
 @given(st.integers(1, 300), st.integers(0, 300))

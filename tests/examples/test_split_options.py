@@ -1,0 +1,95 @@
+"""The split's three engine options on small worked examples (docs/domain.md, decision 2).
+
+Each case is worked by hand from the rule in the domain document; the
+properties and the exhaustive walk check the same rules against the oracle
+on every small input.
+"""
+
+from __future__ import annotations
+
+from junction.core import PrefillCheckpoints, last_cacheable_position, mamba_block_aligned_split
+
+FRESH = dict(num_computed_tokens=0, num_new_tokens=18, num_prompt_tokens=18, num_tokens=18)
+
+
+def test_lookahead_hashes_move_the_last_cacheable_position_down() -> None:
+    # 9 tokens on a grid of 4: a lookup proves 8 only if k tokens follow it.
+    assert last_cacheable_position(9, 4, False) == 8
+    assert last_cacheable_position(9, 4, False, 1) == 8
+    assert last_cacheable_position(9, 4, False, 2) == 4
+    # EAGLE: the unit past the hit, [4, 8), must be hashed: 8 + k <= 12.
+    assert last_cacheable_position(12, 4, True) == 8
+    assert last_cacheable_position(12, 4, True, 1) == 4
+    assert last_cacheable_position(12, 4, True, 4) == 4
+    assert last_cacheable_position(12, 4, True, 5) == 0
+    prompt = dict(num_computed_tokens=0, num_new_tokens=9, num_prompt_tokens=9, num_tokens=9)
+    assert mamba_block_aligned_split(**prompt, block_size=4) == 8
+    assert mamba_block_aligned_split(**prompt, block_size=4, hash_lookahead_tokens=2) == 4
+
+
+def test_lookahead_moves_the_partial_tail_too() -> None:
+    # b = 8, H = 2, P = N = 7: lcp 0; the tail is floor_2(6) = 6, or floor_2(4) = 4 with k = 3.
+    prompt = dict(num_computed_tokens=0, num_new_tokens=7, num_prompt_tokens=7, num_tokens=7)
+    partial = dict(block_size=8, hash_block_size=2, partial_hits=True)
+    assert mamba_block_aligned_split(**prompt, **partial) == 6
+    assert mamba_block_aligned_split(**prompt, **partial, hash_lookahead_tokens=3) == 4
+
+
+def test_the_exact_junction_stop_stops_at_the_junction_itself_within_the_prompt() -> None:
+    chunk = dict(num_computed_tokens=0, num_new_tokens=16, num_tokens=20, block_size=4)
+    floored = mamba_block_aligned_split(**chunk, num_prompt_tokens=20, shared_prefix_boundary=6)
+    exact = mamba_block_aligned_split(
+        **chunk, num_prompt_tokens=20, shared_prefix_boundary=6, exact_junction_stop=True
+    )
+    assert (floored, exact) == (4, 6)
+    # Past the prompt (a resumed request) no state is saved inside a block: floored.
+    assert (
+        mamba_block_aligned_split(
+            **chunk, num_prompt_tokens=5, shared_prefix_boundary=6, exact_junction_stop=True
+        )
+        == 4
+    )
+    # At the prompt's last token it still is a prompt position.
+    assert (
+        mamba_block_aligned_split(
+            **chunk, num_prompt_tokens=6, shared_prefix_boundary=6, exact_junction_stop=True
+        )
+        == 6
+    )
+
+
+def test_an_internal_checkpoint_replaces_the_stops_that_only_materialise_it() -> None:
+    # b = H = 4, P = N = 18: the checkpoint is floor_4(17) = 16, the chunk [0, 18).
+    assert mamba_block_aligned_split(**FRESH, block_size=4) == 16
+    written = PrefillCheckpoints(alignment=4, unit=4)
+    assert mamba_block_aligned_split(**FRESH, block_size=4, prefill_checkpoints=written) == 18
+    # 16 is not a whole number of tiles of 5: the backend cannot write it.
+    untiled = PrefillCheckpoints(alignment=5, unit=4)
+    assert mamba_block_aligned_split(**FRESH, block_size=4, prefill_checkpoints=untiled) == 16
+    # The junction is another request's state: still a stop.
+    assert (
+        mamba_block_aligned_split(
+            **FRESH, block_size=4, prefill_checkpoints=written, shared_prefix_boundary=9
+        )
+        == 8
+    )
+
+
+def test_an_internal_checkpoint_needs_the_chunk_to_reach_the_prefill_end() -> None:
+    written = PrefillCheckpoints(alignment=4, unit=4)
+    short = {**FRESH, "num_new_tokens": 17}
+    assert mamba_block_aligned_split(**short, block_size=4, prefill_checkpoints=written) == 16
+
+
+def test_an_internal_checkpoint_needs_a_slot_past_the_initial_state() -> None:
+    # b = 8, H = 2, P = N = 16: the checkpoint is floor_2(15) = 14, written into block 0
+    # (the block before the chunk's last); lcp = 8 < 14 < 16 makes 14 a tail stop too.
+    written = PrefillCheckpoints(alignment=1, unit=2)
+    args = dict(block_size=8, hash_block_size=2, partial_hits=True, prefill_checkpoints=written)
+    fresh = dict(num_computed_tokens=0, num_new_tokens=16, num_prompt_tokens=16, num_tokens=16)
+    assert mamba_block_aligned_split(**fresh, **args) == 16
+    # From 2 (initial state in block 0) or 12 (block 1) the backend cannot write block 0:
+    # the chunk realigns at 8, or stops at the tail.
+    for start, stop in ((2, 8), (12, 14)):
+        rest = {**fresh, "num_computed_tokens": start, "num_new_tokens": 16 - start}
+        assert mamba_block_aligned_split(**rest, **args) == stop - start
