@@ -228,28 +228,26 @@ class TierConnector:
         """Put every block a hit at ``hit`` reads into the local pool, as cached blocks."""
         pool, tier = self.pool, self.tier
         present: list[Block] = []
-        missing: list[tuple[GroupManager, int, int, StoredBlock]] = []
+        missing: list[tuple[int, int, StoredBlock]] = []  # (group, block hash, stored)
         for manager in self.coordinator.managers:
-            group_id = manager.group_id
-            hashes = request.chain.block_hashes(manager.block_size)
-            for index in self._read_by_hit(manager, hit, len(hashes)):
-                key = (group_id, hashes[index])
-                local = pool.cached.get(key)
+            for key, inner in self._read_by_hit(manager, request, hit):
+                local = pool.cached.get(key) or (pool.inner.get(key) if inner else None)
                 if local is not None:
                     present.append(local)
                     continue
-                stored = tier.get(key)
+                stored_key = tier.inner.get(key, key) if inner else key
+                stored = tier.get(stored_key)
                 if stored is not None:
-                    missing.append((manager, index, hashes[index], stored))
+                    missing.append((manager.group_id, stored_key[1], stored))
         pool.touch(present)  # out of the free queue: loading must not evict them
         if len(missing) > pool.num_free:
             pool.free(present)
             return False
         loaded = pool.allocate(len(missing))
-        for block, (manager, _, block_hash, stored) in zip(loaded, missing, strict=True):
+        for block, (group_id, block_hash, stored) in zip(loaded, missing, strict=True):
             pool.cache(
                 block,
-                manager.group_id,
+                group_id,
                 block_hash,
                 stored.parent,
                 stored.tokens,
@@ -261,19 +259,33 @@ class TierConnector:
         pool.free([*present, *loaded])
         return True
 
-    def _read_by_hit(self, manager: GroupManager, hit: int, num_blocks: int) -> range:
-        """Block indexes a lookup landing at ``hit`` reads in ``manager``'s group.
+    def _read_by_hit(
+        self, manager: GroupManager, request: Request, hit: int
+    ) -> list[tuple[tuple[int, int], bool]]:
+        """The keys a lookup landing at ``hit`` reads in ``manager``'s group, each with
+        whether it names a hash unit inside a block (sub-block hits) rather than a block.
 
-        Full attention: every block up to the hit (the one it ends inside, with
-        sub-block hits); a sliding window: its window's blocks; under EAGLE one
-        block more, which the lookup matches and drops. Mamba: the state at the hit.
+        Full attention: every block below the hit; a sliding window: its
+        window's blocks; under EAGLE one block more, which the lookup matches
+        and drops. With sub-block hits full attention reads hash units instead
+        past its last whole block: the one the hit ends at and, under EAGLE,
+        the next (its drop is one unit). Mamba: the state at the hit.
         """
-        spec, size = manager.spec, manager.block_size
+        spec, size, group_id = manager.spec, manager.block_size, manager.group_id
+        chain, eagle = request.chain, self.geometry.use_eagle
+        hashes = chain.block_hashes(size)
         if spec.kind is GroupKind.MAMBA:
-            return range(hit // size - 1, hit // size)
-        end = min(-(-hit // size) + self.geometry.use_eagle, num_blocks)
+            return [((group_id, hashes[hit // size - 1]), False)]
+        units = manager.sub_block_hits
+        end = min(hit // size + (eagle and not units), len(hashes))
         first = spec.first_window_block(hit) if spec.kind is GroupKind.SLIDING_WINDOW else 0
-        return range(first, end)
+        keys = [((group_id, hashes[index]), False) for index in range(first, end)]
+        if units:
+            unit = chain.unit
+            wanted = [hit // unit - 1] if hit % size else []
+            wanted += [hit // unit] if eagle and hit // unit < len(chain.hashes) else []
+            keys += [((group_id, chain.hashes[index]), True) for index in wanted]
+        return keys
 
     # -- save -------------------------------------------------------------------
     def save(self, request: Request) -> None:

@@ -15,7 +15,7 @@ from junction.core import GroupKind, HybridGeometry
 from .promise import Promise
 from .verdict import MissedPosition, OffGrid, Violation
 
-__all__ = ["UNDIAGNOSED", "diagnose"]
+__all__ = ["UNDIAGNOSED", "diagnose", "diagnose_connector"]
 
 UNDIAGNOSED = "new, not yet diagnosed"
 
@@ -105,5 +105,18 @@ def diagnose(policy: str, violation: Violation) -> str:
             "`floor_L(N) - L` and the junction's at `J - B`, assuming the drop is a whole "
             "block, but a lookup drops `min(A, B_f)` tokens and re-floors to `A`, so it "
             "lands above the kept state when the prompt is not `L`-aligned"
+        )
+    return UNDIAGNOSED
+
+
+def diagnose_connector(violation: Violation) -> str:
+    """Why the tier form fails under vLLM 0.33.0's connector saving (``TierSaving.VLLM_0_33``)."""
+    geometry = violation.scenario.geometry
+    if any(g.kind is GroupKind.SLIDING_WINDOW for g in geometry.groups):
+        return (
+            "vLLM 0.33.0's Mooncake store connector (`store_mask` -> `_reachable_masks`) hands "
+            "`reachable_block_mask` the replay boundaries only, never the junction: the "
+            "sliding window's tail at the junction stays local, so another instance finds "
+            "full attention's blocks in the store but cannot resume there"
         )
     return UNDIAGNOSED

@@ -8,6 +8,12 @@ Under a scenario with ``gaps`` (safety) the prompts arrive ``gaps[i]`` steps
 apart into the scenario's small pool, so requests run together, evict and
 preempt; otherwise each runs to completion before the next is submitted.
 Every step is followed by the engine's own ``check`` (its invariants).
+
+Under a ``tier`` scenario the engine saves to an external tier
+(``reference/engine/tier.py``) and a lookup is the tier's form: a second
+instance, made by the same factory with nothing local, shares the tier; the
+probe is looked up there over the tier, then admitted and run, and it must
+resume exactly where that lookup said (its load path), checked every step.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from junction.core import GroupKind, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.policy import Policy
 from junction.reference.engine.request import Request
+from junction.reference.engine.tier import ExternalTier
 from junction.reference.oracle.first_principles import OracleGroup
 from junction.reference.policies.builtin import DensePolicy
 
+from .promise import Promise
 from .scenario import Scenario
 from .subject import Hits, Prefill, Resume
 from .verdict import RequestState
@@ -41,12 +49,17 @@ class EngineRun:
     sub_block_states = False  # the engine serves a Mamba state only at its block's end
 
     def __init__(self, scenario: Scenario, policy: Policy, engine_factory: EngineFactory) -> None:
+        # The tier holds as much as the pool: no eviction there either.
+        tier = ExternalTier(scenario.num_blocks) if scenario.promise is Promise.TIER else None
         config = EngineConfig(
             scenario.geometry,
             num_blocks=scenario.num_blocks,
             max_num_batched_tokens=scenario.budget,
             policy=policy,
+            tier=tier,
         )
+        self._config, self._factory = config, engine_factory
+        self._output = scenario.max_output_tokens
         self.engine = engine_factory(config)
         self.resumes: list[Resume] = []
         self._spans: dict[int, list[tuple[int, int]]] = {}
@@ -105,8 +118,30 @@ class EngineRun:
         return Request(-1, tuple(prompt), 1, self.geometry.hash_block_size)
 
     def lookup(self, prompt: Sequence[int]) -> Hits:
+        tier = self._config.tier
+        if tier is not None:
+            return self._lookup_elsewhere(prompt, tier)
         hits = self.engine.coordinator.lookup(self._probe(prompt))
         self._resume(tuple(prompt), hits.hit_length)
+        return Hits(hits.hit_length, hits.longest_hit_length, hits.shared_prefix_boundary)
+
+    def _lookup_elsewhere(self, prompt: Sequence[int], tier: ExternalTier) -> Hits:
+        """The lookup on a fresh instance sharing the tier; the probe then runs there."""
+        other = self._factory(self._config)
+        hits = other.coordinator.lookup(self._probe(prompt), tier)
+        request_id = other.submit(tuple(prompt), self._output)
+        for _ in range(_step_limit(len(prompt) + self._output)):
+            if other.idle:
+                break
+            other.step()
+            other.check()
+        resumed = other.requests[request_id].hit_length
+        if resumed != hits.hit_length:
+            raise AssertionError(
+                f"the load path resumes where the tier lookup found: resumed at {resumed}, "
+                f"the lookup found {hits.hit_length}"
+            )
+        self._resume(tuple(prompt), resumed)
         return Hits(hits.hit_length, hits.longest_hit_length, hits.shared_prefix_boundary)
 
     def cached_sets(self, prompt: Sequence[int]) -> list[OracleGroup]:

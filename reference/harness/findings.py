@@ -5,7 +5,10 @@ scopes (plain; EAGLE; partial hits; both), so one defect does not hide
 another, and renders every promise each violates, the minimal counterexample
 as a replayable scenario, and the upstream report it matches (or "new",
 :mod:`.diagnosis`). Deterministic: the same seed and example count give the
-same text. The section between the ``vllm-audit`` markers belongs to
+same text. A last section runs promise 8 (the tier form) on the
+``junction`` policy with vLLM 0.33.0's connector saving
+(``TierSaving.VLLM_0_33``), so what it finds is the connector's choice, not
+a vLLM policy's local defect. The section between the ``vllm-audit`` markers belongs to
 ``python -m junction.audit findings`` (vLLM's own functions) and is kept as
 it is. The command line (``python -m junction.reference findings``) is
 ``junction.reference.cli.findings``; this layer only reports progress
@@ -18,10 +21,14 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
+
 from junction.core import HybridGeometry
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.tier import TierSaving
 from junction.reference.policies.builtin import resolve_policy
 
-from .diagnosis import UNDIAGNOSED, diagnose
+from .diagnosis import UNDIAGNOSED, diagnose, diagnose_connector
 from .promise import Promise
 from .report import PromiseVerdict
 from .runner import run_conformance
@@ -44,6 +51,9 @@ SCOPES: dict[str, Callable[[HybridGeometry], bool]] = {
     "EAGLE + partial hits": lambda g: g.use_eagle and g.partial_hits,
 }
 
+# The vLLM policies' sections judge the local promises; the tier form has its own.
+LOCAL_PROMISES = tuple(p for p in Promise if p is not Promise.TIER)
+
 AUDIT_BEGIN = "<!-- vllm-audit:begin -->"
 AUDIT_END = "<!-- vllm-audit:end -->"
 
@@ -53,7 +63,12 @@ Progress = Callable[[int, str], None]
 
 def total_examples(examples: int) -> int:
     """Examples a full run checks at most (a promise stops at its first violation)."""
-    return len(POLICIES) * len(SCOPES) * len(Promise) * examples
+    return (len(POLICIES) * len(LOCAL_PROMISES) + 1) * len(SCOPES) * examples
+
+
+def vllm_connector(config: EngineConfig) -> Engine:
+    """An engine whose tier saving is vLLM 0.33.0's Mooncake store connector's."""
+    return Engine(attrs.evolve(config, tier_saving=TierSaving.VLLM_0_33))
 
 
 def _violated(
@@ -73,11 +88,74 @@ def _violated(
         done[promise] = count
 
     report = run_conformance(
-        resolve_policy(name), examples=examples, seed=seed, where=where, on_progress=advance
+        resolve_policy(name),
+        examples=examples,
+        seed=seed,
+        promises=LOCAL_PROMISES,
+        where=where,
+        on_progress=advance,
     )
     if progress is not None:  # a promise that stopped early skips its remaining examples
-        progress(len(Promise) * examples - sum(done.values()), f"{name}, {scope}")
+        progress(len(LOCAL_PROMISES) * examples - sum(done.values()), f"{name}, {scope}")
     return report.violated
+
+
+def _connector_section(examples: int, seed: int, progress: Progress | None) -> list[str]:
+    """Promise 8 on the ``junction`` policy saving as vLLM 0.33.0's connector does."""
+    rows: list[str] = []
+    details: list[str] = []
+    for scope, where in SCOPES.items():
+        report = run_conformance(
+            resolve_policy("junction"),
+            examples=examples,
+            seed=seed,
+            promises=(Promise.TIER,),
+            engine_factory=vllm_connector,
+            where=where,
+        )
+        if progress is not None:
+            progress(examples, f"vLLM connector, {scope}: tier")
+        for verdict in report.violated:
+            violation = verdict.violation
+            if violation is None or verdict.counterexample is None:
+                raise ValueError(f"{scope}: violated promise {verdict.statement} has no scenario")
+            rows.append(
+                f"| {len(rows) + 1} | {scope} | {verdict.message} | "
+                f"{diagnose_connector(violation)} |"
+            )
+            details += [
+                f"**{len(rows)}.** {scope}: {verdict.message}",
+                "",
+                "```json",
+                json.dumps(verdict.counterexample.to_json()),
+                "```",
+                "",
+            ]
+    lines = [
+        "## The external tier: vLLM 0.33.0's connector saving",
+        "",
+        f"Promise {Promise.TIER.statement}. The `junction` policy runs locally (it keeps "
+        "every promise, this one included with its own saving, `TierSaving.POLICY`); the "
+        "tier saves what vLLM 0.33.0's Mooncake store connector saves "
+        "(`TierSaving.VLLM_0_33`: the mask hears of the replay boundaries only; Mamba states "
+        "go through the boundary-state hand-off, junction included). A second engine "
+        "instance, with nothing local, looks the probe up over the tier and runs it. "
+        "Replay with `replay(scenario, resolve_policy('junction'), vllm_connector)` "
+        "(`junction.reference.harness.findings`).",
+        "",
+    ]
+    if not rows:
+        return [*lines, "No violation.", ""]
+    return [
+        *lines,
+        "| # | scope | what went wrong | cause |",
+        "| --- | --- | --- | --- |",
+        *rows,
+        "",
+        "Minimal counterexamples:",
+        "",
+        *details,
+    ]
 
 
 def _section(name: str, examples: int, seed: int, progress: Progress | None) -> list[str]:
@@ -137,6 +215,7 @@ def findings_markdown(examples: int = 150, seed: int = 0, progress: Progress | N
     ]
     for name in POLICIES:
         lines += _section(name, examples, seed, progress)
+    lines += _connector_section(examples, seed, progress)
     return "\n".join(lines).rstrip() + "\n"
 
 

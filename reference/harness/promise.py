@@ -1,4 +1,4 @@
-"""The seven promises of docs/domain.md ("The promises"), as one enum and one table.
+"""The promises of docs/domain.md ("The promises"), as one enum and one table.
 
 A promise used to be a string keyed into three parallel tables (statements,
 checks, scenario scopes), written twice (here and in the vLLM audit).
@@ -36,6 +36,7 @@ class Promise(enum.Enum):
     SPLIT = "split"
     RECONCILIATION = "reconciliation"
     SAFETY = "safety"
+    TIER = "tier"
 
     @classmethod
     def named(cls, name: str | Promise) -> Promise:
@@ -91,5 +92,8 @@ _DESCRIPTORS: dict[Promise, _Descriptor] = {
     Promise.RECONCILIATION: _Descriptor(6, "the lookup equals the first-principles oracle"),
     Promise.SAFETY: _Descriptor(
         7, "invariants hold under pressure; no Mamba resume without its state"
+    ),
+    Promise.TIER: _Descriptor(
+        8, "another instance sharing the tier resumes as far as it holds the prefix"
     ),
 }

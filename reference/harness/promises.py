@@ -1,4 +1,4 @@
-"""The seven promises of docs/domain.md ("The promises"), each checked once.
+"""The promises of docs/domain.md ("The promises"), each checked once.
 
 Every check reads a subject only through :mod:`.subject`'s protocol, so the
 reference engine and vLLM's own code are judged by the same lines, and
@@ -68,7 +68,9 @@ def check(scenario: Scenario, subject: Subject) -> Violation | None:
 
 def _problem(scenario: Scenario, subject: Subject) -> Problem | None:
     match scenario.promise:
-        case Promise.REPLAY | Promise.JUNCTION:
+        case Promise.REPLAY | Promise.JUNCTION | Promise.TIER:
+            # The tier form is the same check: the subject looks the probe up on
+            # a second instance that shares its tier and holds nothing locally.
             return _hit(scenario, subject)
         case Promise.SEGMENTS:
             return _segments(scenario, subject.run(scenario))

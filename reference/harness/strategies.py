@@ -120,6 +120,11 @@ def _scenario(draw: st.DrawFn, promise: Promise) -> Scenario:
             ty, tz = draw(_prompt(grid)), draw(_prompt(grid))
             prompts = [(*x, 101, *ty), (*x, 102, *ty)]
             return Scenario(promise, geometry, prompts, (*x, 103, *tz), budget)
+        case Promise.TIER:  # the junction's shape, or a resend, probed on another instance
+            ty, tz = draw(_prompt(grid)), draw(_prompt(grid))
+            prompts = [(*x, 101, *ty), (*x, 102, *ty)]
+            probe = (*x, 103, *tz) if draw(st.booleans()) else prompts[-1]
+            return Scenario(promise, geometry, prompts, probe, budget)
         case Promise.SEGMENTS:
             k, tail = draw(st.integers(0, len(x))), draw(_prompt(grid))
             return Scenario(promise, geometry, [x], (*x[:k], 999, *tail), budget)

@@ -10,7 +10,7 @@ counterexamples ``make fuzz`` once found, kept so they stay fixed.
 
 from __future__ import annotations
 
-from hypothesis import example, given
+from hypothesis import example, given, settings
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Scenario, replay, scenarios
@@ -91,4 +91,10 @@ def test_promise_6_reconciliation(scenario: Scenario) -> None:
 
 @given(scenarios("safety"))
 def test_promise_7_safety_under_pressure(scenario: Scenario) -> None:
+    assert_holds(scenario)
+
+
+@settings(max_examples=100)  # each example runs two engine instances
+@given(scenarios("tier"))
+def test_promise_8_tier(scenario: Scenario) -> None:
     assert_holds(scenario)

@@ -25,6 +25,7 @@ from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.policy import Policy, RequestView
 from junction.reference.engine.request import Request
+from junction.reference.engine.tier import TierSaving
 from junction.reference.policies.builtin import JunctionPolicy
 
 
@@ -196,6 +197,16 @@ class MambaResumesMidBlockEngine(Engine):
                 )
 
 
+class ReplayOnlyConnectorEngine(Engine):
+    """vLLM 0.33.0's Mooncake store connector: its save mask hears of the replay boundary
+    only, so a junction's sliding-window tail never reaches the external tier."""
+
+    name = "engine mutant: a connector mask with the replay boundary only (vLLM 0.33 Mooncake)"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(attrs.evolve(config, tier_saving=TierSaving.VLLM_0_33))
+
+
 @attrs.frozen
 class Mutant:
     """A zoo entry: the policy (and engine) to run, and the promises it should break."""
@@ -212,7 +223,8 @@ def _policy(cls: type[JunctionPolicy], *expected: str) -> Mutant:
 
 
 def _engine(
-    cls: type[OverEagerJunctionEngine | MambaResumesMidBlockEngine], *expected: str
+    cls: type[OverEagerJunctionEngine | MambaResumesMidBlockEngine | ReplayOnlyConnectorEngine],
+    *expected: str,
 ) -> Mutant:
     return Mutant(cls.__name__, cls.name, JunctionPolicy, frozenset(expected), cls)
 
@@ -231,4 +243,5 @@ ZOO: tuple[Mutant, ...] = (
     _engine(
         MambaResumesMidBlockEngine, "safety", "reconciliation", "economy", "replay", "junction"
     ),
+    _engine(ReplayOnlyConnectorEngine, "tier"),
 )
