@@ -25,7 +25,14 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
+import attrs
+
+from junction.core import HybridGeometry
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.tier import TierSaving
+from junction.reference.policies.builtin import DensePolicy
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
+from junction.reference.simulator.instances import ROUTES
 from junction.reference.simulator.latency_plot import render_ttft_plot
 from junction.reference.simulator.memory import (
     TRACE_BYTES_PER_FILE_BYTE,
@@ -46,7 +53,7 @@ from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.report import report
 from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import ARRIVALS, Arrivals, Settings, simulate
-from junction.reference.simulator.table import format_table, format_times
+from junction.reference.simulator.table import format_table, format_tier, format_times
 from junction.reference.simulator.variants import sweep_variants, table_variants
 from junction.reference.simulator.workload import (
     Workload,
@@ -103,6 +110,17 @@ The runs are independent: --jobs of them at once in worker processes
 from its source; the progress line then counts a run's requests when it
 ends. With --jobs 1 they run one after another in this process and the
 progress line counts every request as it finishes.
+
+Instances and an external tier (--instances N, --tier BLOCKS): N engines,
+each with its own pool, save to and load from one shared store of BLOCKS
+blocks (least recently used evicted first); each request goes to one
+instance by --route (round-robin over requests in arrival order, or session:
+a session's turns on one instance). --tier-saving says what the save path
+hands the retention policy's mask: policy (its own boundaries: the default
+policy's include the junction) or vllm-0.33 (vLLM 0.33.0's Mooncake store
+connector: the replay boundary only); repeat it to run both. A third table
+then gives each instance's hit rate, the tokens loaded from the tier and its
+occupancy. Several instances need trace or sequential arrivals.
 
 Times are modelled, not measured: the engine's clock advances by a step-time
 model from what each step scheduled (--step-ms, --prefill-token-us,
@@ -280,6 +298,31 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="DIR",
         help="where simulate.json and simulate.png go (default out/)",
     )
+    parser.add_argument(
+        "--instances",
+        type=at_least_1,
+        default=1,
+        metavar="N",
+        help="engine instances sharing the tier (default 1)",
+    )
+    parser.add_argument(
+        "--tier",
+        type=at_least_1,
+        metavar="BLOCKS",
+        help="an external KV store tier of BLOCKS blocks that the instances share",
+    )
+    parser.add_argument(
+        "--route",
+        choices=ROUTES,
+        default="round-robin",
+        help="which instance a request goes to (default round-robin)",
+    )
+    parser.add_argument(
+        "--tier-saving",
+        choices=[saving.value for saving in TierSaving],
+        action="append",
+        help="what the tier's save path hands the mask, repeatable (default policy)",
+    )
     parser.add_argument("--no-plot", action="store_true", help="skip the PNGs")
     parser.add_argument(
         "--jobs",
@@ -456,6 +499,56 @@ def _arrivals(
     return arrivals
 
 
+def _request_need(
+    geometry: HybridGeometry, settings: Settings, workload: Workload
+) -> tuple[int, int]:
+    """The most blocks one request of the workload needs at once (the pool's measure),
+    and that request's index."""
+    # A pool never runs here: the engine only sizes requests, with the run's chunk limit.
+    engine = Engine(
+        EngineConfig(
+            geometry,
+            num_blocks=2,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+            long_prefill_token_threshold=settings.chunk_tokens,
+            policy=DensePolicy(),
+        )
+    )
+    needs = [
+        engine.blocks_at_peak(turn.prompt_length + turn.max_output_tokens - 1)
+        for turn in workload.turns
+    ]
+    index = max(range(len(needs)), key=needs.__getitem__)
+    return needs[index], index
+
+
+def _check_tier(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    geometries: list[str],
+    workload: Workload,
+    settings: Settings,
+) -> None:
+    """Refuse several instances in a closed loop, and a tier below one request's need."""
+    if settings.instances > 1 and settings.arrivals == "sessions":
+        _fail(
+            parser,
+            f"--instances {settings.instances}: several instances need --arrivals trace or "
+            "sequential (a closed loop would cross the instances' clocks)",
+        )
+    if args.tier is None:
+        return
+    for name in geometries:
+        geometry = GEOMETRIES[name].build(None, args.eagle)
+        need, index = _request_need(geometry, settings, workload)
+        if args.tier < need:
+            _fail(
+                parser,
+                f"--tier {args.tier}: smaller than one request's need (request {index} needs "
+                f"{need:,} blocks under geometry {name})",
+            )
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.requests is not None and args.trace is None:
         parser.error("--requests: only with --trace (the first N requests of the trace)")
@@ -483,7 +576,15 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         step_time=StepTimeModel(
             args.step_ms, args.prefill_token_us, args.attention_us_per_ktoken, args.decode_row_us
         ),
+        instances=args.instances,
+        tier_blocks=args.tier or 0,
+        route=args.route,
     )
+    _check_tier(args, parser, geometries, workload, settings)
+    savings = list(dict.fromkeys(args.tier_saving or [TierSaving.POLICY.value]))
+    runs_settings = [attrs.evolve(settings, tier_saving=saving) for saving in savings]
+    if not settings.tiered:
+        runs_settings = runs_settings[:1]
     table = table_variants(args.interval)
     variants = list(dict.fromkeys((*table, *sweep_variants(args.intervals))))
     print(
@@ -492,7 +593,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         f"{workload.shared_prefix_tokens} tokens; arrivals: {settings.arrivals}",
         file=sys.stderr,
     )
-    runs = len(geometries) * len(variants)
+    runs = len(geometries) * len(variants) * len(runs_settings)
     jobs = workers(args.jobs, runs)
     _check_workers(args, parser, workload, settings, jobs)
     try:
@@ -502,7 +603,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 def done(result: RunResult) -> None:
                     advance(0, status=f"{result.geometry} {result.variant.label} done")
 
-                results = simulate(workload, geometries, variants, settings, done, advance)
+                results = [
+                    result
+                    for each in runs_settings
+                    for result in simulate(workload, geometries, variants, each, done, advance)
+                ]
             else:  # a worker's run is heard of when it ends: all its requests at once
 
                 def ended(result: RunResult) -> None:
@@ -510,7 +615,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     advance(workload.requests, status=label)
 
                 specs = [
-                    RunSpec(_source(args), name, variant, settings)
+                    RunSpec(_source(args), name, variant, each)
+                    for each in runs_settings
                     for name in geometries
                     for variant in variants
                 ]
@@ -528,6 +634,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     text = "\n\n".join(format_table(name, rows[name]) for name in geometries)
     text += f"\n\narrivals: {settings.arrivals}; {settings.step_time.describe()}\n\n"
     text += "\n\n".join(format_times(name, rows[name]) for name in geometries)
+    if settings.tiered:
+        text += "\n\n" + "\n\n".join(format_tier(name, rows[name]) for name in geometries)
     print(text)
     document = report(workload, geometries, settings, args.interval, args.intervals, results)
     files = {JSON: (json.dumps(document, indent=1) + "\n").encode(), TEXT: (text + "\n").encode()}

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from .instances import TierReport
 from .variants import Variant
 
 __all__ = ["GroupRetention", "Latency", "RunResult"]
@@ -117,6 +118,8 @@ class RunResult:
     when the prompts share no prefix. ``prefill_saved_share`` is the share
     of prompt tokens not computed (negative where preemptions recomputed
     more than the hits saved). Times are modelled (``workloads.step_time``).
+    ``tier``: the instances and their shared tier, when the run had either
+    (``simulator.instances``); the other counts then sum every instance.
     """
 
     geometry: str
@@ -136,8 +139,17 @@ class RunResult:
     ttft_ms: Latency
     queue_ms: Latency
     makespan_ms: float = attrs.field(validator=attrs.validators.ge(0.0))
+    tier: TierReport | None = None
+
+    @property
+    def label(self) -> str:
+        """The variant's label, and the tier's saving when there is one."""
+        if self.tier is None:
+            return self.variant.label
+        return f"{self.variant.label}, {self.tier.saving} saving"
 
     def to_json(self) -> dict[str, Any]:
+        tier = {} if self.tier is None else {"tier": self.tier.to_json()}
         return {
             "geometry": self.geometry,
             "label": self.variant.label,
@@ -159,4 +171,5 @@ class RunResult:
             "ttft_ms": self.ttft_ms.to_json(),
             "queue_ms": self.queue_ms.to_json(),
             "makespan_ms": self.makespan_ms,
+            **tier,
         }

@@ -4,7 +4,9 @@ Each run gets a fresh engine (a variant's ``R`` is part of the geometry, and
 runs must not share a cache), driven by one of ``workloads.drive``'s loops
 as ``Settings.arrivals`` says: ``sessions`` (closed loop), ``trace`` (each
 request at its timestamp) or ``sequential`` (one at a time), on the clock
-of ``Settings.step_time``. :func:`simulate` reports each finished run
+of ``Settings.step_time``. With ``Settings.instances`` > 1 or a
+``Settings.tier_blocks``, a run is several engines sharing one external tier
+(``simulator.instances``). :func:`simulate` reports each finished run
 through ``on_progress`` rather than drawing anything: the simulator sits
 below the command line, which owns the terminal. Rejected: a progress bar
 here (the simulator would import the CLI's terminal layer, against the
@@ -21,10 +23,12 @@ import attrs
 
 from junction.core import GroupKind
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.tier import ExternalTier, TierSaving
 from junction.reference.workloads.drive import run_sequential, run_sessions, run_trace
 from junction.reference.workloads.step_time import StepTimeModel
 
 from .geometries import GEOMETRIES
+from .instances import ROUTES, Route, TierReport, combined_metrics, route, run_instances
 from .result import GroupRetention, Latency, RunResult
 from .variants import Variant
 from .workload import Workload
@@ -65,6 +69,20 @@ class Settings:
     step_time: StepTimeModel = attrs.field(
         factory=StepTimeModel, validator=attrs.validators.instance_of(StepTimeModel)
     )
+    # Engines sharing one external tier of ``tier_blocks`` blocks (0: no tier),
+    # requests routed by ``route``; ``tier_saving`` is a ``TierSaving`` value.
+    instances: int = attrs.field(default=1, validator=_at_least_1)
+    tier_blocks: int = attrs.field(default=0, validator=_at_least_0)
+    route: Route = attrs.field(default="round-robin", validator=attrs.validators.in_(ROUTES))
+    tier_saving: str = attrs.field(
+        default=TierSaving.POLICY.value,
+        validator=attrs.validators.in_([saving.value for saving in TierSaving]),
+    )
+
+    @property
+    def tiered(self) -> bool:
+        """Whether a run is several instances or has a tier (``simulator.instances``)."""
+        return self.instances > 1 or self.tier_blocks > 0
 
     def blocks_for(self, geometry_name: str) -> int:
         """The pool of one geometry's runs."""
@@ -85,26 +103,38 @@ def run_one(
     ``trace`` arrivals need a timestamped workload (``ValueError`` otherwise).
     """
     geometry = GEOMETRIES[geometry_name].build(variant.retention_interval, settings.use_eagle)
-    engine = Engine(
-        EngineConfig(
-            geometry,
-            num_blocks=settings.blocks_for(geometry_name),
-            max_num_batched_tokens=settings.max_num_batched_tokens,
-            long_prefill_token_threshold=settings.chunk_tokens,
-            seed=settings.seed,
-            policy=variant.make_policy(),
-        )
+    tier = ExternalTier(settings.tier_blocks) if settings.tier_blocks else None
+    config = EngineConfig(
+        geometry,
+        num_blocks=settings.blocks_for(geometry_name),
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+        long_prefill_token_threshold=settings.chunk_tokens,
+        seed=settings.seed,
+        policy=variant.make_policy(),
+        tier=tier,
+        tier_saving=TierSaving(settings.tier_saving),
     )
+    engines = [Engine(config) for _ in range(settings.instances)]
+    engine = engines[0]
     model = settings.step_time
-    if settings.arrivals == "sessions":
+    if settings.tiered:
+        if settings.arrivals == "sessions":
+            raise ValueError(
+                "arrivals=sessions: several instances need trace or sequential arrivals"
+            )
+        targets = route(workload.sessions, settings.instances, settings.route)
+        sequential = settings.arrivals == "sequential"
+        replay = run_instances(engines, workload.turns, targets, sequential, model, on_requests)
+    elif settings.arrivals == "sessions":
         replay = run_sessions(engine, workload.sessions, settings.concurrency, model, on_requests)
     elif settings.arrivals == "trace":
         replay = run_trace(engine, workload.turns, model, on_requests)
     else:
         replay = run_sequential(engine, workload.turns, model, on_requests)
-    metrics = engine.metrics
+    metrics = combined_metrics(engines) if settings.tiered else engine.metrics
     shared = workload.shared_prefix_tokens
-    reused = sum(min(r.hit_length, shared) for r in engine.requests.values())
+    requests = [r for each in engines for r in each.requests.values()]
+    reused = sum(min(r.hit_length, shared) for r in requests)
     sparse = [i for i, g in enumerate(geometry.groups) if g.kind is not GroupKind.FULL]
     groups = tuple(
         GroupRetention(
@@ -120,7 +150,7 @@ def run_one(
         geometry=geometry_name,
         variant=variant,
         token_hit_rate=metrics.token_hit_rate,
-        system_prompt_hit_rate=reused / (shared * len(engine.requests)) if shared else None,
+        system_prompt_hit_rate=reused / (shared * len(requests)) if shared else None,
         prefill_tokens_computed=metrics.prefill_tokens_computed,
         steps=metrics.steps,
         sparse_retained_peak=sum(metrics.retained_peak.get(i, 0) for i in sparse),
@@ -134,6 +164,11 @@ def run_one(
         ttft_ms=Latency.of([timing.ttft_ms for timing in replay.timings]),
         queue_ms=Latency.of([timing.queue_ms for timing in replay.timings]),
         makespan_ms=replay.clock_ms,
+        tier=(
+            TierReport.of(engines, tier, settings.tier_saving, settings.route)
+            if settings.tiered
+            else None
+        ),
     )
 
 

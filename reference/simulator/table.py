@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .geometries import GEOMETRIES
 from .result import RunResult
 
-__all__ = ["format_table", "format_times"]
+__all__ = ["format_table", "format_tier", "format_times"]
 
 # (name, width): the first column is left-aligned, the others right-aligned.
 _COLUMNS = (
@@ -43,6 +43,28 @@ _TIME_COLUMNS = (
 )
 
 
+# With several instances or a tier: each instance's hit rate, and the tier's use.
+_TIER_COLUMNS = (
+    ("policy", 15),
+    ("instances", 9),
+    ("route", 11),
+    ("hit rate per instance", 21),
+    ("loaded tok", 12),
+    ("tier blocks", 11),
+    ("occ. peak", 9),
+    ("occ. final", 10),
+    ("tier evictions", 14),
+)
+
+
+def _widened(
+    columns: Sequence[tuple[str, int]], rows: Sequence[RunResult]
+) -> list[tuple[str, int]]:
+    """The columns, the first as wide as the longest row label (a tier's adds its saving)."""
+    name, width = columns[0]
+    return [(name, max([width, *(len(row.label) for row in rows)])), *columns[1:]]
+
+
 def _line(cells: Sequence[str], columns: Sequence[tuple[str, int]] = _COLUMNS) -> str:
     return "  ".join(
         f"{cell:<{width}}" if i == 0 else f"{cell:>{width}}"
@@ -52,13 +74,15 @@ def _line(cells: Sequence[str], columns: Sequence[tuple[str, int]] = _COLUMNS) -
 
 def format_table(geometry: str, rows: Sequence[RunResult]) -> str:
     """One geometry's table: a header line, the column names, one line per run."""
-    lines = [f"{geometry}: {GEOMETRIES[geometry].description}", _line([n for n, _ in _COLUMNS])]
+    columns = _widened(_COLUMNS, rows)
+    header = _line([n for n, _ in columns], columns)
+    lines = [f"{geometry}: {GEOMETRIES[geometry].description}", header]
     for row in rows:
         system_prompt = row.system_prompt_hit_rate
         lines.append(
             _line(
                 (
-                    row.variant.label,
+                    row.label,
                     f"{row.token_hit_rate:.3f}",
                     "-" if system_prompt is None else f"{system_prompt:.3f}",
                     f"{row.prefill_tokens_computed:,}",
@@ -67,7 +91,8 @@ def format_table(geometry: str, rows: Sequence[RunResult]) -> str:
                     f"{row.sparse_retained_peak:,}",
                     f"{row.sparse_retained_final:,}",
                     f"{row.evictions:,}",
-                )
+                ),
+                columns,
             )
         )
     return "\n".join(lines)
@@ -79,13 +104,31 @@ def _ms(milliseconds: float) -> str:
 
 def format_times(geometry: str, rows: Sequence[RunResult]) -> str:
     """One geometry's modelled times: TTFT and queueing percentiles, and the makespan."""
-    header = _line([n for n, _ in _TIME_COLUMNS], _TIME_COLUMNS)
+    columns = _widened(_TIME_COLUMNS, rows)
+    header = _line([n for n, _ in columns], columns)
     lines = [f"{geometry}: modelled times, ms", header]
     for row in rows:
         ttft, queue = row.ttft_ms, row.queue_ms
-        cells = [row.variant.label]
+        cells = [row.label]
         cells += [_ms(t) for t in (ttft.p50, ttft.p90, ttft.p99)]
         cells += [_ms(t) for t in (queue.p50, queue.p90, queue.p99)]
         cells.append(_ms(row.makespan_ms))
-        lines.append(_line(cells, _TIME_COLUMNS))
+        lines.append(_line(cells, columns))
+    return "\n".join(lines)
+
+
+def format_tier(geometry: str, rows: Sequence[RunResult]) -> str:
+    """One geometry's instances and tier: hit rate per instance, tokens loaded, occupancy."""
+    columns = _widened(_TIER_COLUMNS, rows)
+    lines = [f"{geometry}: instances and external tier", _line([n for n, _ in columns], columns)]
+    for row in rows:
+        tier = row.tier
+        if tier is None:
+            continue
+        rates = " / ".join(f"{rate:.3f}" for rate in tier.instance_hit_rates)
+        cells = [row.label, str(tier.instances), tier.route, rates]
+        cells += [f"{tier.external_hit_tokens:,}", f"{tier.capacity:,}"]
+        cells += [f"{tier.occupancy_peak:.0%}", f"{tier.occupancy_final:.0%}"]
+        cells.append(f"{tier.evictions:,}")
+        lines.append(_line(cells, columns))
     return "\n".join(lines)

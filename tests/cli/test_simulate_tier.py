@@ -1,0 +1,84 @@
+"""``simulate --instances N --tier BLOCKS``: several engines sharing one external tier.
+
+Bad input exits 2 with one line naming the option (the hostile-input style of
+``test_simulate_hostile``); a small run reports each instance's hit rate and
+the tier's occupancy in the table and the JSON, one row per saving.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from junction.reference.cli.main import main
+from junction.reference.simulator.instances import route
+from junction.reference.workloads.sessions import Arrival
+
+SMALL = ["--sessions", "4", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
+SMALL += ["--interval", "64", "--intervals", "none", "--no-plot", "--jobs", "1"]
+PREFIX = "python -m junction.reference simulate: error: "
+
+
+def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(["simulate", *argv])
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.err.strip().splitlines()[-1], captured.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--instances", "0"], "argument --instances: 0 must be >= 1"),
+        (["--tier", "0"], "argument --tier: 0 must be >= 1"),
+        (["--tier", "1x"], "argument --tier: '1x' is not an int"),
+        (["--route", "random"], "argument --route: invalid choice: 'random'"),
+        (["--tier-saving", "all"], "argument --tier-saving: invalid choice: 'all'"),
+        (
+            ["--arrivals", "sequential", "--tier", "3"],
+            "--tier 3: smaller than one request's need (request ",
+        ),
+        (
+            ["--instances", "2", "--arrivals", "sessions"],
+            "--instances 2: several instances need --arrivals trace or sequential",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_option(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, line, _ = simulate([*SMALL, *argv, "--out", str(tmp_path)], capsys)
+    assert code == 2 and line.startswith(PREFIX + message), line
+    assert not any(tmp_path.iterdir())
+
+
+def test_two_instances_report_each_hit_rate_and_the_tier(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*SMALL, "--arrivals", "sequential", "--instances", "2", "--tier", "5000"]
+    argv += ["--tier-saving", "policy", "--tier-saving", "vllm-0.33", "--out", str(tmp_path)]
+    code, _, out = simulate(argv, capsys)
+    assert code == 0
+    assert "full+swa: instances and external tier" in out
+    assert "R=0 pinned, vllm-0.33 saving" in out
+    runs = json.loads((tmp_path / "simulate.json").read_text())["runs"]
+    assert len(runs) == 8  # four table rows, two savings each
+    for run in runs:
+        tier = run["tier"]
+        assert tier["instances"] == 2 and len(tier["instance_hit_rates"]) == 2
+        assert tier["capacity"] == 5000 and 0 < tier["occupancy_peak"] <= 1
+        assert run["hit_tokens"] >= tier["external_hit_tokens"]
+    # Every instance after the first one loads from what the others saved.
+    assert any(run["tier"]["external_hit_tokens"] for run in runs)
+
+
+def test_routing_round_robin_and_by_session() -> None:
+    turn = Arrival((1,), 1)
+    sessions = [(turn, turn, turn), (turn,), (turn, turn)]
+    assert route(sessions, 2, "round-robin") == [0, 1, 0, 1, 0, 1]
+    assert route(sessions, 2, "session") == [0, 0, 0, 1, 0, 0]
