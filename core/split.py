@@ -80,9 +80,10 @@ def last_cacheable_position(
     ``max(floor_unit(N) - unit, 0)``. With ``k = hash_lookahead_tokens`` a
     block's hash covers the ``k`` tokens after it, so a lookup proves a
     position (or, under EAGLE, the unit past it) only ``k`` tokens before the
-    end: ``floor_unit(N - max(1, k))``, or ``max(floor_unit(N - k) - unit, 0)``
-    with EAGLE. Raises :class:`InvalidArgument` when ``num_tokens < 1``,
-    ``unit < 1``, ``use_eagle`` is not a bool or ``hash_lookahead_tokens < 0``.
+    end: ``max(floor_unit(N - max(1, k)), 0)``, or
+    ``max(floor_unit(N - k) - unit, 0)`` with EAGLE. Raises
+    :class:`InvalidArgument` when ``num_tokens < 1``, ``unit < 1``,
+    ``use_eagle`` is not a bool or ``hash_lookahead_tokens < 0``.
     """
     require_int("num_tokens", num_tokens, 1)
     require_int("unit", unit, 1)
@@ -95,7 +96,7 @@ def last_cacheable_position(
 def _last_cacheable_position(num_tokens: int, unit: int, use_eagle: bool, lookahead: int) -> int:
     if use_eagle:
         return max(floor_to(num_tokens - lookahead, unit) - unit, 0)
-    return floor_to(num_tokens - max(1, lookahead), unit)
+    return max(floor_to(num_tokens - max(1, lookahead), unit), 0)
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: object) -> None:

@@ -22,6 +22,9 @@ def test_lookahead_hashes_move_the_last_cacheable_position_down() -> None:
     assert last_cacheable_position(12, 4, True, 1) == 4
     assert last_cacheable_position(12, 4, True, 4) == 4
     assert last_cacheable_position(12, 4, True, 5) == 0
+    # More lookahead tokens than tokens: nothing is proven, 0 (never below).
+    assert last_cacheable_position(1, 1, False, 2) == 0
+    assert last_cacheable_position(3, 4, False, 9) == 0
     prompt = dict(num_computed_tokens=0, num_new_tokens=9, num_prompt_tokens=9, num_tokens=9)
     assert mamba_block_aligned_split(**prompt, block_size=4) == 8
     assert mamba_block_aligned_split(**prompt, block_size=4, hash_lookahead_tokens=2) == 4

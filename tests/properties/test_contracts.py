@@ -59,6 +59,9 @@ SPLIT_DEFAULTS = dict(
 def test_split_defaults_are_the_neutral_values(args: dict[str, Any], data: st.DataObject) -> None:
     """Leaving an argument out is passing its documented neutral value."""
     names = data.draw(st.sets(st.sampled_from(sorted(SPLIT_DEFAULTS))))
+    if "hash_block_size" in names:
+        # The default unit is the block: a checkpoint grid on a finer unit is invalid with it.
+        args = {**args, "prefill_checkpoints": None}
     explicit = {**args, **{name: SPLIT_DEFAULTS[name] for name in names}}
     omitted = {k: v for k, v in explicit.items() if k not in names}
     assert mamba_block_aligned_split(**omitted) == mamba_block_aligned_split(**explicit)

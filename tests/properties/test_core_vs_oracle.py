@@ -75,7 +75,12 @@ def test_reconciliation_matches_oracle(case: tuple[Any, list[frozenset[int]], in
     )
 
 
-@given(st.integers(1, 300), st.integers(1, 32), st.booleans(), st.integers(0, 40))
+@given(
+    st.integers(1, 300),
+    st.integers(1, 32),
+    st.booleans(),
+    st.one_of(st.integers(0, 40), st.integers(0, 400)),
+)
 def test_last_cacheable_position_matches_oracle(
     tokens: int, unit: int, use_eagle: bool, lookahead: int
 ) -> None:
