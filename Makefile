@@ -57,7 +57,8 @@ typecheck: $(STAMP)
 test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --hypothesis-show-statistics
 
-verify: lint typecheck test
+# vllm-suite last: vLLM's own tests with the core swapped in (see its target).
+verify: lint typecheck test vllm-suite
 
 # On a GPU machine, with its own torch and triton plus pytest, hypothesis and attrs.
 verify-gpu:
@@ -173,9 +174,13 @@ audit-findings: $(STAMP)
 # vLLM 0.33.0's own tests (tests/v1/core of its sdist) that call one of the
 # three decision points, run against unmodified vLLM and then with the core
 # swapped in (junction.audit.dropin); prints N passed, M failed of T and each
-# failure's reason. The sdist, the unpacked tests and the reports are cached in
-# .vllm-suite/ (git-ignored). Not in `verify` yet: it exits 1 while the core
-# cannot express options vLLM's tests use (README, "Swapping the core into vLLM").
+# failure's reason, and exits 1 unless every counted test passes or differs
+# where its expectation encodes a recorded finding (audit/vllm_suite/suite.py;
+# a refusal of an option the core cannot express is a failure). Part of
+# `verify`: without vLLM it skips, unless JUNCTION_REQUIRE_VLLM is set (CI),
+# where that is an error. The sdist (fetched from pip's configured index on
+# the first run), the unpacked tests and the reports are cached in
+# .vllm-suite/ (git-ignored). About 2.5 min of CPU (BENCHMARKS.md, "vLLM suite").
 vllm-suite: $(STAMP)
 	$(PY) -m junction.audit.vllm_suite --cache .vllm-suite
 

@@ -5,11 +5,23 @@
    called one are the suite (selected mechanically, by what they call).
 2. Drop-in run: those tests again with the core installed.
 
-Every selected test must pass against unmodified vLLM, except the ones
-recorded in :data:`~.expected.FAILS_WITHOUT_THE_CORE` (which must still
-fail, and are left out of the count). With the core, a failure counts
-against it unless its test is in :data:`~.expected.EXPECTED_TO_DIFFER`
-under a recorded finding; an excuse whose test passes is stale, and an error.
+:func:`judge` turns the two runs' outcomes into verdicts (a pure function
+of recorded outcomes and the two tables of :mod:`.expected`, so the rule is
+tested without vLLM or its tests), and :attr:`SuiteResult.ok` is the rule
+``make vllm-suite`` (and so ``make verify``) exits by:
+
+* every selected test passes against unmodified vLLM, except the ones
+  recorded in :data:`~.expected.FAILS_WITHOUT_THE_CORE`, which must still
+  fail and are left out of the count;
+* with the core, every counted test passes, or fails where its test is in
+  :data:`~.expected.EXPECTED_TO_DIFFER` under a recorded finding. A refusal
+  (:class:`~junction.audit.dropin.UnsupportedOption`) is a failure like any
+  other: the core not expressing what vLLM decides is a gap, not an excuse.
+  A test skipped with the core that passed without it is a failure too (it
+  proved nothing);
+* neither table names a test the count run did not select, and no excuse
+  is stale (its test passes with the core).
+
 Why the selection is redone on every run instead of committed: a list
 would silently go stale if vLLM's tests or the decision points changed, and
 the count run is also the unmodified baseline the drop-in run is judged
@@ -19,16 +31,27 @@ against, so it costs nothing extra.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
-from .expected import EXPECTED_TO_DIFFER, FAILS_WITHOUT_THE_CORE, check_tables
+from .expected import EXPECTED_TO_DIFFER, FAILS_WITHOUT_THE_CORE, ExpectedDifference
 from .outcome import Status, TestOutcome
 from .runs import run_tests
 from .workspace import TEST_FILES, Workspace
 
-__all__ = ["SuiteResult", "TestVerdict", "Verdict", "run_suite"]
+__all__ = [
+    "ACCEPTED",
+    "COUNTED",
+    "SuiteResult",
+    "TestVerdict",
+    "Verdict",
+    "judge",
+    "run_suite",
+    "selected",
+    "to_swap",
+]
 
 
 class Verdict(enum.Enum):
@@ -42,6 +65,21 @@ class Verdict(enum.Enum):
     FAILS_WITHOUT_THE_CORE = "fails against unmodified vLLM (recorded; not counted)"
     VLLM_FAILED = "fails against unmodified vLLM (not recorded)"
     VLLM_PASSED = "passes against unmodified vLLM, but is recorded as failing"
+    NOT_SELECTED = "recorded, but the count run did not select it"
+
+
+# What make verify accepts; every other verdict fails the suite.
+ACCEPTED = frozenset({Verdict.PASSED, Verdict.EXPECTED_TO_DIFFER, Verdict.FAILS_WITHOUT_THE_CORE})
+# T: the tests that had a vLLM answer for the core to match.
+COUNTED = frozenset(
+    {
+        Verdict.PASSED,
+        Verdict.UNSUPPORTED,
+        Verdict.FAILED,
+        Verdict.EXPECTED_TO_DIFFER,
+        Verdict.STALE_EXCUSE,
+    }
+)
 
 
 @attrs.frozen
@@ -66,59 +104,82 @@ class SuiteResult:
 
     @property
     def exercising(self) -> int:
-        """``T``: selected tests that pass against unmodified vLLM (or differ by a finding)."""
-        return self.count(
-            Verdict.PASSED,
-            Verdict.UNSUPPORTED,
-            Verdict.FAILED,
-            Verdict.EXPECTED_TO_DIFFER,
-            Verdict.STALE_EXCUSE,
-        )
+        """``T``: selected tests that pass against unmodified vLLM and are not recorded failing."""
+        return self.count(*COUNTED)
 
     @property
     def ok(self) -> bool:
-        """Every counted test passes with the core or differs by a recorded finding."""
-        accepted = (Verdict.PASSED, Verdict.EXPECTED_TO_DIFFER, Verdict.FAILS_WITHOUT_THE_CORE)
-        return self.count(*accepted) == len(self.verdicts)
+        """The rule ``make verify`` applies (the module's docstring)."""
+        return self.count(*ACCEPTED) == len(self.verdicts)
+
+
+def selected(baseline: Mapping[str, TestOutcome]) -> list[str]:
+    """The tests the count run saw call a decision point, in its order."""
+    return [nodeid for nodeid, outcome in baseline.items() if outcome.exercised]
 
 
 def run_suite(workspace: Workspace, reports: Path, jobs: int) -> SuiteResult:
     """Both runs, and each selected test's verdict (``RuntimeError`` when none is selected)."""
-    check_tables()
     baseline = run_tests(workspace, "count", TEST_FILES, reports, jobs)
-    selected = [o for o in baseline.values() if o.exercised]
-    if not selected:  # never an empty pass: the counters, or the files, are not what they were
+    if not selected(baseline):  # never an empty pass: the counters, or the files, changed
         raise RuntimeError(f"none of the {len(baseline)} tests called a decision point")
+    tests = to_swap(baseline)
+    swapped = run_tests(workspace, "dropin", tests, reports, jobs) if tests else {}
+    return judge(baseline, swapped)
+
+
+def to_swap(
+    baseline: Mapping[str, TestOutcome], known: Mapping[str, str] = FAILS_WITHOUT_THE_CORE
+) -> list[str]:
+    """The selected tests with a vLLM answer: passed unmodified, not recorded failing."""
+    return [
+        nodeid
+        for nodeid in selected(baseline)
+        if baseline[nodeid].status is Status.PASSED and nodeid not in known
+    ]
+
+
+def judge(
+    baseline: Mapping[str, TestOutcome],
+    swapped: Mapping[str, TestOutcome],
+    expected: Mapping[str, ExpectedDifference] = EXPECTED_TO_DIFFER,
+    known: Mapping[str, str] = FAILS_WITHOUT_THE_CORE,
+) -> SuiteResult:
+    """Each selected test's verdict from the count run (``baseline``) and the
+    drop-in run (``swapped``, which must hold every test of :func:`to_swap`;
+    ``KeyError`` otherwise), under the two tables of :mod:`.expected`."""
+    chosen = selected(baseline)
     verdicts: list[TestVerdict] = []
-    judged: list[TestOutcome] = []
-    for outcome in selected:
-        recorded = FAILS_WITHOUT_THE_CORE.get(outcome.nodeid)
-        if outcome.status is Status.PASSED and recorded is None:
-            judged.append(outcome)
-        elif recorded is not None and outcome.status is Status.FAILED:
-            verdicts.append(TestVerdict(outcome.nodeid, Verdict.FAILS_WITHOUT_THE_CORE, recorded))
-        elif recorded is not None:
-            verdicts.append(TestVerdict(outcome.nodeid, Verdict.VLLM_PASSED, recorded))
+    for nodeid in chosen:
+        outcome, recorded = baseline[nodeid], known.get(nodeid)
+        if recorded is not None:
+            failed = outcome.status is Status.FAILED
+            verdict = Verdict.FAILS_WITHOUT_THE_CORE if failed else Verdict.VLLM_PASSED
+            verdicts.append(TestVerdict(nodeid, verdict, recorded))
+        elif outcome.status is Status.PASSED:
+            verdicts.append(_verdict(swapped[nodeid], expected.get(nodeid)))
         else:
-            verdicts.append(
-                TestVerdict(
-                    outcome.nodeid, Verdict.VLLM_FAILED, outcome.error or outcome.status.value
-                )
-            )
-    swapped = run_tests(workspace, "dropin", [o.nodeid for o in judged], reports, jobs)
-    verdicts.extend(_verdict(swapped[o.nodeid]) for o in judged)
+            reason = outcome.error or outcome.status.value
+            verdicts.append(TestVerdict(nodeid, Verdict.VLLM_FAILED, reason))
+    unmatched = (set(expected) | set(known)) - set(chosen)
+    verdicts.extend(
+        TestVerdict(nodeid, Verdict.NOT_SELECTED, "a stale entry of audit/vllm_suite/expected.py")
+        for nodeid in unmatched
+    )
     return SuiteResult(len(baseline), tuple(sorted(verdicts, key=lambda v: v.nodeid)))
 
 
-def _verdict(outcome: TestOutcome) -> TestVerdict:
-    finding = EXPECTED_TO_DIFFER.get(outcome.nodeid)
-    if outcome.status is not Status.FAILED:
-        if finding is not None:
-            return TestVerdict(outcome.nodeid, Verdict.STALE_EXCUSE, f"finding {finding}")
-        return TestVerdict(outcome.nodeid, Verdict.PASSED, "")
-    if finding is not None:
-        return TestVerdict(outcome.nodeid, Verdict.EXPECTED_TO_DIFFER, f"finding {finding}")
-    if outcome.unsupported is not None:
+def _verdict(outcome: TestOutcome, excuse: ExpectedDifference | None) -> TestVerdict:
+    nodeid = outcome.nodeid
+    if outcome.status is Status.PASSED:
+        if excuse is not None:
+            return TestVerdict(nodeid, Verdict.STALE_EXCUSE, f"finding {excuse.finding}")
+        return TestVerdict(nodeid, Verdict.PASSED, "")
+    if outcome.status is Status.SKIPPED:  # passed unmodified: with the core it proved nothing
+        return TestVerdict(nodeid, Verdict.FAILED, "skipped with the core swapped in")
+    if outcome.unsupported is not None:  # a refusal fails, even where an excuse is listed
         option, value = outcome.unsupported
-        return TestVerdict(outcome.nodeid, Verdict.UNSUPPORTED, option, f"{option}={value}")
-    return TestVerdict(outcome.nodeid, Verdict.FAILED, outcome.error or "failed")
+        return TestVerdict(nodeid, Verdict.UNSUPPORTED, option, f"{option}={value}")
+    if excuse is not None:
+        return TestVerdict(nodeid, Verdict.EXPECTED_TO_DIFFER, f"finding {excuse.finding}")
+    return TestVerdict(nodeid, Verdict.FAILED, outcome.error or "failed")

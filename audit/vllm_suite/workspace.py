@@ -18,7 +18,12 @@ for its pytest markers.
 The scheduler tests build a ``ModelConfig`` for ``facebook/opt-125m``; with
 ``HF_HUB_OFFLINE=1`` the hub client resolves it from the cache folder, so
 :func:`prepare` writes that model's configuration there with transformers'
-own ``OPTConfig`` (its defaults are opt-125m's), no download.
+own ``OPTConfig`` (its defaults are opt-125m's), no download. It names the
+architecture as the published file does (``OPTForCausalLM``): without it
+vLLM resolves the bare ``OPTModel``, a pooling model, whose scheduler
+reserves no sampled token per step, and the scheduler tests then run a
+different scheduler than they were written for (two spec-decode padding
+tests failed that way against unmodified vLLM).
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ _SUPPORT = (
 )
 _MODEL = "facebook/opt-125m"
 _REVISION = "0" * 40
+_ARCHITECTURES = ["OPTForCausalLM"]  # as opt-125m's published config.json
 
 
 @attrs.frozen
@@ -176,11 +182,15 @@ def _download(archive: Path) -> None:
 def _write_model_config(hf_home: Path) -> None:
     repo = hf_home / "hub" / f"models--{_MODEL.replace('/', '--')}"
     snapshot = repo / "snapshots" / _REVISION
-    if (snapshot / "config.json").exists():
+    written = snapshot / "config.json"
+    if written.exists() and (
+        json.loads(written.read_text(encoding="utf-8")).get("architectures") == _ARCHITECTURES
+    ):
         return
     from transformers import OPTConfig  # vLLM's dependency; slow to import, needed once
 
     snapshot.mkdir(parents=True, exist_ok=True)
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text(_REVISION, encoding="utf-8")
-    OPTConfig(dtype="float16").save_pretrained(snapshot)  # opt-125m is published in fp16
+    # opt-125m is published in fp16, as a causal LM.
+    OPTConfig(dtype="float16", architectures=_ARCHITECTURES).save_pretrained(snapshot)

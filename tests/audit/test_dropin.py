@@ -304,30 +304,6 @@ def test_the_lookup_refuses_eagle_on_only_some_groups(swapped: None) -> None:
 # -- the vLLM suite's bookkeeping (make vllm-suite) ------------------------------------
 
 
-def test_the_suite_counts_a_refusal_as_a_failure_and_names_the_option(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from junction.audit.vllm_suite import expected, suite
-    from junction.audit.vllm_suite.outcome import Status, TestOutcome
-
-    refused = TestOutcome("t::a", Status.FAILED, ("x",), ("is_eagle_group", "[1]"), "call: ...")
-    assert suite._verdict(refused) == suite.TestVerdict(
-        "t::a", suite.Verdict.UNSUPPORTED, "is_eagle_group", "is_eagle_group=[1]"
-    )
-    wrong = TestOutcome("t::b", Status.FAILED, ("x",), None, "call: assert 1 == 2")
-    assert suite._verdict(wrong).verdict is suite.Verdict.FAILED
-    monkeypatch.setattr(suite, "EXPECTED_TO_DIFFER", {"t::b": "mamba-grid", "t::c": "mamba-grid"})
-    assert suite._verdict(wrong).verdict is suite.Verdict.EXPECTED_TO_DIFFER
-    stale = TestOutcome("t::c", Status.PASSED, ("x",))
-    assert suite._verdict(stale).verdict is suite.Verdict.STALE_EXCUSE
-    result = suite.SuiteResult(3, (suite._verdict(wrong), suite._verdict(stale)))
-    assert not result.ok and result.exercising == 2
-
-    monkeypatch.setattr(expected, "EXPECTED_TO_DIFFER", {"t::b": "no-such-finding"})
-    with pytest.raises(ValueError, match="no-such-finding"):
-        expected.check_tables()
-
-
 def test_the_plugin_finds_a_refusal_anywhere_in_the_exception_chain() -> None:
     from junction.audit.vllm_suite.plugin import _unsupported
 
