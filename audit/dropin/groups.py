@@ -5,10 +5,22 @@ group run by ``FullAttentionManager``, a ``SlidingWindowSpec`` group run by
 ``SlidingWindowManager`` and a ``MambaSpec`` group run by ``MambaManager``.
 The manager class, not the spec class, decides: vLLM picks managers by spec
 (``spec_manager_map``) and subclasses of these managers (chunked-local,
-circular-buffer, HiSparse, sink attention) decide differently, so any other
-manager is an option the core cannot express. Translations are cached: a
-spec is a frozen dataclass, and the same few specs are asked about on every
-engine step.
+circular-buffer, sink attention) decide differently, so any other manager is
+an option the core cannot express. Translations are cached: a spec is a
+frozen dataclass, and the same few specs are asked about on every engine
+step.
+
+One subclass is full attention for the decisions: HiSparse's
+``HiSparseSourceManager`` (the host tier of a HiSparse model's cache; its
+tests are 17 of the suite's). It inherits ``FullAttentionManager``'s lookup
+unchanged (it overrides neither ``find_longest_cache_hit`` nor
+``supports_fine_grained_hash_lookup``, and has no mask of its own); what it
+changes is where its blocks live (a private host pool, which the lookup
+adapter reads per group) and that the coordinator hands back its blocks up
+to its own hit instead of the reconciled one (``retains_longer_hit``),
+which is reading the pool for a length the core computed, not a decision
+(:mod:`.lookup`). HiSparse's other managers (hot, resident) hold groups that
+opt out of prefix caching, which take no part in the lookup.
 """
 
 from __future__ import annotations
@@ -36,7 +48,7 @@ def core_group(decision: Decision, manager_cls: type, spec: Any, block_size: int
     Mamba state is replicated and keeps the spec's block.
     """
     managers = vllm().managers
-    if manager_cls is managers.FullAttentionManager:
+    if manager_cls in (managers.FullAttentionManager, managers.HiSparseSourceManager):
         return GroupSpec.full(block_size)
     if manager_cls is managers.SlidingWindowManager:
         return GroupSpec.sliding_window(block_size, spec.sliding_window)

@@ -21,6 +21,12 @@ ids, and the others get no blocks. The geometry, the bound
 (``audit.lookup.group_readers``) are built once per distinct coordinator
 configuration and cached; a call reconciles and collects blocks.
 
+A group whose manager ``retains_longer_hit`` (HiSparse's host tier,
+:mod:`.groups`) gets its blocks up to its own hit, as vLLM's coordinator
+leaves them: that is ``ℓ``, the core's longest single-group hit, which is
+the first full-attention group's, so such a group must be full attention
+and the first one (else refused, ``retains_longer_hit``).
+
 Refused with :class:`UnsupportedOption`: EAGLE on only some groups
 (``is_eagle_group``), a group the core has no kind for (its manager),
 prefill context parallelism and a scheduler block other than the lcm of the
@@ -53,6 +59,7 @@ class _BoundLookup:
 
     geometry: HybridGeometry
     group_ids: tuple[int, ...]
+    retained: tuple[bool, ...]  # per geometry group: blocks up to ℓ, not h
     num_groups: int
     reconciler: HitReconciler
     readers: tuple[GroupReader, ...]
@@ -81,8 +88,12 @@ def core_find_longest_cache_hit(
     # read: the candidate plus the EAGLE peek, within the hashed tokens.
     read_limit = min(max_cache_hit_length + bound.geometry.eagle_drop_tokens, lookup_limit) // unit
     blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
-    for group_id, group, pool in zip(bound.group_ids, bound.geometry.groups, pools, strict=True):
-        blocks[group_id] = _group_blocks(pool, block_hashes, group_id, group, unit, hit, read_limit)
+    groups = zip(bound.group_ids, bound.geometry.groups, pools, bound.retained, strict=True)
+    for group_id, group, pool, retained in groups:
+        length = reconciled.longest_hit_length if retained else hit
+        blocks[group_id] = _group_blocks(
+            pool, block_hashes, group_id, group, unit, length, read_limit
+        )
     return tuple(blocks), hit, reconciled.longest_hit_length - hit
 
 
@@ -111,6 +122,7 @@ def _bound(coordinator: Any) -> _BoundLookup:
     groups = coordinator.kv_cache_config.kv_cache_groups
     managers = coordinator.single_type_managers
     cacheable: list[tuple[int, type, Any, int]] = []
+    retained: list[bool] = []  # the coordinator keeps the group's blocks past h
     for group_id, (group, manager) in enumerate(zip(groups, managers, strict=True)):
         if not group.kv_cache_spec.prefix_cacheable:
             continue  # scratch groups take no part in lookup; vLLM gives them no blocks
@@ -119,6 +131,7 @@ def _bound(coordinator: Any) -> _BoundLookup:
         # manager.block_size: the spec's block times dcp_world_size for a
         # DCP-sharded group, the block vLLM hashes and looks up by.
         cacheable.append((group_id, type(manager), group.kv_cache_spec, manager.block_size))
+        retained.append(bool(manager.retains_longer_hit))
     eagle = {spec_group.use_eagle for spec_group in coordinator.attention_groups}
     if len(eagle) > 1:
         raise UnsupportedOption(
@@ -139,11 +152,18 @@ def _bound(coordinator: Any) -> _BoundLookup:
         # vLLM aligns hits to its configured scheduler block; the core to the lcm.
         raise UnsupportedOption(Decision.LOOKUP, "scheduler_block_size", scheduler_block_size)
     group_ids = tuple(group_id for group_id, _, _, _ in cacheable)
+    full = [k for k, group in enumerate(geometry.groups) if group.kind is GroupKind.FULL]
+    for k, keeps in enumerate(retained):
+        # ℓ is the first full-attention group's own hit; no other group's.
+        if keeps and full[:1] != [k]:
+            raise UnsupportedOption(Decision.LOOKUP, "retains_longer_hit", cacheable[k][1].__name__)
     readers = tuple(
         attrs.evolve(reader, group_id=group_id)  # read the pool under vLLM's group id
         for reader, group_id in zip(group_readers(geometry), group_ids, strict=True)
     )
-    return _BoundLookup(geometry, group_ids, len(groups), HitReconciler(geometry), readers)
+    return _BoundLookup(
+        geometry, group_ids, tuple(retained), len(groups), HitReconciler(geometry), readers
+    )
 
 
 def _group_blocks(

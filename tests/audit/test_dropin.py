@@ -387,3 +387,93 @@ def test_bindings_are_found_by_the_identity_of_what_they_were_built_from() -> No
     cache.keep((spec,), ("B",), "third")  # full: cleared before keeping
     assert cache.find((spec,), ("A",)) is None
     assert cache.find((spec,), ("B",)) == "third"
+
+
+def _hisparse_manager(block: int, *, source_first: bool = True) -> Any:
+    """A KV-cache manager laid out as vLLM's HiSparse tests lay it out: the host
+    source group (``HiSparseSourceManager``, its own pool), a device indexer
+    group of the same spec, and the resident and hot groups (not cacheable)."""
+    import importlib
+
+    import torch
+
+    interface = vllm().interface
+    hisparse = importlib.import_module("vllm.v1.hisparse.coordinator")
+    spec = interface.FullAttentionSpec(
+        block_size=block, num_kv_heads=1, head_size=1, dtype=torch.float32
+    )
+    page = {"block_size": block, "page_size": 4 * block}
+    attention = [
+        interface.KVCacheGroupSpec(
+            ["source"], spec, role=interface.KVCacheGroupRole.HISPARSE_SOURCE, host_resident=True
+        ),
+        interface.KVCacheGroupSpec(
+            ["indexer"], spec, role=interface.KVCacheGroupRole.HISPARSE_INDEXER
+        ),
+    ]
+    groups = [
+        *(attention if source_first else attention[::-1]),
+        interface.KVCacheGroupSpec(["resident"], interface.HiSparseResidentSpec(**page)),
+        interface.KVCacheGroupSpec(
+            ["hot"], interface.HiSparseHotSpec(**page, blocks_per_request=2)
+        ),
+    ]
+    config = interface.KVCacheConfig(
+        num_blocks=32, hisparse_host_num_blocks=16, kv_cache_tensors=[], kv_cache_groups=groups
+    )
+    manager = vllm().manager.KVCacheManager(
+        config,
+        max_model_len=128,
+        enable_caching=True,
+        hash_block_size=block,
+        scheduler_block_size=block,
+    )
+    hisparse.get_hisparse_coordinator(manager)  # binds the source group's host pool
+    return manager, hisparse.get_hisparse_coordinator
+
+
+def test_hisparse_host_tier_is_full_attention_that_keeps_its_longer_hit() -> None:
+    # The host group holds 3 blocks of a 4-block prompt, the device indexer 2
+    # (its third evicted): the hit is 2 blocks, and vLLM hands back the host
+    # group's 3 (``retains_longer_hit``). The core decides h = 2 blocks and
+    # ℓ = 3; the adapter returns the same blocks as vLLM's own lookup.
+    block = 16
+    manager, coordinator_of = _hisparse_manager(block)
+    managers = vllm().managers
+    assert type(manager.coordinator.single_type_managers[0]) is managers.HiSparseSourceManager
+    tokens = list(range(4 * block))
+    original = make_request(tokens, len(tokens), hash_block_size=block)
+    assert manager.allocate_slots(original, len(tokens)) is not None
+    coordinator = coordinator_of(manager)
+    coordinator.advance_scheduled([(original.request_id, len(tokens))])
+    counts = {t.transfer_id: 1 for t in coordinator.build_offload_command().page_transfers}
+    coordinator.update_spills(counts, counts)  # host pages acknowledged: published
+    indexer_blocks = manager.get_blocks(original.request_id).blocks[1]
+    manager.free(original)
+    manager.block_pool.evict_blocks({indexer_blocks[2].block_id})
+    probe = make_request(tokens, len(tokens), hash_block_size=block)
+
+    def lookup() -> tuple[list[list[int]], int, int]:
+        blocks, hit, uncached = manager.coordinator.find_longest_cache_hit(
+            probe.block_hashes, len(tokens) - 1
+        )
+        return [[b.block_id for b in group] for group in blocks], hit, uncached
+
+    theirs = lookup()
+    with dropin.swapped_in(), _vllm_decisions_fail():
+        ours = lookup()
+    assert ours == theirs
+    assert [len(group) for group in ours[0]] == [3, 2, 0, 0] and ours[1:] == (2 * block, block)
+
+
+def test_a_host_tier_after_another_full_attention_group_is_refused() -> None:
+    # Its own hit would then be asked at the first group's hit, not at M:
+    # no length the core reports (h, ℓ) is that.
+    manager, _ = _hisparse_manager(16, source_first=False)
+    probe = make_request(list(range(64)), 64, hash_block_size=16)
+    with dropin.swapped_in(), pytest.raises(UnsupportedOption) as raised:
+        manager.coordinator.find_longest_cache_hit(probe.block_hashes, 63)
+    assert (raised.value.option, raised.value.value) == (
+        "retains_longer_hit",
+        "HiSparseSourceManager",
+    )
