@@ -134,8 +134,9 @@ def _connector_section(examples: int, seed: int, progress: Progress | None) -> l
     lines = [
         "## The external tier: vLLM 0.33.0's connector saving",
         "",
-        f"Promise {Promise.TIER.statement}. The `junction` policy runs locally (it keeps "
-        "every promise, this one included with its own saving, `TierSaving.POLICY`); the "
+        f"What is checked: promise {Promise.TIER.statement}. The `junction` policy runs "
+        "locally (it keeps every promise, this one included with its own saving, "
+        "`TierSaving.POLICY`); the "
         "tier saves what vLLM 0.33.0's Mooncake store connector saves "
         "(`TierSaving.VLLM_0_33`: the mask hears of the replay boundaries only; Mamba states "
         "go through the boundary-state hand-off, junction included). A second engine "

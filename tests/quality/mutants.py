@@ -1,7 +1,8 @@
 """The bug zoo: one mutant per defect class of docs/domain.md ("Defect classes").
 
 Each is a small, readable change to the default ``junction`` policy (or, for
-the two lookup defects no policy can cause, to the reference engine), with
+the two lookup defects and the tier connector's saving, which no policy can
+cause, to the reference engine), with
 the upstream report it reproduces. ``test_bug_zoo`` runs the public
 conformance harness on each and requires it to name a violated promise.
 """
