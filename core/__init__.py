@@ -34,7 +34,7 @@ from .finders import (
 )
 from .geometry import GroupKind, GroupSpec, HybridGeometry, sliding_window_need
 from .grid import cdiv, floor_to, lcm, next_grid_point
-from .mask import GroupMask, MaskPlan, mask_plan, reachable_block_mask
+from .mask import GroupMask, MaskPlan, OffGridInterval, mask_plan, reachable_block_mask
 from .reconcile import HitReconciler, HitReconciliation, reconcile_hits, shared_prefix_boundary
 from .split import (
     ChunkSplitter,
@@ -56,6 +56,7 @@ __all__ = [
     "HybridGeometry",
     "InvalidArgument",
     "MaskPlan",
+    "OffGridInterval",
     "PrefillCheckpoints",
     "cdiv",
     "checkpoint_stop",

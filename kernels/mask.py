@@ -27,6 +27,14 @@ side each end is compared from: ``e`` itself passes int64 for ``x = 2**63 -
 Rejected: rejecting such rows (core answers them, and the offsets are exact).
 What is rejected is a sparse group whose ``A``, ``B`` or ``R`` int64 cannot
 hold: the plan's sizes enter the same int64 arithmetic.
+
+A retention interval off the group's grid (``MaskPlan.segment``) has runs
+ending at ``floor_A(k * R) // B + shift``, which no block template tiles; each
+column takes the one run that can hold it, the first ending past it (runs
+grow with ``k``), in closed form from its block index. That index times
+``B`` is formed, so such a plan needs ``end_block * B + A + R`` in int64 (a
+row past it is rejected, naming it). The final segment's run (``keeps_final``)
+is one column interval per row, held as offsets like a boundary's.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ import torch
 from junction.core import MaskPlan
 
 from .backend import resolve_backend
-from .batch import require_int64
+from .batch import require_int64, require_rows
 from .binding import errors_of, resolve_core
 from .mask_batch import MaskBatch
 
@@ -44,14 +52,22 @@ __all__ = ["mask_torch", "reachable_block_mask"]
 
 # Largest periods x width table of periodic patterns worth building (bools).
 PHASE_TABLE_LIMIT = 1 << 22
+_INT64_MAX = torch.iinfo(torch.int64).max
 
 
 def mask_torch(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
     """The ``rows x width`` bool mask of a non-dense plan, vectorised with torch."""
     rows, width = batch.shape.rows, batch.width
     columns = torch.arange(width, device=batch.shape.device)
-    period, run, shift, block, alignment, keeps_boundaries = plan
-    if period:
+    period, run, shift, block, alignment, keeps_boundaries, segment, keeps_final = plan
+    if segment:
+        index = batch.start[:, None] + columns  # within int64: checked by the caller
+        # The first run ending past block i: floor_A(k R) >= (i - shift + 1) B, > 0.
+        floor_position = (index - shift + 1).clamp(min=0) * block
+        target = (-(-floor_position // alignment) * alignment).clamp(min=alignment)
+        position = -(-target // segment) * segment // alignment * alignment
+        keep = position // block + shift - run <= index
+    elif period:
         phase = (batch.start - shift).remainder(period)
         if 0 < period * width <= PHASE_TABLE_LIMIT:
             # Every row's periodic part is one of `period` patterns: build them
@@ -66,6 +82,12 @@ def mask_torch(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
             keep[:, 0] &= batch.start >= shift  # block 0 precedes the first run
     else:
         keep = torch.zeros((rows, width), dtype=torch.bool, device=columns.device)
+    if keeps_final and batch.final is not None:
+        # The run [e - run, e) of the final segment's end e (shift is 0 here).
+        offset = batch.final - batch.start
+        low = offset.clamp(min=-1) - run
+        high = torch.where(batch.final >= 0, offset.clamp(max=width), 0)  # -1: none
+        keep |= (columns >= low[:, None]) & (columns < high[:, None])
     if keeps_boundaries:
         for boundary in batch.boundaries.unbind(dim=1):
             offset = boundary // alignment * alignment // block - batch.start
@@ -86,6 +108,8 @@ def reachable_block_mask(
     retention_interval: int | None = None,
     reachable_boundaries: torch.Tensor | None = None,
     *,
+    final_segment_end_block: object = None,
+    off_grid_interval: object = None,
     backend: str = "auto",
     core: object = None,
 ) -> torch.Tensor | None:
@@ -93,7 +117,10 @@ def reachable_block_mask(
 
     ``start_block`` and ``end_block`` are 1-D tensors (or a scalar for one of
     them); ``reachable_boundaries`` is ``None`` or a ``rows x K`` tensor padded
-    with ``-1``. Returns ``None`` when the group caches every block, else a
+    with ``-1``; ``final_segment_end_block`` is ``None`` or a 1-D tensor (or
+    scalar) with ``-1`` for a row without one; ``off_grid_interval`` is
+    core's ``OffGridInterval`` (``None``: core's default). Returns ``None``
+    when the group caches every block, else a
     ``rows x max(end - start)`` bool tensor whose row ``r`` starts with core's
     mask for that row and is False after it, for every row core accepts
     whose arguments fit in int64: block indices and boundaries up to
@@ -105,7 +132,8 @@ def reachable_block_mask(
     a tensor of a dtype int64 cannot hold (uint16, uint32, uint64), for the
     group arguments exactly as core does, and, for a sparse group, for an
     ``alignment_tokens``, ``spec.block_size`` or ``retention_interval``
-    outside int64.
+    outside int64 (and, off the group's grid, a row whose
+    ``end_block * B + A + R`` is).
 
     ``core``: the core module the answer is for (``binding``; default
     ``junction.core``): its ``mask_plan`` plans the group, so ``spec`` is a
@@ -113,10 +141,11 @@ def reachable_block_mask(
     """
     module = resolve_core(core)
     with errors_of(module):
+        form = () if off_grid_interval is None else (off_grid_interval,)
         plan: MaskPlan | None = module.mask_plan(
-            alignment_tokens, spec, use_eagle, retention_interval
+            alignment_tokens, spec, use_eagle, retention_interval, *form
         )
-        batch = MaskBatch(start_block, end_block, reachable_boundaries)
+        batch = MaskBatch(start_block, end_block, reachable_boundaries, final_segment_end_block)
         backend = resolve_backend(backend, batch.shape.device)
         if plan is None:
             return None
@@ -126,6 +155,15 @@ def reachable_block_mask(
         require_int64("spec.block_size", plan.block_size)
         if retention_interval is not None:
             require_int64("retention_interval", retention_interval)
+        if plan.segment:
+            room = (_INT64_MAX - alignment_tokens - plan.segment) // plan.block_size
+            require_rows(
+                "end_block",
+                batch.end,
+                batch.end > room,
+                "must keep end_block * block_size + alignment_tokens + retention_interval "
+                "within int64 (an off-grid retention interval's runs are found from it)",
+            )
         if backend == "triton":
             from .triton_kernels import mask_triton
 

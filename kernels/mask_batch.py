@@ -20,17 +20,33 @@ __all__ = ["MaskBatch"]
 
 
 class MaskBatch:
-    """Validated rows of a batched mask: starts, lengths, boundaries, width."""
+    """Validated rows of a batched mask: starts, lengths, boundaries, final
+    segment ends (``-1``: none; ``None`` when no row has one), width."""
 
     def __init__(
-        self, start_block: object, end_block: object, reachable_boundaries: object
+        self,
+        start_block: object,
+        end_block: object,
+        reachable_boundaries: object,
+        final_segment_end_block: object = None,
     ) -> None:
-        shape = BatchShape({"start_block": start_block, "end_block": end_block})
+        arguments = {"start_block": start_block, "end_block": end_block}
+        if final_segment_end_block is not None:
+            arguments["final_segment_end_block"] = final_segment_end_block
+        shape = BatchShape(arguments)
         self.shape = shape
         start = int_rows("start_block", start_block, shape)
         end = int_rows("end_block", end_block, shape)
         require_rows("start_block", start, start < 0, "must be >= 0")
         require_rows("end_block", end, end < start, "must be >= start_block")
+        final = None
+        if final_segment_end_block is not None:
+            final = int_rows("final_segment_end_block", final_segment_end_block, shape)
+            require_rows(
+                "final_segment_end_block", final, final < -1, "must be >= 0, or -1 for none"
+            )
+        self.end = end
+        self.final = final
         if reachable_boundaries is None:
             boundaries = torch.empty((shape.rows, 0), dtype=torch.int64, device=shape.device)
         elif not isinstance(reachable_boundaries, torch.Tensor):

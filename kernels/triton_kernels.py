@@ -130,6 +130,7 @@ def _mask_kernel(
     start_ptr,
     length_ptr,
     boundary_ptr,
+    final_ptr,
     out_ptr,
     rows,
     width,
@@ -139,7 +140,10 @@ def _mask_kernel(
     shift,
     block,
     alignment,
+    segment,
     PERIODIC: tl.constexpr,
+    SEGMENT_ENDS: tl.constexpr,
+    KEEPS_FINAL: tl.constexpr,
     KEEPS_BOUNDARIES: tl.constexpr,
     ROWS: tl.constexpr,
     COLUMNS: tl.constexpr,
@@ -160,6 +164,20 @@ def _mask_kernel(
         wrapped = column - (period - phase)
         residue = (wrapped + tl.where(wrapped < 0, period, 0)) % period
         keep = (column >= shift - start) & (residue >= period - run)
+    if SEGMENT_ENDS:
+        # The first run ending past block i (see mask.py); operands are >= 0,
+        # so truncating division is floor division here.
+        index = start + column
+        floor_position = tl.maximum(index - shift + 1, 0) * block
+        target = tl.maximum((floor_position + alignment - 1) // alignment * alignment, alignment)
+        position = (target + segment - 1) // segment * segment // alignment * alignment
+        keep = position // block + shift - run <= index
+    if KEEPS_FINAL:
+        final = tl.load(final_ptr + row, mask=live_row, other=-1)
+        offset = final - start
+        low = tl.maximum(offset, -1) - run
+        high = tl.minimum(offset, width)
+        keep = keep | ((final >= 0) & (column >= low) & (column < high))
     if KEEPS_BOUNDARIES:
         for k in range(num_boundaries):
             boundary = tl.load(boundary_ptr + row * num_boundaries + k, mask=live_row, other=-1)
@@ -177,12 +195,14 @@ def mask_triton(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
     rows, width = batch.shape.rows, batch.width
     out = torch.empty((rows, width), dtype=torch.int8, device=batch.shape.device)
     if rows and width:
-        period, run, shift, block, alignment, keeps_boundaries = plan
+        period, run, shift, block, alignment, keeps_boundaries, segment, keeps_final = plan
+        final = batch.final if keeps_final else None
         grid = (triton.cdiv(rows, MASK_ROWS), triton.cdiv(width, MASK_COLUMNS))
         _mask_kernel[grid](
             batch.start.contiguous(),
             batch.length.contiguous(),
             batch.boundaries,
+            batch.start if final is None else final.contiguous(),
             out,
             rows,
             width,
@@ -192,7 +212,10 @@ def mask_triton(batch: MaskBatch, plan: MaskPlan) -> torch.Tensor:
             shift,
             block,
             alignment,
+            max(segment, 1),
             PERIODIC=period > 0,
+            SEGMENT_ENDS=segment > 0,
+            KEEPS_FINAL=final is not None,
             KEEPS_BOUNDARIES=keeps_boundaries and batch.boundaries.shape[1] > 0,
             ROWS=MASK_ROWS,
             COLUMNS=MASK_COLUMNS,

@@ -15,13 +15,21 @@ out; the core rejects negative positions. Decode-context parallelism
 block is ``dcp_world_size`` times the spec's (a Mamba state is replicated:
 its block stays).
 
+The final segment's end (``final_segment_end_block``, from the offloading
+connector) is the core's call argument of that name, with vLLM's meaning
+(docs/domain.md, decision 3). A retention interval off the group's grid (a
+DCP-scaled window, an offloading chunk alignment) goes to the core as it is:
+the core keeps each segment end floored to the alignment
+(``OffGridInterval.SEGMENT_ENDS``) where vLLM floors ``R`` to the block
+(docs/findings.md, "The retention interval floored to the block"); no vLLM
+test tells the two apart (the ones it has expect ``None``, which both give).
+
 Refused with :class:`UnsupportedOption` (docs/domain.md, vLLM section): no
-alignment (``alignment_tokens=None``, vLLM's "no constraint"), the sliding
-window's ``final_segment_end_block``, and a retention interval the core
-rejects for the group (vLLM floors ``R / B`` and keeps the group dense where
-the core raises): the core's ``InvalidArgument`` for ``retention_interval``
-becomes the refusal; any other invalid input is re-raised as the core raised
-it.
+alignment (``alignment_tokens=None``, vLLM's "no constraint"), and the one
+retention interval the core rejects (off the grid of a Mamba group whose
+alignment and block do not divide one another): the core's
+``InvalidArgument`` for ``retention_interval`` becomes the refusal; any
+other invalid input is re-raised as the core raised it.
 """
 
 from __future__ import annotations
@@ -56,8 +64,6 @@ def core_mask(
     manager_cls = cls
     if alignment_tokens is None:
         raise UnsupportedOption(Decision.MASK, "alignment_tokens", alignment_tokens)
-    if final_segment_end_block is not None:
-        raise UnsupportedOption(Decision.MASK, "final_segment_end_block", final_segment_end_block)
     # A sliding window's block is sharded under decode-context parallelism;
     # a Mamba state is replicated (vLLM's Mamba mask reads the spec's block).
     block = kv_cache_spec.block_size
@@ -69,7 +75,7 @@ def core_mask(
     if bound is None:  # the group's first call: bind (and validate) once
         bound = _masks.keep(objects, settings, _group_mask(objects, *settings))
     boundaries = [boundary for boundary in reachable_boundaries if boundary >= 0]
-    return bound.reachable_block_mask(start_block, end_block, boundaries)
+    return bound.reachable_block_mask(start_block, end_block, boundaries, final_segment_end_block)
 
 
 _masks: IdentityCache[GroupMask] = IdentityCache()

@@ -93,6 +93,9 @@ def sweep_mask(
             dtype=torch.int64,
             device=device,
         ).reshape(len(cases), width)
+        finals = [
+            -1 if c.final_segment_end_block is None else c.final_segment_end_block for c in cases
+        ]
         first = cases[0]
         got = reachable_block_mask(
             start,
@@ -102,11 +105,12 @@ def sweep_mask(
             first.use_eagle,
             first.retention_interval,
             boundaries,
+            final_segment_end_block=torch.tensor(finals, dtype=torch.int64, device=device),
             backend=backend,
         )
         rows = None if got is None else got.cpu().tolist()
         for index, case in enumerate(cases):
-            want = core_mask(*case)
+            want = core_mask(*case[:7], final_segment_end_block=case.final_segment_end_block)
             length = case.end_block - case.start_block
             if rows is None:
                 failed += want is not None

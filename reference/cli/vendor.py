@@ -46,7 +46,7 @@ from junction.reference.oracle.exhaustive import check_exhaustively, count_input
 __all__ = ["add_parser"]
 
 PROG = "python -m junction.reference vendor"
-# Bound 4 is about 7.3 million inputs (a couple of minutes); above it, hours.
+# Bound 4 is about 10.1 million inputs (a couple of minutes); above it, hours.
 MAX_BOUND = 4
 
 

@@ -50,7 +50,7 @@ __all__ = [
 
 
 class MaskInput(NamedTuple):
-    """The positional arguments of ``core.reachable_block_mask`` (``spec``: core's GroupSpec)."""
+    """The arguments of ``core.reachable_block_mask`` (``spec``: core's GroupSpec)."""
 
     start_block: int
     end_block: int
@@ -59,6 +59,7 @@ class MaskInput(NamedTuple):
     use_eagle: bool
     retention_interval: int | None
     reachable_boundaries: tuple[int, ...]
+    final_segment_end_block: int | None = None
 
 
 def group_spec(core: ModuleType, kind: str, block_size: int, window: int) -> Any:
@@ -71,7 +72,13 @@ def group_spec(core: ModuleType, kind: str, block_size: int, window: int) -> Any
 
 
 def mask_inputs(core: ModuleType, bound: int) -> Iterator[MaskInput]:
-    """Every mask input with block sizes, windows, ranges and boundaries up to ``bound``."""
+    """Every mask input with block sizes, windows, ranges and boundaries up to ``bound``.
+
+    Retention intervals on the group's grid (``lcm(A, B)`` and twice it) and
+    off it (``lcm(A, B) + 1``, except for a Mamba group whose ``A`` and ``B``
+    do not divide one another, which core rejects); final segment ends from
+    0 to past the range, without boundaries.
+    """
     for kind in ("sliding_window", "mamba", "full"):
         windows = range(1, bound + 3) if kind == "sliding_window" else (1,)
         for block, alignment, window in itertools.product(
@@ -80,14 +87,19 @@ def mask_inputs(core: ModuleType, bound: int) -> Iterator[MaskInput]:
             spec = group_spec(core, kind, block, window)
             unit = math.lcm(alignment, block)
             boundary_sets = [(), *((x,) for x in range(0, 3 * bound + 1)), (1, 2 * unit)]
-            for eagle, interval, start, length, boundaries in itertools.product(
-                (False, True),
-                (None, 0, unit, 2 * unit),
-                range(bound + 1),
-                range(bound + 1),
-                boundary_sets,
+            calls: list[tuple[tuple[int, ...], int | None]] = [
+                (boundaries, None) for boundaries in boundary_sets
+            ]
+            calls += [((), final) for final in range(0, 2 * bound + 2)]
+            intervals: list[int | None] = [None, 0, unit, 2 * unit, unit + 1]
+            if kind == "mamba" and alignment % block and block % alignment:
+                intervals.pop()
+            for eagle, interval, start, length, (boundaries, final) in itertools.product(
+                (False, True), intervals, range(bound + 1), range(bound + 1), calls
             ):
-                yield MaskInput(start, start + length, alignment, spec, eagle, interval, boundaries)
+                yield MaskInput(
+                    start, start + length, alignment, spec, eagle, interval, boundaries, final
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,9 +236,13 @@ def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, 
             case.use_eagle,
             case.retention_interval,
             case.reachable_boundaries,
+            case.final_segment_end_block,
         )
         got = binding.reachable_block_mask(
-            case.start_block, case.end_block, case.reachable_boundaries
+            case.start_block,
+            case.end_block,
+            case.reachable_boundaries,
+            case.final_segment_end_block,
         )
         yield got, want, case
 
@@ -306,9 +322,15 @@ def count_inputs(bound: int) -> dict[str, int]:
     bounds a caller might still run, not for any int.
     """
     b = bound
-    # mask: per (kind, block, alignment, window): eagle 2 x interval 4 x start (b+1)
-    # x length (b+1) x boundary sets (3b + 3); windows: b + 2 sliding-window, 1 otherwise.
-    mask = ((b + 2) + 1 + 1) * b * (2 * b) * 2 * 4 * (b + 1) * (b + 1) * (3 * b + 3)
+    # mask: per (kind, block, alignment, window): eagle 2 x intervals x start (b+1)
+    # x length (b+1) x calls (3b + 3 boundary sets, 2b + 2 final ends); windows:
+    # b + 2 sliding-window, 1 otherwise; 5 intervals, 4 for a Mamba group whose
+    # A and B do not divide one another.
+    pairs = [(block, a) for block in range(1, b + 1) for a in range(1, 2 * b + 1)]
+    intervals = ((b + 2) + 1) * 5 * len(pairs) + sum(
+        4 if a % block and block % a else 5 for block, a in pairs
+    )
+    mask = intervals * 2 * (b + 1) * (b + 1) * (5 * b + 5)
 
     def starts(total: int, with_local_hits: bool = True) -> int:
         """Sum of (total - start + 2) x (total + 2) over the (computed, local) pairs:

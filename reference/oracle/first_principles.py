@@ -21,6 +21,7 @@ Inputs are plain ints and strings (``"full"``, ``"sliding_window"``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -102,12 +103,23 @@ def oracle_reachable_block_mask(
     use_eagle: bool,
     retention_interval: int | None,
     reachable_boundaries: Sequence[int],
+    final_segment_end_block: int | None = None,
 ) -> list[bool] | None:
     """Which of blocks ``[start_block, end_block)`` some promised position needs.
 
     ``None`` means "keep every block": full attention, dense Mamba, a sliding
     window whose alignment is not a whole number of blocks, or periodic
     promises that already need every block after the first.
+
+    Promised positions: each segment boundary (every ``A`` when dense, every
+    ``R`` when ``R > 0``) and each reachable boundary (when ``R`` is not
+    ``None``), each at the deepest position at or below it that a lookup can
+    land at (a multiple of ``A``); and, for a sliding window without EAGLE
+    when there are segments (``R != 0``), the end of the final, partial
+    segment, ``final_segment_end_block * B``, where a lookup of what is
+    cached may stop. (Under EAGLE that stop would need the block past it; a
+    Mamba state there exists only if a chunk ended there, which the mask
+    cannot know: the engine names such a position as a boundary.)
     """
     if kind == FULL:
         return None
@@ -119,22 +131,28 @@ def oracle_reachable_block_mask(
     def needed(position: int) -> set[int]:
         return oracle_blocks_needed(kind, position, block_size, window, use_eagle)
 
-    # Periodic promises: every A (dense SWA) or every R (R > 0), never 0.
+    # Periodic promises: every A (dense SWA) or every R (R > 0), never 0,
+    # each landing on A.
     segment = alignment_tokens if retention_interval is None else retention_interval
     periodic: set[int] = set()
     if segment:
-        # Look a few whole periods past the range too, to decide whether the
-        # periodic promises alone need every block (then keep them all).
-        horizon = max(end_block, 3 * (segment // block_size) + 2)
+        # The landing points repeat every lcm(segment, A, B) tokens: look a few
+        # whole repeats past the range too, to decide whether the periodic
+        # promises alone need every block (then keep them all).
+        repeat = math.lcm(segment, alignment_tokens, block_size) // block_size
+        horizon = max(end_block, 3 * repeat + 2 + (window or 0))
         # A position past this needs only blocks at or after the horizon.
         last_position = (horizon + 1) * block_size + (window or 0)
         for position in range(segment, last_position + 1, segment):
-            periodic |= needed(position)
+            periodic |= needed(_largest_multiple_at_most(position, alignment_tokens))
         first = 1 if use_eagle and kind == SLIDING_WINDOW else 0
         if all(block in periodic for block in range(first, horizon)):
             return None
 
     kept = set(periodic)
+    has_final = kind == SLIDING_WINDOW and not use_eagle and segment
+    if final_segment_end_block is not None and has_final:
+        kept |= needed(final_segment_end_block * block_size)
     if retention_interval is not None:
         for boundary in reachable_boundaries:
             position = _largest_multiple_at_most(boundary, alignment_tokens)

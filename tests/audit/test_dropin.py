@@ -247,24 +247,56 @@ def _mask(group: GroupSpec, **overrides: Any) -> list[bool] | None:
     return answer
 
 
-@pytest.mark.parametrize("group", [GroupSpec.sliding_window(4, 5), GroupSpec.mamba(4)], ids=str)
 @pytest.mark.parametrize(
-    ("option", "value"),
+    ("group", "option", "value", "alignment"),
     [
-        ("final_segment_end_block", 7),
-        ("alignment_tokens", None),
-        ("retention_interval", 6),  # not a multiple of the block: vLLM keeps the group dense
+        (GroupSpec.sliding_window(4, 5), "alignment_tokens", None, None),
+        (GroupSpec.mamba(4), "alignment_tokens", None, None),
+        # Off the grid of a Mamba group whose A (6) and B (4) do not divide one another.
+        (GroupSpec.mamba(4), "retention_interval", 10, 6),
     ],
+    ids=str,
 )
 def test_the_mask_refuses_what_the_core_cannot_express(
-    swapped: None, group: GroupSpec, option: str, value: object
+    swapped: None, group: GroupSpec, option: str, value: object, alignment: int | None
 ) -> None:
     with pytest.raises(UnsupportedOption) as raised:
-        _mask(group, **{option: value})
+        _mask(group, **{option: value, "alignment_tokens": alignment})
     assert (raised.value.decision, raised.value.option, raised.value.value) == (
         Decision.MASK,
         option,
         value,
+    )
+
+
+def test_the_final_segment_end_is_the_cores_option(swapped: None) -> None:
+    # vLLM's own example (test_swa_reachable_block_mask_final_partial_segment).
+    window = GroupSpec.sliding_window(4, 16)
+    for final, eagle in ((300, False), (250, False), (300, True), (250, True)):
+        answer = _mask(
+            window,
+            start_block=243,
+            end_block=250,
+            alignment_tokens=36,
+            use_eagle=eagle,
+            retention_interval=None,
+            final_segment_end_block=final,
+        )
+        assert answer == reachable_block_mask(
+            243, 250, 36, window, eagle, None, [], final_segment_end_block=final
+        )
+    assert answer is not None and [243 + i for i, kept in enumerate(answer) if kept] == [
+        243,
+        248,
+        249,
+    ]
+
+
+@pytest.mark.parametrize("group", [GroupSpec.sliding_window(4, 5), GroupSpec.mamba(4)], ids=str)
+def test_an_off_grid_interval_is_the_cores_segment_ends(swapped: None, group: GroupSpec) -> None:
+    # R = 6 is off the block (4): the core keeps floor_A(6k) (A = 2), not vLLM's R // B.
+    assert _mask(group, alignment_tokens=2, retention_interval=6, end_block=12) == (
+        reachable_block_mask(0, 12, 2, group, False, 6, [])
     )
 
 

@@ -12,8 +12,8 @@ def test_exhaustive_prints_counts_and_agrees(capsys: pytest.CaptureFixture[str])
     assert reference(["exhaustive", "--bound", "1"]) == 0
     captured = capsys.readouterr()
     assert "reachable_block_mask" in captured.out and "every input agrees" in captured.out
-    assert "77,916 inputs in" in captured.out
-    assert "77916/77916 " in captured.err and "reconcile_hits" in captured.err  # progress
+    assert "123,556 inputs in" in captured.out
+    assert "123556/123556 " in captured.err and "reconcile_hits" in captured.err  # progress
 
 
 def test_exhaustive_rejects_a_bad_bound(capsys: pytest.CaptureFixture[str]) -> None:

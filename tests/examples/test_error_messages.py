@@ -196,10 +196,25 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "retention_interval=4.0: must be an int >= 0",
     ),
     (
-        "mask R multiple",
-        lambda: _mask(alignment_tokens=8, retention_interval=12),
-        "retention_interval=12: must be a multiple of alignment_tokens=8 and of the "
-        "group's block_size=4",
+        "mask R off the grid",
+        lambda: _mask(alignment_tokens=6, retention_interval=10),
+        "retention_interval=10: off the grid of a Mamba group needs alignment_tokens=6 and "
+        "block_size=4 to divide one another",
+    ),
+    (
+        "mask off-grid form",
+        lambda: _mask(off_grid_interval="floored"),
+        "off_grid_interval='floored': must be an OffGridInterval",
+    ),
+    (
+        "mask final end",
+        lambda: _mask(final_segment_end_block=-1),
+        "final_segment_end_block=-1: must be >= 0",
+    ),
+    (
+        "mask final end type",
+        lambda: _mask(final_segment_end_block=2.0),
+        "final_segment_end_block=2.0: must be an int >= 0",
     ),
     ("mask start", lambda: _mask(start_block=-1), "start_block=-1: must be >= 0"),
     (

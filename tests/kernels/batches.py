@@ -90,6 +90,10 @@ def mask_batches(
         rows.append((start, end, draw(st.lists(st.integers(0, bound), max_size=3))))
     if draw(st.booleans()) and draw(st.booleans()):
         rows = []  # an empty batch
+    # Per-row final segment ends (-1: none), or none at all.
+    if draw(st.booleans()):
+        finals = [draw(st.integers(-1, end + 8)) for _, end, _ in rows]
+        config = {**config, "final_segment_end_blocks": finals}
     return config, rows
 
 
@@ -122,8 +126,16 @@ def batched_mask(
     device: str = "cpu",
 ) -> torch.Tensor | None:
     start, end, boundaries = mask_tensors(rows, device)
+    finals = config.get("final_segment_end_blocks")
     got = kernels.reachable_block_mask(
-        start, end, *group_arguments(config), boundaries, backend=backend
+        start,
+        end,
+        *group_arguments(config),
+        boundaries,
+        final_segment_end_block=(
+            None if finals is None else torch.tensor(finals, dtype=torch.int64, device=device)
+        ),
+        backend=backend,
     )
     return None if got is None else got.cpu()
 
@@ -131,9 +143,16 @@ def batched_mask(
 def assert_mask_matches_core(
     got: torch.Tensor | None, config: dict[str, Any], rows: list[tuple[int, int, list[int]]]
 ) -> None:
+    finals = config.get("final_segment_end_blocks") or [-1] * len(rows)
     wants = [
-        reachable_block_mask(start, end, *group_arguments(config), boundaries)
-        for start, end, boundaries in rows
+        reachable_block_mask(
+            start,
+            end,
+            *group_arguments(config),
+            boundaries,
+            final_segment_end_block=None if final < 0 else final,
+        )
+        for (start, end, boundaries), final in zip(rows, finals, strict=True)
     ]
     if got is None:
         assert all(want is None for want in wants), f"batched dense, core sparse: {wants}"

@@ -104,7 +104,35 @@ def test_structural_errors_name_the_argument(monkeypatch: pytest.MonkeyPatch) ->
             lambda: kernels.reachable_block_mask(rows, rows, 4, spec, False, 0, rows),
             "reachable_boundaries",
         ),
-        (lambda: kernels.reachable_block_mask(rows, rows, 4, spec, False, 3), "retention_interval"),
+        # Off the grid of a Mamba group whose A (6) and B (4) do not divide one another.
+        (
+            lambda: kernels.reachable_block_mask(rows, rows, 6, spec, False, 10),
+            "retention_interval",
+        ),
+        (
+            lambda: kernels.reachable_block_mask(
+                rows, rows, 4, spec, False, 0, final_segment_end_block=rows.float()
+            ),
+            "final_segment_end_block",
+        ),
+        (
+            lambda: kernels.reachable_block_mask(
+                rows, rows, 4, spec, False, 0, final_segment_end_block=rows - 6
+            ),
+            "final_segment_end_block[0]",
+        ),
+        (
+            # An off-grid interval's runs are found from end_block * B: it must fit.
+            lambda: kernels.reachable_block_mask(
+                torch.tensor([0, 2**62]),
+                torch.tensor([1, 2**62]),
+                4,
+                GroupSpec.sliding_window(4, 5),
+                False,
+                6,
+            ),
+            "end_block[1]",
+        ),
         (lambda: kernels.reachable_block_mask(rows, rows, 0, spec, False, 0), "alignment_tokens"),
         (lambda: kernels.shared_prefix_boundary(rows, rows - 1), "longest_hit_length[0]"),
     ]

@@ -25,6 +25,7 @@ def oracle_mask(args: dict[str, Any]) -> list[bool] | None:
         args["use_eagle"],
         args["retention_interval"],
         args["reachable_boundaries"],
+        args.get("final_segment_end_block"),
     )
 
 

@@ -37,7 +37,14 @@ def mask_inputs(draw: st.DrawFn) -> dict[str, Any]:
     # Alignments that are and are not whole numbers of this group's blocks.
     alignment = draw(st.one_of(st.integers(1, 4).map(lambda k: k * block), st.integers(1, 16)))
     unit = lcm(alignment, block)
-    interval = draw(st.one_of(st.none(), st.just(0), st.integers(1, 6).map(lambda k: k * unit)))
+    # Intervals on the group's grid and (any int) off it, except where core
+    # rejects one: a Mamba group whose A and B do not divide one another.
+    off_grid = st.integers(1, 60)
+    if spec.kind.value == "mamba" and alignment % block and block % alignment:
+        off_grid = off_grid.filter(lambda r: r % unit == 0)
+    interval = draw(
+        st.one_of(st.none(), st.just(0), st.integers(1, 6).map(lambda k: k * unit), off_grid)
+    )
     start = draw(st.one_of(st.just(0), st.integers(0, 40)))
     end = draw(st.integers(start, start + 70))
     boundaries = draw(st.lists(st.integers(0, (end + 4) * block + 2 * unit), max_size=4))
@@ -49,6 +56,7 @@ def mask_inputs(draw: st.DrawFn) -> dict[str, Any]:
         use_eagle=draw(st.booleans()),
         retention_interval=interval,
         reachable_boundaries=boundaries,
+        final_segment_end_block=draw(st.one_of(st.none(), st.integers(0, end + 8))),
     )
 
 

@@ -8,6 +8,7 @@ the value and states a rule. Never a silent wrong answer.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from .core_under_test import (
     HitReconciler,
     HybridGeometry,
     InvalidArgument,
+    OffGridInterval,
     PrefillCheckpoints,
     checkpoint_stop,
     group_finder,
@@ -128,6 +130,11 @@ def test_split_rejects_each_invalid_argument(data: st.DataObject, args: dict[str
 def _mask_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]:
     block = args["spec"].block_size
     alignment = args["alignment_tokens"]
+    intervals = [negative, st.booleans(), st.floats(allow_nan=False)]
+    if args["spec"].kind.value == "mamba" and alignment % block and block % alignment:
+        # Off the grid of a Mamba group whose A and B do not divide one another.
+        unit = alignment * block // math.gcd(alignment, block)
+        intervals.append(st.integers(1, 200).filter(lambda r: r % unit))
     return st.one_of(
         st.tuples(st.just("start_block"), st.one_of(negative, not_an_int)),
         st.tuples(
@@ -137,17 +144,11 @@ def _mask_breaks(args: dict[str, Any]) -> st.SearchStrategy[tuple[str, object]]:
         st.tuples(st.just("alignment_tokens"), st.one_of(st.integers(max_value=0), not_an_int)),
         st.tuples(st.just("spec"), st.one_of(st.none(), st.integers(), st.just("full"))),
         st.tuples(st.just("use_eagle"), not_a_bool),
+        st.tuples(st.just("retention_interval"), st.one_of(*intervals)),
+        st.tuples(st.just("off_grid_interval"), st.one_of(st.none(), st.text(max_size=3))),
         st.tuples(
-            st.just("retention_interval"),
-            st.one_of(
-                negative,
-                st.integers(1, 200).filter(lambda r: r % block or r % alignment),
-                # On one grid but not the other.
-                st.integers(1, 50).map(lambda k: k * block).filter(lambda r: r % alignment),
-                st.integers(1, 50).map(lambda k: k * alignment).filter(lambda r: r % block),
-                st.booleans(),
-                st.floats(allow_nan=False),
-            ),
+            st.just("final_segment_end_block"),
+            st.one_of(negative, not_an_int.filter(lambda value: value is not None)),
         ),
     )
 
@@ -403,7 +404,8 @@ def test_sliding_window_need_rejects_bad_arguments(
 # The bound per-call API: what is bound is judged once, at construction, and
 # each call judges what changes per call; both name the argument and value.
 
-_MASK_BOUND = ("alignment_tokens", "spec", "use_eagle", "retention_interval")
+_MASK_BOUND = ("alignment_tokens", "spec", "use_eagle", "retention_interval", "off_grid_interval")
+_MASK_DEFAULTS = {"off_grid_interval": OffGridInterval.SEGMENT_ENDS}
 _SPLIT_BOUND = (
     "block_size",
     "hash_block_size",
@@ -421,12 +423,18 @@ def test_group_mask_rejects_each_invalid_attribute_and_call_argument(
     data: st.DataObject, args: dict[str, Any]
 ) -> None:
     argument, value = data.draw(_mask_breaks(args))
+    args = {**_MASK_DEFAULTS, **args}
     broken = {**args, argument: value}
     if argument in _MASK_BOUND:
         assert_rejects(lambda: GroupMask(*(broken[name] for name in _MASK_BOUND)), argument, value)
         return
     binding = GroupMask(*(args[name] for name in _MASK_BOUND))
-    call = (broken["start_block"], broken["end_block"], broken["reachable_boundaries"])
+    call = (
+        broken["start_block"],
+        broken["end_block"],
+        broken["reachable_boundaries"],
+        broken["final_segment_end_block"],
+    )
     assert_rejects(lambda: binding.reachable_block_mask(*call), argument, value)
 
 
@@ -438,7 +446,7 @@ def test_group_mask_call_rejects_each_invalid_boundary(
     index = data.draw(st.integers(0, len(boundaries)))
     value = data.draw(st.one_of(negative, not_an_int))
     boundaries.insert(index, value)
-    binding = GroupMask(*(args[name] for name in _MASK_BOUND))
+    binding = GroupMask(*({**_MASK_DEFAULTS, **args}[name] for name in _MASK_BOUND))
     assert_rejects(
         lambda: binding.reachable_block_mask(args["start_block"], args["end_block"], boundaries),
         f"reachable_boundaries[{index}]",

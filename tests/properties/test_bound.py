@@ -34,9 +34,11 @@ def test_a_reused_group_mask_answers_every_call_as_the_oracle(
         start = data.draw(st.integers(0, 60))
         end = data.draw(st.integers(start, start + 90))
         boundaries = data.draw(st.lists(st.integers(0, (end + 4) * block), max_size=3))
+        final = data.draw(st.one_of(st.none(), st.integers(0, end + 8)))
         call = {**args, "start_block": start, "end_block": end}
         call["reachable_boundaries"] = boundaries
-        got = binding.reachable_block_mask(start, end, boundaries)
+        call["final_segment_end_block"] = final
+        got = binding.reachable_block_mask(start, end, boundaries, final)
         assert got == oracle_mask(call), call
         if got:
             got[:] = [not kept for kept in got]  # the caller owns what it got

@@ -143,17 +143,21 @@ def test_full_attention_is_looked_up_first_and_once(
     assert all(calls.count(k) == 1 for k in full), calls
 
 
-def _plan_keeps(plan: MaskPlan, block: int, boundaries: tuple[int, ...]) -> bool:
+def _plan_keeps(plan: MaskPlan, block: int, boundaries: tuple[int, ...], final: int | None) -> bool:
     """The :class:`MaskPlan` docstring, block by block."""
-    period, run, shift, block_size, alignment, keeps_boundaries = plan
+    period, run, shift, block_size, alignment, keeps_boundaries, segment, keeps_final = plan
     if period and block >= shift and (block - shift) % period >= period - run:
         return True
+    ends: list[int] = []
+    if segment:
+        # Segment ends up to a few runs past the block (ends grow with k).
+        positions = (floor_to(k * segment, alignment) for k in range(1, block + run + 3))
+        ends += [p // block_size + shift for p in positions if p > 0]
     if keeps_boundaries:
-        for boundary in boundaries:
-            end = floor_to(boundary, alignment) // block_size + shift
-            if end - run <= block < end:
-                return True
-    return False
+        ends += [floor_to(x, alignment) // block_size + shift for x in boundaries]
+    if keeps_final and final is not None:
+        ends.append(final)
+    return any(end - run <= block < end for end in ends)
 
 
 def _sparse_plans() -> Iterator[tuple[int, GroupSpec, bool, int | None, MaskPlan]]:
@@ -162,7 +166,7 @@ def _sparse_plans() -> Iterator[tuple[int, GroupSpec, bool, int | None, MaskPlan
     ]
     for spec, factor, eagle in itertools.product(specs, (1, 2, 3), (False, True)):
         alignment = factor * spec.block_size
-        for interval in (None, 0, alignment, 2 * alignment):
+        for interval in (None, 0, alignment, 2 * alignment, alignment + 1, 3):
             plan = mask_plan(alignment, spec, eagle, interval)
             if plan is not None:
                 yield alignment, spec, eagle, interval, plan
@@ -172,14 +176,23 @@ def test_mask_is_exactly_its_plan_on_every_small_range() -> None:
     checked = 0
     for alignment, spec, eagle, interval, plan in _sparse_plans():
         block = spec.block_size
-        horizon = 2 * max(plan.period, 2) + 3
+        horizon = 2 * max(plan.period, 2, plan.segment // block + 1) + 3
         for start, length in itertools.product(range(horizon), range(horizon)):
             middle = (start + length // 2) * block
-            for boundaries in ((), (middle + alignment - 1, 0)):
+            for boundaries, final in (((), None), ((middle + alignment - 1, 0), start + 1)):
                 got = reachable_block_mask(
-                    start, start + length, alignment, spec, eagle, interval, boundaries
+                    start,
+                    start + length,
+                    alignment,
+                    spec,
+                    eagle,
+                    interval,
+                    boundaries,
+                    final_segment_end_block=final,
                 )
-                want = [_plan_keeps(plan, i, boundaries) for i in range(start, start + length)]
+                want = [
+                    _plan_keeps(plan, i, boundaries, final) for i in range(start, start + length)
+                ]
                 assert got == want, (start, length, alignment, spec, eagle, interval, boundaries)
                 checked += 1
     assert checked > 10_000, checked
