@@ -326,10 +326,10 @@ def count_inputs(bound: int) -> dict[str, int]:
     # x length (b+1) x calls (3b + 3 boundary sets, 2b + 2 final ends); windows:
     # b + 2 sliding-window, 1 otherwise; 5 intervals, 4 for a Mamba group whose
     # A and B do not divide one another.
-    pairs = [(block, a) for block in range(1, b + 1) for a in range(1, 2 * b + 1)]
-    intervals = ((b + 2) + 1) * 5 * len(pairs) + sum(
-        4 if a % block and block % a else 5 for block, a in pairs
-    )
+    pairs = b * 2 * b
+    # (block, A) pairs where one divides the other: block | A, A | block, less A == block.
+    dividing = sum(2 * b // k + b // k for k in range(1, b + 1)) - b
+    intervals = ((b + 2) + 1) * 5 * pairs + 5 * pairs - (pairs - dividing)
     mask = intervals * 2 * (b + 1) * (b + 1) * (5 * b + 5)
 
     def starts(total: int, with_local_hits: bool = True) -> int:

@@ -13,7 +13,8 @@ def test_exhaustive_prints_counts_and_agrees(capsys: pytest.CaptureFixture[str])
     captured = capsys.readouterr()
     assert "reachable_block_mask" in captured.out and "every input agrees" in captured.out
     assert "123,556 inputs in" in captured.out
-    assert "123556/123556 " in captured.err and "reconcile_hits" in captured.err  # progress
+    # Progress (the bar may cut the total short on a narrow terminal).
+    assert "123556/" in captured.err and "reconcile_hits" in captured.err
 
 
 def test_exhaustive_rejects_a_bad_bound(capsys: pytest.CaptureFixture[str]) -> None:
