@@ -7,19 +7,22 @@ and hands each group the end of the step (caching through the mask, window
 release, Mamba state hand-over).
 
 Most decode steps change nothing but the computed count: no group needs a
-block, none fills one, no block leaves a window. After each step that did
-something the coordinator asks the block-list groups how far the request can
-now run quietly (:meth:`GroupManager.quiet_until`); chunks ending within that
-skip those groups, and only per-chunk managers (Mamba) are asked. Those
-groups' answers depend only on their own blocks for the request, which stay
-as they are between its steps (a hit touches only cached blocks, and a
-held block is never evicted), so the skip changes nothing in a run.
+block, none fills one, no block leaves a window, and a Mamba state moves on
+in the block it is in. After each step that did something the coordinator
+asks every group how far the request can now run quietly
+(:meth:`GroupManager.quiet_until`); a chunk ending within that asks no
+manager at all: it only stamps its end on the Mamba states it continues in
+(:meth:`GroupManager.quiet_state`), which is all Mamba's own step would do
+there. The answers depend only on the groups' own blocks for the request,
+which stay as they are between its steps (a hit touches only cached blocks,
+a held block is never evicted, and a private uncached state can be neither
+hit nor shared), so the skip changes nothing in a run.
 """
 
 from __future__ import annotations
 
 from junction.core import HitReconciler, HitReconciliation, HybridGeometry
-from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
+from junction.reference.engine.block_pool import Block, BlockPool, NoFreeBlocks
 from junction.reference.engine.group_managers import BlockIndex, GroupManager, make_manager
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
@@ -36,8 +39,10 @@ class Coordinator:
             for group_id, spec in enumerate(geometry.groups)
         ]
         self.reconciler = HitReconciler(geometry)  # core's decision 1, bound once
-        # Per running request: chunks ending at or before this skip quiet managers.
+        # Per running request: chunks ending at or before this ask no manager, and
+        # only stamp the new position on the Mamba states they continue in.
         self.quiet: dict[int, int] = {}
+        self.quiet_states: dict[int, list[Block]] = {}
 
     def lookup(self, request: Request, also: BlockIndex | None = None) -> HitReconciliation:
         """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``).
@@ -65,15 +70,12 @@ class Coordinator:
 
     def allocate(self, request: Request, num_tokens: int) -> None:
         """Slots for ``[0, num_tokens)`` in every group; or ``NoFreeBlocks``, changing nothing."""
-        quiet = num_tokens <= self.quiet[request.request_id]
-        needed = 0
-        for manager in self.managers:
-            if manager.per_chunk or not quiet:
-                needed += manager.blocks_needed(request, num_tokens)
-        if not needed:  # most decode steps: every slot is there
-            return
+        if num_tokens <= self.quiet[request.request_id]:
+            return  # most decode steps: every slot is there, in every group
         counts = [m.blocks_needed(request, num_tokens) for m in self.managers]
         needed = sum(counts)
+        if not needed:
+            return
         if needed > self.pool.num_free:
             raise NoFreeBlocks(f"{request} needs {needed} blocks, {self.pool.num_free} free")
         for manager, count in zip(self.managers, counts, strict=True):
@@ -81,22 +83,27 @@ class Coordinator:
                 manager.allocate(request, num_tokens, count)
 
     def after_step(self, request: Request) -> None:
-        rid = request.request_id
-        if request.num_computed_tokens <= self.quiet[rid]:
-            for manager in self.managers:
-                if manager.per_chunk:
-                    manager.after_step(request)
+        rid, end = request.request_id, request.num_computed_tokens
+        if end <= self.quiet[rid]:
+            for block in self.quiet_states[rid]:  # a Mamba state moves on in place
+                block.state_position = end
             return
+        # One pass: a manager's quiet_until reads only its own blocks, which
+        # no other manager's after_step touches.
+        untils, states = [], []
         for manager in self.managers:
             manager.after_step(request)
-        quiets = [m.quiet_until(request) for m in self.managers if not m.per_chunk]
-        # Only per-chunk managers: nothing to skip, any value does.
-        self.quiet[rid] = min(quiets) if quiets else request.num_tokens
+            untils.append(manager.quiet_until(request))
+            if manager.moves_state and (state := manager.quiet_state(request)) is not None:
+                states.append(state)
+        self.quiet[rid] = min(untils)
+        self.quiet_states[rid] = states
 
     def free(self, request: Request) -> None:
         for manager in self.managers:
             manager.free(request)
         self.quiet.pop(request.request_id, None)
+        self.quiet_states.pop(request.request_id, None)
 
     def holders(self, request_ids: list[int]) -> dict[int, int]:
         """How many (request, group) pairs hold each block."""

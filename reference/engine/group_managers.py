@@ -44,12 +44,13 @@ class MambaStateMissing(InvariantViolation):
 class GroupManager:
     """Blocks of one group, per request (index = block index in the request's chain).
 
-    ``per_chunk``: whether the manager has work after every chunk (Mamba's
-    state moves with the computed tokens); the others say through
-    :meth:`quiet_until` how far a request can run before they have any.
+    Each says through :meth:`quiet_until` how far a request can run before
+    it has any work for it and, if ``moves_state``, through
+    :meth:`quiet_state` which block's state position such quiet chunks move
+    (Mamba's).
     """
 
-    per_chunk = False
+    moves_state = False
 
     def __init__(
         self,
@@ -165,6 +166,10 @@ class GroupManager:
         rid, size = request.request_id, self.block_size
         return min(len(self.blocks[rid]) * size, (self.num_cached[rid] + 1) * size - 1)
 
+    def quiet_state(self, request: Request) -> Block | None:
+        """The block whose state position a quiet chunk sets to its end (None: none)."""
+        return None
+
     def mask(self, request: Request, start_block: int, end_block: int) -> Sequence[bool] | None:
         """The policy's mask for blocks ``[start_block, end_block)`` of this group."""
         geometry, spec, policy = self.geometry, self.spec, self.policy
@@ -265,7 +270,7 @@ class MambaManager(GroupManager):
     cached).
     """
 
-    per_chunk = True
+    moves_state = True
 
     def __init__(
         self,
@@ -303,6 +308,20 @@ class MambaManager(GroupManager):
         # The chunk continues in place when the latest block is private and uncached.
         latest = self.latest.get(rid)
         return 0 if latest is not None and latest.key is None and latest.ref_count == 1 else 1
+
+    def quiet_until(self, request: Request) -> int:
+        # A chunk continues in place (blocks_needed is 0) and its after_step
+        # only sets the state position until it ends on the block grid, where
+        # the state may be cached. Otherwise nothing is quiet: every chunk
+        # ends past the computed tokens.
+        rid, computed = request.request_id, request.num_computed_tokens
+        latest = self.latest.get(rid)  # blocks_needed's test, inlined
+        if rid in self.running or latest is None or latest.key is not None or latest.ref_count != 1:
+            return computed
+        return computed - computed % self.block_size + self.block_size - 1
+
+    def quiet_state(self, request: Request) -> Block | None:
+        return self.latest.get(request.request_id)
 
     def allocate(self, request: Request, num_tokens: int, count: int) -> None:
         # A chunk continuing in place (count 0) runs in the latest block, left
