@@ -134,6 +134,8 @@ reused.
 """
 
 DEFAULT_INTERVALS = (64, 128, 256, 512, 1024)
+# --row: the table's rows by name, in table_variants' order.
+ROWS = ("dense", "interval", "unpinned", "pinned")
 JSON, TEXT, PLOT = "simulate.json", "simulate.txt", "simulate.png"
 TTFT_PLOT = "simulate-ttft.png"
 
@@ -297,6 +299,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=Path("out"),
         metavar="DIR",
         help="where simulate.json and simulate.png go (default out/)",
+    )
+    parser.add_argument(
+        "--row",
+        choices=ROWS,
+        action="append",
+        help="run only these rows of the table, repeatable, and no sweep (default all four "
+        "and the --intervals sweep; a tier's comparison needs only pinned)",
     )
     parser.add_argument(
         "--instances",
@@ -586,7 +595,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not settings.tiered:
         runs_settings = runs_settings[:1]
     table = table_variants(args.interval)
-    variants = list(dict.fromkeys((*table, *sweep_variants(args.intervals))))
+    if args.row:
+        table = tuple(v for name, v in zip(ROWS, table, strict=True) if name in args.row)
+    # --row names the runs exactly: no sweep points besides them.
+    sweep = () if args.row else sweep_variants(args.intervals)
+    variants = list(dict.fromkeys((*table, *sweep)))
     print(
         f"workload: {workload.source}; {workload.requests} requests, "
         f"{workload.prompt_tokens:,} prompt tokens, system prompt (shared prefix) "

@@ -11,6 +11,8 @@ a queue), and the policies differ at both ends.
 Rendered to bytes like the hit-rate plot (``plot``), matplotlib imported
 inside. Rejected: a histogram (bins hide the tail, which is where retention
 shows under memory pressure) and box plots (four numbers per policy).
+With a tier run under several savings a row has a line per saving, the
+``vllm-0.33`` one dotted.
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ def render_ttft_plot(
     shares = [k / 100 for k in range(1, 101)]
     for axis, name in zip(axes[0], geometries, strict=True):
         for variant in rows:
-            run = next(r for r in results if r.geometry == name and r.variant == variant)
-            seconds = [max(t / 1000, 1e-3) for t in run.ttft_ms.percentiles]
-            style = _STYLES[variant.policy]
-            if variant.policy == "interval" and variant.retention_interval:
-                style = "C2:"
-            axis.step(seconds, shares, style, where="post", label=variant.label)
+            for run in (r for r in results if r.geometry == name and r.variant == variant):
+                seconds = [max(t / 1000, 1e-3) for t in run.ttft_ms.percentiles]
+                style = _STYLES[variant.policy]
+                if variant.policy == "interval" and variant.retention_interval:
+                    style = "C2:"
+                if run.tier is not None and run.tier.saving != "policy":
+                    style = style.rstrip("-:") + ":"
+                axis.step(seconds, shares, style, where="post", label=run.label)
         axis.set_xscale("log")
         axis.set_title(f"{name}\n{GEOMETRIES[name].description}", fontsize=9)
         axis.set_xlabel("time to first token, s (modelled)")

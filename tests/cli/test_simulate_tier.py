@@ -39,6 +39,7 @@ def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
         (["--tier", "1x"], "argument --tier: '1x' is not an int"),
         (["--route", "random"], "argument --route: invalid choice: 'random'"),
         (["--tier-saving", "all"], "argument --tier-saving: invalid choice: 'all'"),
+        (["--row", "lru"], "argument --row: invalid choice: 'lru'"),
         (
             ["--arrivals", "sequential", "--tier", "3"],
             "--tier 3: smaller than one request's need (request ",
@@ -68,6 +69,13 @@ def test_two_instances_report_each_hit_rate_and_the_tier(
     assert "R=0 pinned, vllm-0.33 saving" in out
     runs = json.loads((tmp_path / "simulate.json").read_text())["runs"]
     assert len(runs) == 8  # four table rows, two savings each
+    # dense, interval and unpinned pin no junction: the two savings store the same.
+    by_label = {(run["label"], run["tier"]["saving"]): run for run in runs}
+    for label in ("dense", "interval R=64", "R=0 unpinned"):
+        assert by_label[label, "policy"]["tier"] == {
+            **by_label[label, "vllm-0.33"]["tier"],
+            "saving": "policy",
+        }
     for run in runs:
         tier = run["tier"]
         assert tier["instances"] == 2 and len(tier["instance_hit_rates"]) == 2
@@ -75,6 +83,15 @@ def test_two_instances_report_each_hit_rate_and_the_tier(
         assert run["hit_tokens"] >= tier["external_hit_tokens"]
     # Every instance after the first one loads from what the others saved.
     assert any(run["tier"]["external_hit_tokens"] for run in runs)
+
+
+def test_row_runs_only_the_rows_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*SMALL, "--row", "pinned", "--out", str(tmp_path)]
+    code, _, out = simulate(argv, capsys)
+    assert code == 0
+    runs = json.loads((tmp_path / "simulate.json").read_text())["runs"]
+    assert [run["label"] for run in runs] == ["R=0 pinned"]
+    assert "dense" not in out
 
 
 def test_routing_round_robin_and_by_session() -> None:
