@@ -22,6 +22,7 @@ from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, check
 
 from .diagnosis import diagnose
+from .mask_findings import mask_findings_markdown
 from .sections import replace_section
 from .subject import VllmSubject
 from .vllm_env import PINNED_VERSION
@@ -332,6 +333,7 @@ def findings_markdown() -> str:
             "```",
             "",
         ]
+    lines += mask_findings_markdown()
     lines.append(AUDIT_END)
     return "\n".join(lines) + "\n"
 

@@ -66,7 +66,7 @@ class OffGridInterval(enum.Enum):
     #: vLLM 0.33.0's: ``R`` floored to the group's block, a run every
     #: ``R // B`` blocks (dense when that is not wider than a hit needs, or
     #: for Mamba below two blocks). Its runs drift off the segment ends and
-    #: off ``A`` (docs/findings.md, "The retention interval floored to the block").
+    #: off ``A`` (docs/findings.md, "Segment runs off the alignment").
     FLOORED_INTERVAL = "floored-interval"
 
 

@@ -21,7 +21,7 @@ connector) is the core's call argument of that name, with vLLM's meaning
 DCP-scaled window, an offloading chunk alignment) goes to the core as it is:
 the core keeps each segment end floored to the alignment
 (``OffGridInterval.SEGMENT_ENDS``) where vLLM floors ``R`` to the block
-(docs/findings.md, "The retention interval floored to the block"); no vLLM
+(docs/findings.md, "Segment runs off the alignment"); no vLLM
 test tells the two apart (the ones it has expect ``None``, which both give).
 
 Refused with :class:`UnsupportedOption` (docs/domain.md, vLLM section): no

@@ -25,17 +25,27 @@ from __future__ import annotations
 
 import functools
 
-from junction.core import ChunkSplitter, GroupMask, GroupSpec, reachable_boundaries
+from junction.core import (
+    ChunkSplitter,
+    GroupMask,
+    GroupSpec,
+    OffGridInterval,
+    reachable_boundaries,
+)
 
 __all__ = ["boundaries", "chunk_splitter", "group_mask"]
 
 
 @functools.lru_cache(maxsize=1024)
 def group_mask(
-    alignment_tokens: int, spec: GroupSpec, use_eagle: bool, retention_interval: int | None
+    alignment_tokens: int,
+    spec: GroupSpec,
+    use_eagle: bool,
+    retention_interval: int | None,
+    off_grid_interval: OffGridInterval = OffGridInterval.SEGMENT_ENDS,
 ) -> GroupMask:
     """The group's binding (``core.InvalidArgument`` for a setting the core rejects)."""
-    return GroupMask(alignment_tokens, spec, use_eagle, retention_interval)
+    return GroupMask(alignment_tokens, spec, use_eagle, retention_interval, off_grid_interval)
 
 
 @functools.lru_cache(maxsize=1024, typed=True)

@@ -36,7 +36,9 @@ partial hits exactly when vLLM enables them (``audit.specs.vllm_geometry``).
 
 Both reuse ``core``'s formulas: the mask and the split there *are* vLLM 0.33's
 (decisions 2 and 3 of docs/domain.md); what differs is which positions they are handed and
-on which grid.
+on which grid, and, for a retention interval off a group's grid (which no geometry
+has, but vLLM's offloading connector can hand its mask), vLLM's floored interval
+(``OffGridInterval.FLOORED_INTERVAL``; ``tests/audit/test_mask_options.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from collections.abc import Sequence
 from junction.core import (
     GroupSpec,
     HybridGeometry,
+    OffGridInterval,
     floor_to,
     prefill_end,
     segment_boundaries,
@@ -115,8 +118,14 @@ class VllmPolicy:
         end_block: int,
         boundaries: Sequence[int],
     ) -> list[bool] | None:
+        # vLLM's form of an off-grid interval; a geometry's R is a multiple of L,
+        # on every group's grid, where the two forms agree.
         return group_mask(
-            geometry.alignment_tokens, group, geometry.use_eagle, geometry.retention_interval
+            geometry.alignment_tokens,
+            group,
+            geometry.use_eagle,
+            geometry.retention_interval,
+            OffGridInterval.FLOORED_INTERVAL,
         ).reachable_block_mask(start_block, end_block, boundaries)
 
     def last_cacheable(self, geometry: HybridGeometry, request: RequestView) -> int | None:
