@@ -202,6 +202,18 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "block_size=4 to divide one another",
     ),
     (
+        "mask R off the grid, on the block",
+        lambda: _mask(alignment_tokens=6, retention_interval=20),
+        "retention_interval=20: off the grid of a Mamba group needs alignment_tokens=6 and "
+        "block_size=4 to divide one another",
+    ),
+    (
+        "mask R off the grid, on the alignment",
+        lambda: _mask(alignment_tokens=6, retention_interval=18),
+        "retention_interval=18: off the grid of a Mamba group needs alignment_tokens=6 and "
+        "block_size=4 to divide one another",
+    ),
+    (
         "mask off-grid form",
         lambda: _mask(off_grid_interval="floored"),
         "off_grid_interval='floored': must be an OffGridInterval",

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from junction import kernels
-from junction.core import shared_prefix_boundary
+from junction.core import GroupSpec, OffGridInterval, reachable_block_mask, shared_prefix_boundary
 
 from .batches import (
     assert_mask_matches_core,
@@ -48,6 +48,21 @@ def test_mask_matches_core(
 ) -> None:
     config, rows = case
     assert_mask_matches_core(batched_mask(config, rows, backend), config, rows)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("form", list(OffGridInterval))
+def test_an_off_grid_interval_takes_the_form_asked_for(backend: str, form: OffGridInterval) -> None:
+    # The finding's call (docs/findings.md): the two forms keep different runs.
+    window = GroupSpec.sliding_window(16, 17)
+    start, end = torch.tensor([0, 5, 20]), torch.tensor([24, 9, 20])
+    got = kernels.reachable_block_mask(
+        start, end, 64, window, False, 96, off_grid_interval=form, backend=backend
+    )
+    assert got is not None
+    for row, (first, last) in enumerate(zip(start.tolist(), end.tolist(), strict=True)):
+        want = reachable_block_mask(first, last, 64, window, False, 96, off_grid_interval=form)
+        assert got[row, : last - first].tolist() == want
 
 
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=50))
