@@ -13,7 +13,9 @@ match past ``a`` and drop (:meth:`GroupSpec.eagle_drop_tokens`):
 * full attention: every block covering ``[0, a + d)`` is cached;
 * sliding window: the blocks covering ``[a - W + 1, a)`` plus, under EAGLE,
   the block just past ``a`` are cached, ``a`` on the group's block grid;
-* Mamba: the state block ending exactly at ``a`` is cached (no drop).
+* Mamba: the state block ending exactly at ``a`` is cached (no drop);
+* a group that is not an EAGLE group (:attr:`GroupSpec.eagle_group`: only
+  the target model's layers) needs nothing past ``a`` (``d = 0``).
 
 Each finder returns the largest servable ``a`` with ``a + d <= bound`` (0 if
 none): the bound already includes the drop margin the coordinator granted.
@@ -159,6 +161,9 @@ def _alignment(instance: object, attribute: attrs.Attribute[int], value: object)
 class GroupLookup:
     """Lookup bound to one group of one engine: its spec and the alignment ``A``.
 
+    A finder asked to drop (``drop_eagle``) drops only for an EAGLE group
+    (:attr:`GroupSpec.eagle_group`); any other group's lookup ends at the hit.
+
     Validated at construction (:class:`InvalidArgument` naming ``spec`` or
     ``alignment_tokens``); what a scan needs that follows from them (the
     drop, the window's ``need`` with and without EAGLE, the candidate grid)
@@ -168,10 +173,13 @@ class GroupLookup:
 
     spec: GroupSpec = attrs.field(validator=_spec)
     alignment_tokens: int = attrs.field(validator=_alignment)
-    # Derived once: the EAGLE drop in tokens, a window's need without / with
-    # EAGLE, and the candidate step (blocks for a window, tokens for a state).
+    # Derived once: the EAGLE drop in tokens, a window's need and peek blocks
+    # without / with EAGLE (the same twice for a group that is not an EAGLE
+    # group: it never drops), and the candidate step (blocks for a window,
+    # tokens for a state).
     _drop: int = attrs.field(init=False, eq=False, repr=False)
     _needs: tuple[int, int] = attrs.field(init=False, eq=False, repr=False)
+    _peeks: tuple[int, int] = attrs.field(init=False, eq=False, repr=False)
     _step: int = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -183,6 +191,7 @@ class GroupLookup:
         step = grid // spec.block_size if spec.kind is GroupKind.SLIDING_WINDOW else grid
         object.__setattr__(self, "_drop", spec.eagle_drop_tokens(alignment))
         object.__setattr__(self, "_needs", needs)
+        object.__setattr__(self, "_peeks", (0, 1 if spec.eagle_group else 0))
         object.__setattr__(self, "_step", step)
 
     def finder(self, is_cached: IsCached) -> Finder:
@@ -207,11 +216,11 @@ class GroupLookup:
 
             return find_full
         if self.spec.kind is GroupKind.SLIDING_WINDOW:
-            needs = self._needs
+            needs, peeks = self._needs, self._peeks
 
             def find_window(bound: int, drop_eagle: bool) -> int:
                 return _sliding_window_scan(
-                    is_cached, bound, block, needs[drop_eagle], 1 if drop_eagle else 0, step
+                    is_cached, bound, block, needs[drop_eagle], peeks[drop_eagle], step
                 )
 
             return find_window

@@ -53,41 +53,67 @@ def _kind(instance: object, attribute: attrs.Attribute[GroupKind], value: object
         raise InvalidArgument(attribute.name, value, "must be a GroupKind")
 
 
+def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if type(value) is not bool:
+        raise InvalidArgument(attribute.name, value, "must be a bool")
+
+
 @attrs.frozen
 class GroupSpec:
-    """One KV-cache group: its kind, block size ``B_g`` and (SWA only) window ``W``.
+    """One KV-cache group: its kind, block size ``B_g``, (SWA only) window ``W``
+    and whether it is an EAGLE group.
 
     Build with :meth:`full`, :meth:`sliding_window` or :meth:`mamba`.
     Guarantees: ``block_size >= 1``; ``window >= 1`` exactly for sliding-window
-    groups and ``None`` otherwise. Raises :class:`InvalidArgument` otherwise.
+    groups and ``None`` otherwise; ``eagle_group`` a bool. Raises
+    :class:`InvalidArgument` otherwise.
+
+    ``eagle_group``: whether this group's lookup takes the EAGLE drop when
+    the geometry has EAGLE on (the draft model's groups, vLLM's
+    ``is_eagle_group``). A group that is not one holds only the target
+    model's layers, which need nothing past a hit: its lookup matches up to
+    the hit and stops there, and a sliding window of it keeps no peek block.
+    Default ``True``: every group drops, which is what EAGLE meant before
+    groups carried the flag (and vLLM's choice when no group is marked).
+    Meaningless for Mamba, which never drops.
     """
 
     kind: GroupKind = attrs.field(validator=_kind)
     block_size: int = attrs.field(validator=_positive_int)
     window: int | None = attrs.field(default=None, validator=_window)
+    eagle_group: bool = attrs.field(default=True, kw_only=True, validator=_flag)
 
     @classmethod
-    def full(cls, block_size: int) -> GroupSpec:
+    def full(cls, block_size: int, *, eagle_group: bool = True) -> GroupSpec:
         """A full-attention group: any cached prefix is reusable."""
-        return cls(GroupKind.FULL, block_size)
+        return cls(GroupKind.FULL, block_size, eagle_group=eagle_group)
 
     @classmethod
-    def sliding_window(cls, block_size: int, window: int) -> GroupSpec:
+    def sliding_window(cls, block_size: int, window: int, *, eagle_group: bool = True) -> GroupSpec:
         """A sliding-window group: a hit at ``a`` needs tokens ``[a - W + 1, a)``."""
-        return cls(GroupKind.SLIDING_WINDOW, block_size, window)
+        return cls(GroupKind.SLIDING_WINDOW, block_size, window, eagle_group=eagle_group)
 
     @classmethod
-    def mamba(cls, block_size: int) -> GroupSpec:
+    def mamba(cls, block_size: int, *, eagle_group: bool = True) -> GroupSpec:
         """A Mamba (state-space) group: a hit at ``a`` needs the state after exactly ``a``."""
-        return cls(GroupKind.MAMBA, block_size)
+        return cls(GroupKind.MAMBA, block_size, eagle_group=eagle_group)
+
+    def eagle_lookup(self, use_eagle: bool) -> bool:
+        """Whether this group's lookup matches past a hit and drops: EAGLE is on
+        (``use_eagle``) and this is an EAGLE group. Raises
+        :class:`InvalidArgument` when ``use_eagle`` is not a bool."""
+        if type(use_eagle) is not bool:
+            raise InvalidArgument("use_eagle", use_eagle, "must be a bool")
+        return use_eagle and self.eagle_group
 
     def blocks_for_hit(self, use_eagle: bool) -> int:
-        """:func:`sliding_window_need` of this group. Only defined for SWA groups."""
+        """:func:`sliding_window_need` of this group under ``use_eagle`` (with the
+        peek block only for an EAGLE group). Only defined for SWA groups."""
         if self.window is None:
             raise InvalidArgument(
                 "spec", self, "blocks_for_hit is defined for sliding-window groups"
             )
-        return sliding_window_need(self.window, self.block_size, use_eagle)
+        return sliding_window_need(self.window, self.block_size, self.eagle_lookup(use_eagle))
 
     def first_window_block(self, position: int) -> int:
         """The first block the next token's window still reads once ``position``
@@ -106,8 +132,11 @@ class GroupSpec:
         """Tokens an EAGLE lookup of this group matches past a hit and drops.
 
         Full attention drops one alignment unit (``min(A, B)``), sliding window
-        one block, Mamba nothing (draft heads have no Mamba layers).
+        one block, Mamba nothing (draft heads have no Mamba layers), a group
+        that is not an EAGLE group nothing.
         """
+        if not self.eagle_group:
+            return 0
         if self.kind is GroupKind.FULL:
             return min(alignment_tokens, self.block_size)
         if self.kind is GroupKind.SLIDING_WINDOW:
@@ -161,9 +190,15 @@ def _hash_block_size(
             )
 
 
-def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
-    if type(value) is not bool:
-        raise InvalidArgument(attribute.name, value, "must be a bool")
+def _use_eagle(instance: HybridGeometry, attribute: attrs.Attribute[bool], value: object) -> None:
+    _flag(instance, attribute, value)
+    if value and not any(group.eagle_group for group in instance.groups):
+        raise InvalidArgument(
+            attribute.name,
+            value,
+            "EAGLE needs at least one EAGLE group (GroupSpec.eagle_group); every group "
+            "is marked as holding only the target model's layers",
+        )
 
 
 def _retention_interval(
@@ -189,7 +224,8 @@ class HybridGeometry:
         groups: the KV-cache groups (at least one).
         hash_block_size: ``H``, the hash-chain unit; divides every block size.
         partial_hits: sub-block (hash-unit) hits on/off.
-        use_eagle: EAGLE/MTP speculative decoding on/off.
+        use_eagle: EAGLE/MTP speculative decoding on/off; when on, the
+            groups marked :attr:`GroupSpec.eagle_group` (at least one) drop.
         retention_interval: ``R``: ``None`` dense, ``0`` semantic checkpoints
             only, or a positive multiple of ``L``.
 
@@ -204,7 +240,7 @@ class HybridGeometry:
     groups: tuple[GroupSpec, ...] = attrs.field(converter=_to_groups, validator=_groups)
     hash_block_size: int = attrs.field(validator=_hash_block_size)
     partial_hits: bool = attrs.field(default=False, validator=_flag)
-    use_eagle: bool = attrs.field(default=False, validator=_flag)
+    use_eagle: bool = attrs.field(default=False, validator=_use_eagle)
     retention_interval: int | None = attrs.field(default=None, validator=_retention_interval)
 
     @functools.cached_property
@@ -259,7 +295,7 @@ class HybridGeometry:
 
     @functools.cached_property
     def eagle_drop_tokens(self) -> int:
-        """``d``: the most tokens any group's EAGLE lookup matches past a hit (0 without EAGLE)."""
+        """``d``: the most tokens any EAGLE group's lookup matches past a hit (0 without EAGLE)."""
         if not self.use_eagle:
             return 0
         return max(group.eagle_drop_tokens(self.alignment_tokens) for group in self.groups)

@@ -3,7 +3,8 @@
 An unmarked block is never hashed, so it can never serve a hit: the mask *is*
 the retention policy for sparse groups. Full attention keeps everything. A
 sliding-window group keeps, for each promised position ``a``, the ``need``
-blocks that end at ``a`` (plus the EAGLE peek block past it); a Mamba group
+blocks that end at ``a`` (plus, for an EAGLE group under EAGLE, the peek
+block past it); a Mamba group
 keeps the one state block ending at ``a``. Promised positions are the
 periodic segment boundaries (every ``A`` when dense, every ``R`` when
 ``R > 0``, none when ``R == 0``) and the request's reachable boundaries
@@ -325,8 +326,9 @@ def _plan(
         # tail it needs, so keep everything rather than drop a reachable block.
         return None
     need = spec.blocks_for_hit(use_eagle)
-    shift = 1 if use_eagle else 0
-    final = not use_eagle and interval != 0  # no final run without segments or past a peek
+    peek = spec.eagle_lookup(use_eagle)  # only an EAGLE group keeps a peek block
+    shift = 1 if peek else 0
+    final = not peek and interval != 0  # no final run without segments or past a peek
     segment = alignment if interval is None else interval
     if on_grid or floored:
         period = segment // block

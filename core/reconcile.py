@@ -14,8 +14,9 @@ single-group hit; when ``ℓ > h`` the prefix ``[h, ℓ)`` is proven shared by
 another request but some sparse group holds no state there, and ``ℓ`` becomes
 the request's junction (Marconi: cache on the second sighting).
 
-EAGLE: a non-Mamba group proves a candidate ``c`` by matching up to ``min(c +
-d, limit)`` and dropping ``d`` tokens, where ``limit`` is the request's hashed
+EAGLE: an EAGLE group (:attr:`GroupSpec.eagle_group`) that is not Mamba
+proves a candidate ``c`` by matching up to ``min(c + d, limit)`` and dropping
+``d`` tokens (any other group is asked about ``c`` itself), where ``limit`` is the request's hashed
 tokens (vLLM's bound; the first statement of decision 1 says ``M``, which puts a resend of a
 block-aligned prompt one unit below the state the split keeps). A group that
 proved ``c`` is not asked again while the candidate stays ``c``; any new
@@ -86,7 +87,8 @@ class HitReconciler:
     construction: :class:`InvalidArgument` naming ``geometry``).
 
     Derived once: the order groups are asked in (full attention first) and
-    each group's EAGLE drop (0 without EAGLE).
+    each group's EAGLE drop (0 without EAGLE, for Mamba and for a group that
+    is not an EAGLE group: those are asked about the candidate itself).
     """
 
     geometry: HybridGeometry = attrs.field(validator=_geometry)

@@ -155,7 +155,7 @@ class EngineRun:
                     for j in range(len(chain.hashes))
                     if pool.lookup_unit(manager.group_id, chain.hashes[j])
                 )
-                groups.append(OracleGroup("full", chain.unit, None, units))
+                groups.append(OracleGroup("full", chain.unit, None, units, spec.eagle_group))
                 continue
             cached = set()
             for i in range(chain.num_hashed_tokens // size):
@@ -168,7 +168,9 @@ class EngineRun:
                     spec.kind is not GroupKind.MAMBA or block.state_position == (i + 1) * size
                 ):
                     cached.add(i)
-            groups.append(OracleGroup(spec.kind.value, size, spec.window, frozenset(cached)))
+            groups.append(
+                OracleGroup(spec.kind.value, size, spec.window, frozenset(cached), spec.eagle_group)
+            )
         return groups
 
     def kept(self, group_id: int) -> frozenset[Hashable]:

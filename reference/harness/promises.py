@@ -134,9 +134,9 @@ def _needed_ends(run: Run, group_id: int, position: int) -> list[int]:
     size = group.block_size
     if group.kind is GroupKind.MAMBA and position % size and run.sub_block_states:
         return [position]  # the partial-tail state, keyed at its hash unit
-    needed = oracle_blocks_needed(
-        group.kind.value, position, size, group.window, geometry.use_eagle
-    )
+    # Only an EAGLE group reads a peek block past the position.
+    eagle = geometry.use_eagle and group.eagle_group
+    needed = oracle_blocks_needed(group.kind.value, position, size, group.window, eagle)
     return [(index + 1) * size for index in needed]
 
 

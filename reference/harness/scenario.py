@@ -68,7 +68,13 @@ class Scenario:
             "promise": self.promise.value,
             "geometry": {
                 "groups": [
-                    {"kind": g.kind.value, "block_size": g.block_size, "window": g.window}
+                    {
+                        "kind": g.kind.value,
+                        "block_size": g.block_size,
+                        "window": g.window,
+                        # Only a group that is not an EAGLE group says so (the default).
+                        **({} if g.eagle_group else {"eagle_group": False}),
+                    }
                     for g in geometry.groups
                 ],
                 "hash_block_size": geometry.hash_block_size,
@@ -90,12 +96,15 @@ class Scenario:
         groups = []
         for group in g["groups"]:
             kind = GroupKind(group["kind"])
-            if kind is GroupKind.FULL:
-                groups.append(GroupSpec.full(group["block_size"]))
-            elif kind is GroupKind.MAMBA:
-                groups.append(GroupSpec.mamba(group["block_size"]))
-            else:
-                groups.append(GroupSpec.sliding_window(group["block_size"], group["window"]))
+            window = group["window"] if kind is GroupKind.SLIDING_WINDOW else None
+            groups.append(
+                GroupSpec(
+                    kind,
+                    group["block_size"],
+                    window,
+                    eagle_group=group.get("eagle_group", True),
+                )
+            )
         geometry = HybridGeometry(
             groups,
             g["hash_block_size"],

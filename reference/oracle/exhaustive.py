@@ -62,13 +62,25 @@ class MaskInput(NamedTuple):
     final_segment_end_block: int | None = None
 
 
-def group_spec(core: ModuleType, kind: str, block_size: int, window: int) -> Any:
+def group_spec(
+    core: ModuleType, kind: str, block_size: int, window: int, eagle_group: bool = True
+) -> Any:
     """``core``'s group of ``kind`` (``window`` only matters for sliding-window groups)."""
     if kind == "full":
-        return core.GroupSpec.full(block_size)
+        return core.GroupSpec.full(block_size, eagle_group=eagle_group)
     if kind == "sliding_window":
-        return core.GroupSpec.sliding_window(block_size, window)
-    return core.GroupSpec.mamba(block_size)
+        return core.GroupSpec.sliding_window(block_size, window, eagle_group=eagle_group)
+    return core.GroupSpec.mamba(block_size, eagle_group=eagle_group)
+
+
+# (EAGLE on, the group an EAGLE group) settings a mask is checked under. A
+# sliding window that is not an EAGLE group is checked under EAGLE too: its
+# mask is the only one EAGLE changes (no peek block for a target-model group).
+_MASK_EAGLE = {
+    "sliding_window": ((False, True), (True, True), (True, False)),
+    "mamba": ((False, True), (True, True)),
+    "full": ((False, True), (True, True)),
+}
 
 
 def mask_inputs(core: ModuleType, bound: int) -> Iterator[MaskInput]:
@@ -77,14 +89,14 @@ def mask_inputs(core: ModuleType, bound: int) -> Iterator[MaskInput]:
     Retention intervals on the group's grid (``lcm(A, B)`` and twice it) and
     off it (``lcm(A, B) + 1``, except for a Mamba group whose ``A`` and ``B``
     do not divide one another, which core rejects); final segment ends from
-    0 to past the range, without boundaries.
+    0 to past the range, without boundaries. EAGLE off and on, and for a
+    sliding window on with the group not an EAGLE group.
     """
     for kind in ("sliding_window", "mamba", "full"):
         windows = range(1, bound + 3) if kind == "sliding_window" else (1,)
         for block, alignment, window in itertools.product(
             range(1, bound + 1), range(1, 2 * bound + 1), windows
         ):
-            spec = group_spec(core, kind, block, window)
             unit = math.lcm(alignment, block)
             boundary_sets = [(), *((x,) for x in range(0, 3 * bound + 1)), (1, 2 * unit)]
             calls: list[tuple[tuple[int, ...], int | None]] = [
@@ -94,12 +106,14 @@ def mask_inputs(core: ModuleType, bound: int) -> Iterator[MaskInput]:
             intervals: list[int | None] = [None, 0, unit, 2 * unit, unit + 1]
             if kind == "mamba" and alignment % block and block % alignment:
                 intervals.pop()
-            for eagle, interval, start, length, (boundaries, final) in itertools.product(
-                (False, True), intervals, range(bound + 1), range(bound + 1), calls
-            ):
-                yield MaskInput(
-                    start, start + length, alignment, spec, eagle, interval, boundaries, final
-                )
+            for eagle, eagle_group in _MASK_EAGLE[kind]:
+                spec = group_spec(core, kind, block, window, eagle_group)
+                for interval, start, length, (boundaries, final) in itertools.product(
+                    intervals, range(bound + 1), range(bound + 1), calls
+                ):
+                    yield MaskInput(
+                        start, start + length, alignment, spec, eagle, interval, boundaries, final
+                    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +196,11 @@ def reconcile_inputs(
     core: ModuleType, bound: int
 ) -> Iterator[tuple[Any, list[frozenset[int]], int, int]]:
     """Every one- and two-group geometry, cache state of ``bound + 1`` blocks, ``M``, and
-    the EAGLE lookup limit (``M``, or ``M + 1`` as for a fully hashed request)."""
+    the EAGLE lookup limit (``M``, or ``M + 1`` as for a fully hashed request).
+
+    Under EAGLE a two-group geometry is also checked with only one of its groups an
+    EAGLE group (either one), with window 2 and the limit ``M + 1`` (what the
+    engine passes), which keeps the walk's cost within a third more."""
     kinds = ("full", "sliding_window", "mamba")
     chain = bound + 1  # blocks of the request's chain a group may have cached
     layouts = [
@@ -196,15 +214,24 @@ def reconcile_inputs(
     for layout, window, eagle, partial in itertools.product(
         layouts, (2, 3), (False, True), (False, True)
     ):
-        specs = [group_spec(core, kind, block, window) for kind, block in layout]
-        geometry = core.HybridGeometry(specs, 1, partial_hits=partial, use_eagle=eagle)
+        flags = [(True,) * len(layout)]
+        if eagle and len(layout) == 2 and window == 2:
+            flags += [(True, False), (False, True)]
         longest_block = max(block for _, block in layout)
-        for cached in itertools.product(range(2**chain), repeat=len(specs)):
-            sets = [frozenset(i for i in range(chain) if mask >> i & 1) for mask in cached]
-            for max_hit in range(chain * longest_block + 1):
-                yield geometry, sets, max_hit, max_hit
-                if eagle:
-                    yield geometry, sets, max_hit, max_hit + 1
+        for drafts in flags:
+            specs = [
+                group_spec(core, kind, block, window, draft)
+                for (kind, block), draft in zip(layout, drafts, strict=True)
+            ]
+            geometry = core.HybridGeometry(specs, 1, partial_hits=partial, use_eagle=eagle)
+            every_group = all(drafts)
+            for cached in itertools.product(range(2**chain), repeat=len(specs)):
+                sets = [frozenset(i for i in range(chain) if mask >> i & 1) for mask in cached]
+                for max_hit in range(chain * longest_block + 1):
+                    if every_group:
+                        yield geometry, sets, max_hit, max_hit
+                    if eagle:
+                        yield geometry, sets, max_hit, max_hit + 1
 
 
 @attrs.frozen
@@ -237,6 +264,7 @@ def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, 
             case.retention_interval,
             case.reachable_boundaries,
             case.final_segment_end_block,
+            spec.eagle_group,
         )
         got = binding.reachable_block_mask(
             case.start_block,
@@ -294,7 +322,7 @@ def _reconcile_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, obj
             finders.append(lookup.finder(cached.__contains__))
         got = reconciler.reconcile(finders, max_hit, limit)
         groups = [
-            OracleGroup(spec.kind.value, spec.block_size, spec.window, cached)
+            OracleGroup(spec.kind.value, spec.block_size, spec.window, cached, spec.eagle_group)
             for spec, cached in zip(geometry.groups, sets, strict=True)
         ]
         yield (
@@ -322,15 +350,15 @@ def count_inputs(bound: int) -> dict[str, int]:
     bounds a caller might still run, not for any int.
     """
     b = bound
-    # mask: per (kind, block, alignment, window): eagle 2 x intervals x start (b+1)
-    # x length (b+1) x calls (3b + 3 boundary sets, 2b + 2 final ends); windows:
-    # b + 2 sliding-window, 1 otherwise; 5 intervals, 4 for a Mamba group whose
-    # A and B do not divide one another.
+    # mask: per (kind, block, alignment, window): EAGLE settings (3 sliding-window,
+    # 2 otherwise) x intervals x start (b+1) x length (b+1) x calls (3b + 3 boundary
+    # sets, 2b + 2 final ends); windows: b + 2 sliding-window, 1 otherwise; 5
+    # intervals, 4 for a Mamba group whose A and B do not divide one another.
     pairs = b * 2 * b
     # (block, A) pairs where one divides the other: block | A, A | block, less A == block.
     dividing = sum(2 * b // k + b // k for k in range(1, b + 1)) - b
-    intervals = ((b + 2) + 1) * 5 * pairs + 5 * pairs - (pairs - dividing)
-    mask = intervals * 2 * (b + 1) * (b + 1) * (5 * b + 5)
+    settings = 3 * (b + 2) * 5 * pairs + 2 * (5 * pairs + 5 * pairs - (pairs - dividing))
+    mask = settings * (b + 1) * (b + 1) * (5 * b + 5)
 
     def starts(total: int, with_local_hits: bool = True) -> int:
         """Sum of (total - start + 2) x (total + 2) over the (computed, local) pairs:
@@ -357,9 +385,12 @@ def count_inputs(bound: int) -> dict[str, int]:
     layouts = [(1, block) for block in (1, 2)] * 3 + [
         (2, max(b1, b2)) for _ in range(9) for b1 in (1, 2) for b2 in (1, 2)
     ]
-    # window 2 x partial 2 x (one input without EAGLE + two with) = 12 per cache state and M.
+    # window 2 x partial 2 x (one input without EAGLE + two with) = 12 per cache state
+    # and M; a two-group layout adds, with window 2 only, partial 2 x which group is
+    # the EAGLE group 2 (one limit each) = 4.
     reconcile = sum(
-        12 * 2 ** (chain * groups) * (chain * longest + 1) for groups, longest in layouts
+        (12 + 4 * (groups == 2)) * 2 ** (chain * groups) * (chain * longest + 1)
+        for groups, longest in layouts
     )
     return {
         "reachable_block_mask": mask,

@@ -104,6 +104,7 @@ def oracle_reachable_block_mask(
     retention_interval: int | None,
     reachable_boundaries: Sequence[int],
     final_segment_end_block: int | None = None,
+    eagle_group: bool = True,
 ) -> list[bool] | None:
     """Which of blocks ``[start_block, end_block)`` some promised position needs.
 
@@ -120,7 +121,12 @@ def oracle_reachable_block_mask(
     cached may stop. (Under EAGLE that stop would need the block past it; a
     Mamba state there exists only if a chunk ended there, which the mask
     cannot know: the engine names such a position as a boundary.)
+
+    ``eagle_group``: whether the group holds draft-model layers; only those
+    read the block past a position under EAGLE (a target-model group's
+    lookup stops at it, so for it the mask is the mask without EAGLE).
     """
+    use_eagle = use_eagle and eagle_group
     if kind == FULL:
         return None
     if kind == MAMBA and retention_interval is None:
@@ -327,10 +333,14 @@ class OracleGroup:
     block_size: int
     window: int | None
     cached: frozenset[int]
+    # Holds draft-model layers: under EAGLE its lookup matches past a hit and
+    # drops (a target-model group's does not).
+    eagle: bool = True
 
 
 def _serves(group: OracleGroup, length: int, alignment: int, use_eagle: bool, limit: int) -> bool:
     """Whether ``group`` can resume a request at ``length`` tokens."""
+    use_eagle = use_eagle and group.eagle
     if length == 0:
         return True
     if length % alignment:
@@ -360,8 +370,8 @@ def oracle_reconcile(
 ) -> tuple[int, int, int]:
     """``(h, ℓ, J)`` by trying every length.
 
-    ``h`` is the largest length ``<= M`` every group serves (an EAGLE lookup
-    matching past it no further than ``lookup_limit``, default ``M``); ``ℓ`` the
+    ``h`` is the largest length ``<= M`` every group serves (an EAGLE group's
+    lookup matching past it no further than ``lookup_limit``, default ``M``); ``ℓ`` the
     largest the first full-attention group (or the first group) serves alone;
     the junction ``J`` is ``ℓ`` when ``ℓ > h``, else 0.
     """

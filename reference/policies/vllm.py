@@ -8,7 +8,8 @@
   are ``P - 1`` without EAGLE and, with EAGLE, ``floor_L(P - 1) - L`` and
   ``floor_L(P) - L`` (``replay_boundaries``: a drop of one scheduler block
   assumed); the junction ``J`` is added, and ``J - B`` (the group's own block)
-  under EAGLE, dropped when negative (vLLM passes it, and its mask marks
+  under EAGLE for an EAGLE group only (a group that is not one gets no
+  ``J - B``: docs/findings.md), dropped when negative (vLLM passes it, and its mask marks
   nothing for it). The mask floors them to ``A`` (vLLM's
   ``cache_hit_alignment_tokens``). Compatibility choice: boundaries that
   floor to 0 (``max(floor_L(P - 1) - L, 0)`` for a short prompt, ``J - B``
@@ -30,9 +31,10 @@ its defaults. No lookahead hashes (``num_hash_lookahead_tokens = 0``, so EAGLE
 drops a block), no multi-module MTP re-prefill, no internal Mamba prefill
 checkpoints (``num_prefill_checkpoint_blocks = 0``), and
 ``enable_mamba_shared_prefix_checkpoint`` off (the split stops at the
-junction floored to its grid, not at the junction itself); no explicit EAGLE
-group, so under EAGLE every group is treated as one (vLLM's fallback), and
-partial hits exactly when vLLM enables them (``audit.specs.vllm_geometry``).
+junction floored to its grid, not at the junction itself); EAGLE per group
+as the geometry marks it (``GroupSpec.eagle_group``: vLLM's
+``is_eagle_group``, every group when none is marked), and partial hits
+exactly when vLLM enables them (``audit.specs.vllm_geometry``).
 
 Both reuse ``core``'s formulas: the mask and the split there *are* vLLM 0.33's
 (decisions 2 and 3 of docs/domain.md); what differs is which positions they are handed and
@@ -103,7 +105,10 @@ class VllmPolicy:
         junction = request.shared_prefix_boundary
         if junction:
             boundaries.append(junction)
-            if geometry.use_eagle:
+            # Only an EAGLE group's manager adds the junction's EAGLE landing
+            # (vLLM's per-manager ``use_eagle``), though the drop of any EAGLE
+            # group lands every group's hit there.
+            if group.eagle_lookup(geometry.use_eagle):
                 boundaries.append(junction - group.block_size)
         # vLLM hands its mask ``J - B`` even when negative, where it marks
         # nothing; the Policy protocol takes positions >= 0, so drop them.

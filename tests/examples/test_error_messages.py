@@ -133,6 +133,17 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ),
     ("spec kind", lambda: GroupSpec("full", 4), "kind='full': must be a GroupKind"),  # type: ignore[arg-type]
     (
+        "spec eagle_group",
+        lambda: GroupSpec.full(4, eagle_group=1),  # type: ignore[arg-type]
+        "eagle_group=1: must be a bool",
+    ),
+    ("eagle_lookup", lambda: MAMBA4.eagle_lookup(None), "use_eagle=None: must be a bool"),  # type: ignore[arg-type]
+    (
+        "blocks_for_hit eagle",
+        lambda: GroupSpec.sliding_window(4, 8, eagle_group=False).blocks_for_hit(1),  # type: ignore[arg-type]
+        "use_eagle=1: must be a bool",
+    ),
+    (
         "blocks_for_hit",
         lambda: MAMBA4.blocks_for_hit(False),
         f"spec={MAMBA4!r}: blocks_for_hit is defined for sliding-window groups",
@@ -179,6 +190,15 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "hash_block_size=3: the hash unit must divide every block size; groups[0] has block_size=4",
     ),
     ("geometry flag", lambda: _geometry(use_eagle=1), "use_eagle=1: must be a bool"),
+    (
+        "geometry EAGLE group",
+        lambda: _geometry(
+            groups=[GroupSpec.full(4, eagle_group=False), GroupSpec.mamba(4, eagle_group=False)],
+            use_eagle=True,
+        ),
+        "use_eagle=True: EAGLE needs at least one EAGLE group (GroupSpec.eagle_group); every "
+        "group is marked as holding only the target model's layers",
+    ),
     (
         "geometry R",
         lambda: _geometry(retention_interval=6),

@@ -26,6 +26,7 @@ def oracle_mask(args: dict[str, Any]) -> list[bool] | None:
         args["retention_interval"],
         args["reachable_boundaries"],
         args.get("final_segment_end_block"),
+        spec.eagle_group,
     )
 
 
@@ -40,7 +41,7 @@ def oracle_hits(
     geometry: HybridGeometry, cached: list[frozenset[int]], max_hit: int, limit: int
 ) -> tuple[int, int, int]:
     groups = [
-        OracleGroup(spec.kind.value, spec.block_size, spec.window, blocks)
+        OracleGroup(spec.kind.value, spec.block_size, spec.window, blocks, spec.eagle_group)
         for spec, blocks in zip(geometry.groups, cached, strict=True)
     ]
     return oracle_reconcile(groups, geometry.alignment_tokens, geometry.use_eagle, max_hit, limit)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from .core_under_test import GroupSpec, HybridGeometry, PrefillCheckpoints, lcm
@@ -22,11 +23,13 @@ def group_specs(
 ) -> GroupSpec:
     kind = draw(st.sampled_from(kinds))
     block = draw(block_sizes)
+    # Mostly EAGLE groups (a draft model's), as every group was before the flag.
+    eagle_group = draw(st.sampled_from((True, True, False)))
     if kind == "full":
-        return GroupSpec.full(block)
+        return GroupSpec.full(block, eagle_group=eagle_group)
     if kind == "sliding_window":
-        return GroupSpec.sliding_window(block, draw(windows))
-    return GroupSpec.mamba(block)
+        return GroupSpec.sliding_window(block, draw(windows), eagle_group=eagle_group)
+    return GroupSpec.mamba(block, eagle_group=eagle_group)
 
 
 @st.composite
@@ -129,9 +132,12 @@ def geometries(draw: st.DrawFn, max_groups: int = 4) -> HybridGeometry:
             [h for h in range(1, min(block_sizes_) + 1) if all(b % h == 0 for b in block_sizes_)]
         )
     )
-    return HybridGeometry(
-        groups, hash_unit, partial_hits=draw(st.booleans()), use_eagle=draw(st.booleans())
-    )
+    use_eagle = draw(st.booleans())
+    if use_eagle and not any(g.eagle_group for g in groups):
+        # EAGLE needs an EAGLE group: make one of them the draft model's.
+        index = draw(st.integers(0, len(groups) - 1))
+        groups[index] = attrs.evolve(groups[index], eagle_group=True)
+    return HybridGeometry(groups, hash_unit, partial_hits=draw(st.booleans()), use_eagle=use_eagle)
 
 
 @st.composite

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -191,6 +192,26 @@ def test_group_spec_rejects_bad_window(block: int, value: object) -> None:
 @given(st.sampled_from([GroupKind.FULL, GroupKind.MAMBA]), st.integers(1, 8), st.integers(1, 64))
 def test_group_spec_rejects_window_on_other_kinds(kind: GroupKind, block: int, window: int) -> None:
     assert_rejects(lambda: GroupSpec(kind, block, window), "window", window)
+
+
+@given(st.sampled_from(["full", "sliding_window", "mamba"]), st.integers(1, 8), not_a_bool)
+def test_group_spec_rejects_a_bad_eagle_group(kind: str, block: int, value: object) -> None:
+    def build() -> GroupSpec:
+        if kind == "sliding_window":
+            return GroupSpec.sliding_window(block, 4, eagle_group=value)  # type: ignore[arg-type]
+        return getattr(GroupSpec, kind)(block, eagle_group=value)  # type: ignore[no-any-return]
+
+    assert_rejects(build, "eagle_group", value)
+
+
+@given(geometries())
+def test_eagle_needs_an_eagle_group(geometry: HybridGeometry) -> None:
+    """EAGLE on with every group marked as the target model's is a contradiction."""
+    groups = [attrs.evolve(g, eagle_group=False) for g in geometry.groups]
+    assert_rejects(
+        lambda: HybridGeometry(groups, geometry.hash_block_size, use_eagle=True), "use_eagle", True
+    )
+    assert HybridGeometry(groups, geometry.hash_block_size).eagle_drop_tokens == 0
 
 
 @given(geometries(), st.data())

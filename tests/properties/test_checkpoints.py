@@ -79,9 +79,11 @@ def test_a_resend_lands_on_a_promised_position(
         whole = (prompt + (size if last_block_filled else 0)) // size
         if size > geometry.alignment_tokens:  # matched by hash unit inside cached blocks
             units = frozenset(range(whole * size // unit))
-            groups.append(OracleGroup("full", unit, None, units))
+            groups.append(OracleGroup("full", unit, None, units, spec.eagle_group))
         else:
-            groups.append(OracleGroup("full", size, None, frozenset(range(whole))))
+            groups.append(
+                OracleGroup("full", size, None, frozenset(range(whole)), spec.eagle_group)
+            )
     if not groups:
         return
     lookup_limit = prompt // unit * unit  # the resend's hashed tokens

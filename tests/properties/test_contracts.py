@@ -19,11 +19,13 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
 from .core_under_test import (
     GroupKind,
+    GroupLookup,
     GroupSpec,
     HybridGeometry,
     MaskPlan,
@@ -38,7 +40,7 @@ from .core_under_test import (
     shared_prefix_boundary,
 )
 from .oracle_adapters import finders_for
-from .strategies import geometries, reconcile_inputs, split_inputs
+from .strategies import geometries, group_specs, reconcile_inputs, split_inputs
 
 SPLIT_DEFAULTS = dict(
     shared_prefix_boundary=0,
@@ -97,13 +99,20 @@ def _without_dropping_lookups(geometry: HybridGeometry) -> HybridGeometry:
 def test_lookup_limit_only_bounds_dropping_lookups(
     case: tuple[HybridGeometry, list[frozenset[int]], int, int], data: st.DataObject
 ) -> None:
-    """Without EAGLE, or under EAGLE with Mamba groups only (they never drop), the
-    lookup limit changes nothing."""
+    """Without EAGLE, or under EAGLE with groups that never drop only (Mamba groups
+    and groups that are not EAGLE groups), the lookup limit changes nothing."""
     geometry, cached, max_hit, _ = case
-    mamba = [k for k, g in enumerate(geometry.groups) if g.kind is GroupKind.MAMBA]
+    kept = [
+        k for k, g in enumerate(geometry.groups) if g.kind is GroupKind.MAMBA or not g.eagle_group
+    ]
+    mamba = [k for k in kept if geometry.groups[k].kind is GroupKind.MAMBA]
     if mamba and data.draw(st.booleans()):
-        groups = [geometry.groups[k] for k in mamba]
-        cached = [cached[k] for k in mamba]
+        # EAGLE needs an EAGLE group: a Mamba one, which drops nothing.
+        groups = [
+            attrs.evolve(geometry.groups[k], eagle_group=True) if k == mamba[0] else g
+            for k, g in ((k, geometry.groups[k]) for k in kept)
+        ]
+        cached = [cached[k] for k in kept]
         geometry = HybridGeometry(groups, geometry.hash_block_size, use_eagle=True)
     else:
         geometry = HybridGeometry(
@@ -114,6 +123,22 @@ def test_lookup_limit_only_bounds_dropping_lookups(
     assert reconcile_hits(geometry, finders, max_hit, limit) == reconcile_hits(
         geometry, finders, max_hit
     )
+
+
+@given(group_specs(), st.integers(1, 16), st.sets(st.integers(0, 20)), st.integers(0, 80))
+def test_a_group_that_is_not_an_eagle_group_never_drops(
+    spec: GroupSpec, alignment: int, cached: set[int], bound: int
+) -> None:
+    """A target-model group's lookup and mask are the same asked with EAGLE's drop
+    or without: it needs nothing past a hit (its finder is asked directly here;
+    reconciliation never asks it to drop)."""
+    spec = attrs.evolve(spec, eagle_group=False)
+    finder = GroupLookup(spec, alignment).finder(cached.__contains__)
+    assert finder(bound, True) == finder(bound, False)
+    for interval in (None, 0):
+        assert mask_plan(alignment, spec, True, interval) == mask_plan(
+            alignment, spec, False, interval
+        )
 
 
 def test_lookup_limit_below_a_full_hit_without_eagle() -> None:
