@@ -10,24 +10,24 @@ the threshold is set, as vLLM computes it. Those are fixed per engine, so
 they bind a :class:`junction.core.ChunkSplitter` once per distinct setting
 (validated there, cached here); a call checks only the request's counts.
 
-Three scheduler settings change vLLM's answer in ways the core has no input
-for (docs/domain.md, vLLM section). Each raises :class:`UnsupportedOption`
-on the calls where it acts, and only there (elsewhere vLLM's answer is the
-one without it, which the core gives):
+The scheduler's three split options are the core's engine options
+(docs/domain.md, decision 2), bound with the rest:
 
-* hash lookahead tokens: vLLM leaves ``max(1, k)`` tokens past its last
-  cacheable positions, so ``k = 1`` is the core's one recomputed token and
-  only ``k > 1`` acts;
-* the opt-in exact shared-prefix stop (``enable_mamba_shared_prefix_checkpoint``):
-  acts when the junction lies inside the proposed chunk, within the prompt,
-  off the Mamba grid counted from the chunk's start (on it, the exact stop is
-  the floored one);
-* internal prefill checkpoint blocks: act when the chunk reaches the end of
-  the prefill and the backend can export the prompt's checkpoint inside it,
-  which vLLM's backend-capability predicate
-  ``is_mamba_prefill_checkpoint_valid`` says (at the checkpoint position, the
-  core's last cacheable position of the prefill). The adapter asks it only
-  whether to refuse; the answer never comes from vLLM.
+* ``num_hash_lookahead_tokens`` is ``hash_lookahead_tokens`` (vLLM's
+  scheduler turns its EAGLE block drop off when it is set, and hands the
+  drop flag it kept);
+* ``mamba_shared_prefix_checkpoint`` (``enable_mamba_shared_prefix_checkpoint``
+  narrowed by the manager) is ``exact_junction_stop``;
+* ``mamba_has_prefill_checkpoint_blocks`` with the first Mamba group's
+  ``prefill_checkpoint_alignment`` is a :class:`junction.core.PrefillCheckpoints`
+  on the grid vLLM places the checkpoint on: the hash unit with
+  ``mamba_partial_cache_hit``, else the scheduler block. The alignment is
+  read only with the blocks on, as vLLM reads it (its own split tests call
+  the split on stand-ins that carry it only then); with no alignment the
+  backend writes no checkpoint, so none is bound. The hash unit is then
+  vLLM's own (the backend's checkpoint rule reads it) rather than the block.
+
+No setting is refused: the core answers every call itself.
 """
 
 from __future__ import annotations
@@ -35,10 +35,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from junction.core import ChunkSplitter, last_cacheable_position
-
-from ..vllm_env import vllm
-from .errors import Decision, UnsupportedOption
+from junction.core import ChunkSplitter, PrefillCheckpoints
 
 __all__ = ["core_split"]
 
@@ -53,22 +50,22 @@ def core_split(
     """Drop-in for ``Scheduler._mamba_block_aligned_split``: its signature, names
     included (vLLM's tests pass ``self=`` by keyword)."""
     scheduler = self
-    start = (
-        request.num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
-    )
-    _refuse_options(scheduler, request, start, num_new_tokens)
     max_prefill_tokens = scheduler.max_num_scheduled_tokens
     threshold = scheduler.scheduler_config.long_prefill_token_threshold
     if threshold > 0:
         max_prefill_tokens = min(max_prefill_tokens, threshold)
     partial_hits = bool(scheduler.mamba_partial_cache_hit)
     block_size = scheduler.cache_config.block_size
+    checkpoints = _checkpoints(scheduler, partial_hits)
     splitter = _splitter(
         block_size,
-        scheduler.hash_block_size if partial_hits else block_size,
+        scheduler.hash_block_size if partial_hits or checkpoints else block_size,
         bool(scheduler.use_eagle_block_drop),
         partial_hits,
         max_prefill_tokens,
+        scheduler.num_hash_lookahead_tokens,
+        bool(scheduler.mamba_shared_prefix_checkpoint),
+        checkpoints,
     )
     return splitter.split(
         num_computed_tokens=request.num_computed_tokens,
@@ -85,41 +82,15 @@ def core_split(
 _splitter = functools.lru_cache(maxsize=64)(ChunkSplitter)
 
 
-def _refuse_options(scheduler: Any, request: Any, start: int, num_new_tokens: int) -> None:
-    """Raise :class:`UnsupportedOption` when an option the core lacks acts on this call."""
-    lookahead = scheduler.num_hash_lookahead_tokens
-    if lookahead > 1:
-        raise UnsupportedOption(Decision.SPLIT, "num_hash_lookahead_tokens", lookahead)
-    prompt, end = request.num_prompt_tokens, start + num_new_tokens
-    prefill_end = max(prompt, request.num_tokens - 1)
-    if start >= prefill_end:
-        return  # decode: vLLM's split returns the tokens unchanged, options or not
-    block_size = scheduler.cache_config.block_size
-    junction = request.shared_prefix_boundary
-    if (
-        scheduler.mamba_shared_prefix_checkpoint
-        and start < junction < end
-        and junction <= prompt
-        and (junction - start) % block_size
-    ):
-        raise UnsupportedOption(Decision.SPLIT, "enable_mamba_shared_prefix_checkpoint", True)
-    # Read in vLLM's order: its stand-ins carry the alignment only with the blocks.
-    if not (scheduler.mamba_has_prefill_checkpoint_blocks and end >= prefill_end):
-        return
+def _checkpoints(scheduler: Any, partial_hits: bool) -> PrefillCheckpoints | None:
+    """The backend's internal checkpoints, or ``None`` where it writes none."""
+    if not scheduler.mamba_has_prefill_checkpoint_blocks:
+        return None
     alignment = scheduler.mamba_prefill_checkpoint_alignment
-    if alignment is not None:
-        unit = (
-            scheduler.hash_block_size if scheduler.mamba_partial_cache_hit else scheduler.block_size
-        )
-        checkpoint = last_cacheable_position(
-            prefill_end, unit, bool(scheduler.use_eagle_block_drop)
-        )
-        if vllm().interface.is_mamba_prefill_checkpoint_valid(
-            query_start=start,
-            query_end=end,
-            checkpoint_position=checkpoint,
-            hash_block_size=scheduler.hash_block_size,
-            mamba_block_size=block_size,
-            checkpoint_alignment=alignment,
-        ):
-            raise UnsupportedOption(Decision.SPLIT, "mamba_has_prefill_checkpoint_blocks", True)
+    if alignment is None:
+        return None
+    unit = scheduler.hash_block_size if partial_hits else scheduler.block_size
+    return _prefill_checkpoints(alignment, unit)
+
+
+_prefill_checkpoints = functools.lru_cache(maxsize=64)(PrefillCheckpoints)

@@ -9,7 +9,9 @@
   code (the per-type lookups, the split's checkpoint rule) is wired to fail
   if anything reaches it.
 * Every option the core cannot express raises :class:`UnsupportedOption`
-  naming it; invalid input still raises the core's ``InvalidArgument``.
+  naming it; invalid input still raises the core's ``InvalidArgument``. The
+  split's three options (lookahead hashes, the exact junction stop, internal
+  prefill checkpoints) are the core's own and answer as vLLM does.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ def test_a_vllm_engine_with_the_core_swapped_in_decides_exactly_as_the_core(
         assert split.answer == expected_split, split
 
 
-# -- options the core cannot express -----------------------------------------------
+# -- the split's engine options ----------------------------------------------------
 
 
 def _stand_in(**settings: object) -> tuple[SchedulerStandIn, Any]:
@@ -185,51 +187,41 @@ _CHECKPOINTS = {
 
 
 @pytest.mark.parametrize(
-    ("settings", "new_tokens", "option", "value"),
+    ("settings", "new_tokens", "junction", "answer"),
     [
-        # The chunk reaches the prefill's end (20) and can export the checkpoint at 16.
-        (_CHECKPOINTS, 20, "mamba_has_prefill_checkpoint_blocks", True),
-        ({"num_hash_lookahead_tokens": 2}, 16, "num_hash_lookahead_tokens", 2),
-        # The junction 6 lies inside the chunk, off the grid: vLLM would stop at 6.
-        (
-            {"mamba_shared_prefix_checkpoint": True},
-            16,
-            "enable_mamba_shared_prefix_checkpoint",
-            True,
-        ),
+        ({}, 16, 6, 4),  # the junction floors to the Mamba grid at 4
+        # The chunk reaches the prefill's end (20), the backend writes the checkpoint at 16:
+        # only the junction stops it.
+        (_CHECKPOINTS, 20, 6, 4),
+        (_CHECKPOINTS, 20, 0, 20),
+        ({"mamba_has_prefill_checkpoint_blocks": True}, 20, 0, 16),  # no alignment: none written
+        (_CHECKPOINTS, 16, 0, 16),  # the chunk stops short of the prefill's end
+        ({"num_hash_lookahead_tokens": 1}, 20, 0, 16),  # one token, the one always recomputed
+        ({"num_hash_lookahead_tokens": 5}, 20, 0, 12),  # the last cacheable position is 12
+        ({"mamba_shared_prefix_checkpoint": True}, 16, 6, 6),  # the junction itself
+        ({"mamba_shared_prefix_checkpoint": True}, 16, 8, 8),  # on the grid: exact = floored
     ],
-    ids=["checkpoint", "lookahead", "shared-prefix"],
-)
-def test_the_split_refuses_what_the_core_cannot_express(
-    swapped: None, settings: dict[str, object], new_tokens: int, option: str, value: object
-) -> None:
-    stand_in, request = _stand_in(**settings)
-    with pytest.raises(UnsupportedOption) as raised:
-        stand_in.split(request, new_tokens)
-    assert (raised.value.decision, raised.value.option, raised.value.value) == (
-        Decision.SPLIT,
-        option,
-        value,
-    )
-    assert option in str(raised.value)
-
-
-@pytest.mark.parametrize(
-    ("settings", "junction", "answer"),
-    [
-        ({}, 6, 4),  # the junction floors to the Mamba grid at 4
-        ({"mamba_has_prefill_checkpoint_blocks": True}, 6, 4),  # no backend alignment: unused
-        (_CHECKPOINTS, 6, 4),  # the chunk stops short of the prefill's end: unused
-        ({"num_hash_lookahead_tokens": 1}, 6, 4),  # one token, the one always recomputed
-        ({"mamba_shared_prefix_checkpoint": True}, 8, 8),  # on the grid: exact = floored
+    ids=[
+        "none",
+        "checkpoint-junction",
+        "checkpoint",
+        "checkpoint-no-alignment",
+        "checkpoint-short",
+        "lookahead-1",
+        "lookahead-5",
+        "exact",
+        "exact-on-grid",
     ],
 )
-def test_options_that_do_not_act_on_a_call_leave_it_to_the_core(
-    swapped: None, settings: dict[str, object], junction: int, answer: int
+def test_the_split_options_are_the_cores_and_answer_as_vllm(
+    settings: dict[str, object], new_tokens: int, junction: int, answer: int
 ) -> None:
     stand_in, request = _stand_in(**settings)
     request.shared_prefix_boundary = junction
-    assert stand_in.split(request, 16) == answer
+    theirs = stand_in.split(request, new_tokens)
+    with dropin.swapped_in():
+        ours = stand_in.split(request, new_tokens)
+    assert ours == theirs == answer
 
 
 def _mask(group: GroupSpec, **overrides: Any) -> list[bool] | None:
