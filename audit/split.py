@@ -11,11 +11,14 @@ sets in the configuration the audit models:
   ``HybridGeometry.mamba_block_size``;
 * ``block_size``: the scheduler block ``L``; ``hash_block_size``: ``H``;
 * ``mamba_partial_cache_hit``: align mode, ``H < L`` and partial hits on;
-* ``use_eagle_block_drop``: EAGLE on, no lookahead hashes
-  (``num_hash_lookahead_tokens = 0``);
-* no internal prefill checkpoints (``num_prefill_checkpoint_blocks = 0``, the
-  ``MambaSpec`` default) and ``enable_mamba_shared_prefix_checkpoint`` off
-  (the ``CacheConfig`` default);
+* ``use_eagle_block_drop``: EAGLE on and no lookahead hashes (the
+  scheduler turns the drop off with them);
+* the split's three settings from a :class:`VllmSplitOptions` (default: none),
+  narrowed as vLLM's constructors narrow them: ``num_hash_lookahead_tokens``;
+  ``mamba_has_prefill_checkpoint_blocks`` and the first Mamba group's
+  ``prefill_checkpoint_alignment``; ``mamba_shared_prefix_checkpoint`` only
+  with ``mamba_partial_cache_hit`` and an EAGLE group (every group under
+  EAGLE: no explicit EAGLE group);
 * ``max_num_scheduled_tokens`` and ``long_prefill_token_threshold`` as given.
 """
 
@@ -26,6 +29,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from junction.core import HybridGeometry
+from junction.reference.policies.vllm import VLLM_DEFAULT_SPLIT, VllmSplitOptions
 
 from .vllm_env import vllm
 
@@ -56,6 +60,7 @@ class SchedulerStandIn:
         geometry: HybridGeometry,
         max_num_scheduled_tokens: int,
         long_prefill_token_threshold: int = 0,
+        options: VllmSplitOptions = VLLM_DEFAULT_SPLIT,
     ) -> None:
         self.cache_config = SimpleNamespace(block_size=geometry.mamba_block_size)
         self.scheduler_config = SimpleNamespace(
@@ -66,11 +71,17 @@ class SchedulerStandIn:
         self.mamba_partial_cache_hit = (
             geometry.hash_block_size < geometry.scheduler_block_size and geometry.partial_hits
         )
-        self.use_eagle_block_drop = geometry.use_eagle
-        self.num_hash_lookahead_tokens = 0
-        self.mamba_has_prefill_checkpoint_blocks = False
-        self.mamba_prefill_checkpoint_alignment = None
-        self.mamba_shared_prefix_checkpoint = False
+        lookahead = options.num_hash_lookahead_tokens
+        self.use_eagle_block_drop = geometry.use_eagle and not lookahead
+        self.num_hash_lookahead_tokens = lookahead
+        alignment = options.prefill_checkpoint_alignment
+        self.mamba_has_prefill_checkpoint_blocks = alignment is not None
+        self.mamba_prefill_checkpoint_alignment = alignment
+        self.mamba_shared_prefix_checkpoint = (
+            options.enable_mamba_shared_prefix_checkpoint
+            and self.mamba_partial_cache_hit
+            and self.use_eagle_block_drop
+        )
         self.max_num_scheduled_tokens = max_num_scheduled_tokens
 
     def split(
@@ -135,12 +146,15 @@ def vllm_split(
     long_prefill_token_threshold: int = 0,
     num_new_local_computed_tokens: int = 0,
     num_external_computed_tokens: int = 0,
+    options: VllmSplitOptions = VLLM_DEFAULT_SPLIT,
 ) -> int:
     """vLLM's split for one request state (a fresh request and stand-in per call)."""
     request = make_request(list(range(num_tokens)), num_prompt_tokens)
     request.num_computed_tokens = num_computed_tokens
     request.shared_prefix_boundary = shared_prefix_boundary
-    stand_in = SchedulerStandIn(geometry, max_num_scheduled_tokens, long_prefill_token_threshold)
+    stand_in = SchedulerStandIn(
+        geometry, max_num_scheduled_tokens, long_prefill_token_threshold, options
+    )
     return stand_in.split(
         request, num_new_tokens, num_new_local_computed_tokens, num_external_computed_tokens
     )

@@ -30,6 +30,7 @@ from junction.core import (
     GroupMask,
     GroupSpec,
     OffGridInterval,
+    PrefillCheckpoints,
     reachable_boundaries,
 )
 
@@ -55,9 +56,21 @@ def chunk_splitter(
     use_eagle: bool,
     partial_hits: bool,
     max_prefill_tokens: int | None,
+    hash_lookahead_tokens: int = 0,
+    exact_junction_stop: bool = False,
+    prefill_checkpoints: PrefillCheckpoints | None = None,
 ) -> ChunkSplitter:
     """The engine's split binding (``core.InvalidArgument`` for a setting the core rejects)."""
-    return ChunkSplitter(block_size, hash_block_size, use_eagle, partial_hits, max_prefill_tokens)
+    return ChunkSplitter(
+        block_size,
+        hash_block_size,
+        use_eagle,
+        partial_hits,
+        max_prefill_tokens,
+        hash_lookahead_tokens,
+        exact_junction_stop,
+        prefill_checkpoints,
+    )
 
 
 @functools.lru_cache(maxsize=4096, typed=True)

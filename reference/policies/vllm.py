@@ -27,14 +27,16 @@
   every lookup (vLLM #50409).
 
 Configuration: vLLM's behaviour here depends on flags; both policies model
-its defaults. No lookahead hashes (``num_hash_lookahead_tokens = 0``, so EAGLE
-drops a block), no multi-module MTP re-prefill, no internal Mamba prefill
-checkpoints (``num_prefill_checkpoint_blocks = 0``), and
+its defaults: no multi-module MTP re-prefill; EAGLE per group as the
+geometry marks it (``GroupSpec.eagle_group``: vLLM's ``is_eagle_group``,
+every group when none is marked); partial hits exactly when vLLM enables
+them (``audit.specs.vllm_geometry``); and, unless a :class:`VllmSplitOptions`
+says otherwise (vLLM's names and narrowing; the core's split takes them as
+engine options, docs/domain.md decision 2), no lookahead hashes
+(``num_hash_lookahead_tokens = 0``, so EAGLE drops a block), no internal
+Mamba prefill checkpoints (``num_prefill_checkpoint_blocks = 0``) and
 ``enable_mamba_shared_prefix_checkpoint`` off (the split stops at the
-junction floored to its grid, not at the junction itself); EAGLE per group
-as the geometry marks it (``GroupSpec.eagle_group``: vLLM's
-``is_eagle_group``, every group when none is marked), and partial hits
-exactly when vLLM enables them (``audit.specs.vllm_geometry``).
+junction floored to its grid, not at the junction itself).
 
 Both reuse ``core``'s formulas: the mask and the split there *are* vLLM 0.33's
 (decisions 2 and 3 of docs/domain.md); what differs is which positions they are handed and
@@ -47,10 +49,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
+
 from junction.core import (
     GroupSpec,
     HybridGeometry,
     OffGridInterval,
+    PrefillCheckpoints,
     floor_to,
     prefill_end,
     segment_boundaries,
@@ -59,7 +64,13 @@ from junction.reference.engine.policy import RequestView
 
 from .bound import chunk_splitter, group_mask
 
-__all__ = ["VllmPR47782Policy", "VllmPolicy", "vllm_replay_boundaries"]
+__all__ = [
+    "VLLM_DEFAULT_SPLIT",
+    "VllmPR47782Policy",
+    "VllmPolicy",
+    "VllmSplitOptions",
+    "vllm_replay_boundaries",
+]
 
 
 def vllm_replay_boundaries(
@@ -75,10 +86,33 @@ def vllm_replay_boundaries(
     return tuple(sorted({max(resend - block, 0), max(extension - block, 0)}))
 
 
+@attrs.frozen
+class VllmSplitOptions:
+    """vLLM 0.33.0's three scheduler settings of the split, as vLLM names them.
+
+    ``num_hash_lookahead_tokens`` (``>= 0``): vLLM's scheduler then turns the
+    EAGLE block drop off. ``enable_mamba_shared_prefix_checkpoint``: the exact
+    junction stop, which vLLM narrows to partial hits (``H < L``) under EAGLE.
+    ``prefill_checkpoint_alignment`` (``None`` = no internal prefill
+    checkpoint blocks): the backend writes the prefill's checkpoint inside a
+    chunk, on the hash unit with partial hits, else on ``L``.
+    """
+
+    num_hash_lookahead_tokens: int = 0
+    enable_mamba_shared_prefix_checkpoint: bool = False
+    prefill_checkpoint_alignment: int | None = None
+
+
+VLLM_DEFAULT_SPLIT = VllmSplitOptions()
+
+
 class VllmPolicy:
-    """vLLM 0.33.0's boundaries, mask and split."""
+    """vLLM 0.33.0's boundaries, mask and split (the split with ``split_options``)."""
 
     name = "vllm-0.33"
+
+    def __init__(self, split_options: VllmSplitOptions = VLLM_DEFAULT_SPLIT) -> None:
+        self.split_options = split_options
 
     def checkpoint_positions(
         self, geometry: HybridGeometry, request: RequestView
@@ -144,12 +178,22 @@ class VllmPolicy:
         num_new_tokens: int,
         max_prefill_tokens: int,
     ) -> int:
+        options = self.split_options
+        lookahead = options.num_hash_lookahead_tokens
+        # Lookahead hashes prove the boundary token: vLLM drops no EAGLE block then.
+        eagle = geometry.use_eagle and not lookahead
+        partial = geometry.partial_hits and geometry.hash_block_size < geometry.scheduler_block_size
+        alignment = options.prefill_checkpoint_alignment
+        unit = geometry.hash_block_size if partial else geometry.scheduler_block_size
         splitter = chunk_splitter(
             geometry.mamba_block_size,
             geometry.hash_block_size,
-            geometry.use_eagle,
+            eagle,
             geometry.partial_hits,
             max_prefill_tokens,
+            lookahead,
+            options.enable_mamba_shared_prefix_checkpoint and partial and eagle,
+            None if alignment is None else PrefillCheckpoints(alignment, unit),
         )
         return splitter.split(
             num_computed_tokens=request.num_computed_tokens,

@@ -5,7 +5,9 @@ Two levels, both on random inputs:
 * function by function on identical arguments: ``reachable_block_mask`` of
   ``SlidingWindowManager`` / ``MambaManager`` (real specs) against the policy's
   ``block_mask``, and ``Scheduler._mamba_block_aligned_split`` (stand-in
-  scheduler, real ``Request``) against the policy's ``split``;
+  scheduler, real ``Request``) against the policy's ``split``, with the
+  split's three settings (lookahead hashes, the exact shared-prefix stop,
+  internal prefill checkpoints) drawn too;
 * inside real runs of vLLM's ``KVCacheManager`` (``audit.vllm_engine``): every
   mask call its caching path made, with the boundaries *it* computed, must
   equal the policy's ``reachable_boundaries`` and ``block_mask`` for that
@@ -23,8 +25,8 @@ from hypothesis import strategies as st
 from junction.audit.masks import vllm_block_mask
 from junction.audit.split import vllm_split
 from junction.audit.vllm_engine import RequestState, VllmEngine
-from junction.core import GroupKind
-from junction.reference.policies.vllm import VllmPolicy
+from junction.core import GroupKind, HybridGeometry
+from junction.reference.policies.vllm import VllmPolicy, VllmSplitOptions
 
 from .strategies import examples, has_mamba, prompt_families, request_states, vllm_geometries
 
@@ -62,7 +64,8 @@ def test_split_equals_vllm(data: st.DataObject) -> None:
         state["num_prompt_tokens"], total, computed, state["shared_prefix_boundary"]
     )
     limit = min(budget, threshold) if threshold else budget
-    ours = POLICY.split(geometry, request, wanted, limit)
+    options = data.draw(split_options(geometry))
+    ours = VllmPolicy(options).split(geometry, request, wanted, limit)
     theirs = vllm_split(
         geometry,
         num_prompt_tokens=request.num_prompt_tokens,
@@ -72,8 +75,24 @@ def test_split_equals_vllm(data: st.DataObject) -> None:
         num_new_tokens=wanted,
         max_num_scheduled_tokens=budget,
         long_prefill_token_threshold=threshold,
+        options=options,
     )
-    assert ours == theirs, (geometry, request, wanted, budget, threshold)
+    assert ours == theirs, (geometry, request, wanted, budget, threshold, options)
+
+
+def split_options(geometry: HybridGeometry) -> st.SearchStrategy[VllmSplitOptions]:
+    """vLLM's split settings: mostly its defaults, else each drawn (tiles on the
+    hash unit, the block, or a width that seldom fits)."""
+    unit = geometry.hash_block_size
+    return st.one_of(
+        st.just(VllmSplitOptions()),
+        st.builds(
+            VllmSplitOptions,
+            st.one_of(st.just(0), st.integers(0, 2 * geometry.scheduler_block_size)),
+            st.booleans(),
+            st.one_of(st.none(), st.sampled_from([1, unit, geometry.mamba_block_size, 3])),
+        ),
+    )
 
 
 @settings(max_examples=examples(0.6))
