@@ -11,10 +11,11 @@ Why offsets: core computes in Python integers, these paths in int64. Every
 position is therefore held as an offset from the row's start ``s``: the chunk
 end ``t = s + num_new_tokens`` becomes ``num_new_tokens``, and the next grid
 point ``floor_b(s) + b`` becomes ``b - s mod b``. ``s`` and every absolute
-position used (``prefill_end``, ``lcp``, the partial tail, the junction) are
-in ``[0, num_tokens]``, so every difference fits; ``t`` is formed only where
-it lies inside the prefill. Rejected: rejecting rows whose ``t`` leaves int64
-(core answers them, and the offsets answer them exactly, at no cost).
+position used (``prefill_end``, ``lcp``, the partial tail, the junction,
+the internal checkpoint) are in ``[0, num_tokens]``, so every difference
+fits; ``t`` is formed only where it lies inside the prefill. Rejected:
+rejecting rows whose ``t`` leaves int64 (core answers them, and the offsets
+answer them exactly, at no cost).
 """
 
 from __future__ import annotations
@@ -29,15 +30,55 @@ __all__ = ["mamba_block_aligned_split", "split_torch"]
 
 
 def _last_cacheable(
-    tokens: torch.Tensor, unit: Grid, eagle: torch.Tensor, uniform: bool | None
+    tokens: torch.Tensor,
+    unit: Grid,
+    eagle: torch.Tensor,
+    uniform: bool | None,
+    lookahead: torch.Tensor,
 ) -> torch.Tensor:
-    """``core.last_cacheable_position`` per row, computing only the branch in use."""
+    """``core.last_cacheable_position`` per row, computing only the branch in use.
+
+    The proof limits ``N - max(1, k)`` and ``N - k`` are clamped at 0 before
+    flooring: a negative one answers 0 either way, and the clamp keeps a huge
+    ``k`` from leaving int64 when the unit is subtracted.
+    """
     if uniform is not True:
-        without = unit.floor(tokens - 1)
+        without = unit.floor((tokens - lookahead.clamp(min=1)).clamp_(min=0))
         if uniform is False:
             return without
-    with_eagle = (unit.floor(tokens) - unit.rows).clamp_(min=0)
+    with_eagle = (unit.floor((tokens - lookahead).clamp_(min=0)) - unit.rows).clamp_(min=0)
     return with_eagle if uniform else torch.where(eagle, with_eagle, without)
+
+
+def _checkpoint_written(batch: SplitBatch, prefill_left: torch.Tensor) -> torch.Tensor | None:
+    """Rows whose chunk reaches the prefill's end and in which the backend writes
+    the prefill's checkpoint (``core.PrefillCheckpoints.writes``), on offsets."""
+    if batch.checkpoints is None:
+        return None
+    alignment, unit = batch.checkpoints
+    start, new, block = batch.start, batch.num_new_tokens, batch.block_size
+    grid = Grid(torch.full_like(start, unit), unit)
+    prefill_end = start + prefill_left
+    position = (
+        _last_cacheable(
+            prefill_end, grid, batch.use_eagle, batch.eagle, batch.hash_lookahead_tokens
+        )
+        - start
+    )
+    hash_unit = batch.hash_block_size
+    # The written slot, the block of token t - 1 less one, lies past the block of
+    # token s - 1: t - 1 reaches one block past the grid point at or after s,
+    # s + gap (gap = -s mod b): new - gap - 1 >= b, with no product to overflow.
+    gap = block.remainder(-start)
+    past_initial = new - gap - 1 >= block.rows
+    return (
+        (new >= prefill_left)
+        & (hash_unit.remainder(start) == 0)
+        & past_initial
+        & (position >= hash_unit.rows)
+        & (position < new)
+        & (position.clamp(min=0) % alignment == 0)
+    )
 
 
 def _earlier(
@@ -61,19 +102,32 @@ def split_torch(batch: SplitBatch) -> torch.Tensor:
         take &= (aligned > 0) | (block.rows <= batch.max_prefill_tokens)
     end = torch.where(take, aligned, new)
 
+    lookahead = batch.hash_lookahead_tokens
+    written = _checkpoint_written(batch, prefill_left)
+    kept = None if written is None else ~written  # the stops a written checkpoint replaces
     offset = block.remainder(start)
-    stop = _earlier(end, block.rows - offset, offset != 0)
-    last_cacheable = _last_cacheable(total, block, batch.use_eagle, batch.eagle)
-    stop = _earlier(stop, last_cacheable - start)
+    stop = _earlier(end, block.rows - offset, _both(offset != 0, kept))
+    last_cacheable = _last_cacheable(total, block, batch.use_eagle, batch.eagle, lookahead)
+    stop = _earlier(stop, last_cacheable - start, kept)
     if batch.partial is not False:
-        tail = _last_cacheable(prompt, batch.hash_block_size, batch.use_eagle, batch.eagle)
+        tail = _last_cacheable(
+            prompt, batch.hash_block_size, batch.use_eagle, batch.eagle, lookahead
+        )
         usable = batch.partial_hits & (last_cacheable < tail) & (tail < prompt)
-        stop = _earlier(stop, tail - start, usable)
+        stop = _earlier(stop, tail - start, _both(usable, kept))
     junction = batch.shared_prefix_boundary - start
     # s + floor_b(J - s), as an offset; the clamp keeps rows with J < s from underflowing.
     junction_stop = block.floor(junction.clamp(min=0))
+    if batch.exact is not False:
+        # The junction itself where the engine saves a state inside a block: prompt positions.
+        exact = batch.exact_junction_stop & (batch.shared_prefix_boundary <= prompt)
+        junction_stop = torch.where(exact, junction, junction_stop)
     stop = _earlier(stop, junction_stop, (junction > 0) & (junction < end))
     return torch.where(prefill_left <= 0, new, stop.clamp_(min=0))
+
+
+def _both(applies: torch.Tensor, kept: torch.Tensor | None) -> torch.Tensor:
+    return applies if kept is None else applies & kept
 
 
 def mamba_block_aligned_split(
@@ -90,6 +144,9 @@ def mamba_block_aligned_split(
     max_prefill_tokens: object = None,
     num_new_local_computed_tokens: object = 0,
     num_external_computed_tokens: object = 0,
+    hash_lookahead_tokens: object = 0,
+    exact_junction_stop: object = False,
+    prefill_checkpoints: object = None,
     backend: str = "auto",
     core: object = None,
 ) -> torch.Tensor:
@@ -97,9 +154,11 @@ def mamba_block_aligned_split(
 
     Every argument is a Python scalar or a 1-D tensor with one entry per
     request (at least one must be a tensor; all tensors share length and
-    device). Guarantees ``result[r]`` equals core's answer for row ``r`` for
-    every row core accepts whose arguments fit in int64; the whole call
-    computes in int64, exactly, with no sum left to overflow.
+    device), except ``prefill_checkpoints``: one engine's setting, ``None``
+    or a ``PrefillCheckpoints`` (of ``core``'s copy). Guarantees
+    ``result[r]`` equals core's answer for row ``r`` for every row core
+    accepts whose arguments fit in int64; the whole call computes in int64,
+    exactly, with no sum left to overflow.
 
     Raises :class:`core.InvalidArgument` naming the argument, the first
     offending row (``num_tokens[3]``), its value and the rule, for a row that
@@ -122,6 +181,9 @@ def mamba_block_aligned_split(
             max_prefill_tokens=max_prefill_tokens,
             num_new_local_computed_tokens=num_new_local_computed_tokens,
             num_external_computed_tokens=num_external_computed_tokens,
+            hash_lookahead_tokens=hash_lookahead_tokens,
+            exact_junction_stop=exact_junction_stop,
+            prefill_checkpoints=prefill_checkpoints,
         )
         if resolve_backend(backend, batch.shape.device) == "triton":
             from .triton_kernels import split_triton

@@ -21,18 +21,30 @@ from .batch import (
     flag_rows,
     int_rows,
     require_at_least,
+    require_int64,
     require_rows,
     require_sum_at_most,
 )
 
 __all__ = ["Grid", "SplitBatch"]
 
+_NOT_INT_ROWS = (
+    "use_eagle",
+    "partial_hits",
+    "hash_block_size",
+    "max_prefill_tokens",
+    "exact_junction_stop",
+    "prefill_checkpoints",
+)
+
 
 class SplitBatch:
     """Validated int64 rows of a batched split.
 
     Scalars arrive as stride-0 views; a flag passed as one Python bool is also
-    kept as ``eagle`` / ``partial`` so the formulas can skip the other branch.
+    kept as ``eagle`` / ``partial`` / ``exact`` so the formulas can skip the
+    other branch. ``checkpoints`` is the engine's one internal checkpoint
+    setting, ``(alignment, unit)``, or ``None``.
     ``max_prefill_tokens`` is ``None`` for "no limit" (the Triton launcher
     turns it into the largest int64).
     """
@@ -43,7 +55,7 @@ class SplitBatch:
         rows = {
             name: int_rows(name, value, shape)
             for name, value in arguments.items()
-            if name not in ("use_eagle", "partial_hits", "hash_block_size", "max_prefill_tokens")
+            if name not in _NOT_INT_ROWS
         }
         for name in (
             "num_computed_tokens",
@@ -51,6 +63,7 @@ class SplitBatch:
             "shared_prefix_boundary",
             "num_new_local_computed_tokens",
             "num_external_computed_tokens",
+            "hash_lookahead_tokens",
         ):
             require_at_least(name, rows[name], 0, "must be >= 0")
         prompt, total, block = rows["num_prompt_tokens"], rows["num_tokens"], rows["block_size"]
@@ -92,6 +105,30 @@ class SplitBatch:
         self.block_size = Grid(block, arguments["block_size"])
         self.shared_prefix_boundary = rows["shared_prefix_boundary"]
         self.hash_block_size = Grid(hash_unit, arguments["block_size"] if unit is None else unit)
+        self.hash_lookahead_tokens = rows["hash_lookahead_tokens"]
+        self.exact_junction_stop, self.exact = flag_rows(
+            "exact_junction_stop", arguments["exact_junction_stop"], shape
+        )
+        self.checkpoints = _checkpoints(arguments["prefill_checkpoints"], hash_unit)
+
+
+def _checkpoints(value: object, hash_unit: torch.Tensor) -> tuple[int, int] | None:
+    """``(alignment, unit)`` of one engine's internal checkpoints (any core copy's
+    ``PrefillCheckpoints``: read by its fields), or ``None``."""
+    if value is None:
+        return None
+    alignment, unit = getattr(value, "alignment", None), getattr(value, "unit", None)
+    if type(alignment) is not int or type(unit) is not int or alignment < 1 or unit < 1:
+        raise InvalidArgument("prefill_checkpoints", value, "must be None or a PrefillCheckpoints")
+    require_int64("prefill_checkpoints", alignment)
+    require_int64("prefill_checkpoints", unit)
+    if hash_unit.numel() and bool((unit % hash_unit != 0).any()):
+        raise InvalidArgument(
+            "prefill_checkpoints",
+            value,
+            "its unit must be a multiple of every row's hash_block_size",
+        )
+    return alignment, unit
 
 
 class Grid:

@@ -44,6 +44,14 @@ def _earlier(stop, candidate, applies):
     return tl.where(applies & (candidate > 0) & (candidate < stop), candidate, stop)
 
 
+@triton.jit
+def _last_cacheable(tokens, unit, eagle, lookahead):
+    """``core.last_cacheable_position`` per row; proof limits clamped at 0 (operands >= 0)."""
+    without = tl.maximum(tokens - tl.maximum(lookahead, 1), 0) // unit * unit
+    with_eagle = tl.maximum(tl.maximum(tokens - lookahead, 0) // unit * unit - unit, 0)
+    return tl.where(eagle, with_eagle, without)
+
+
 @triton.jit  # type: ignore[untyped-decorator]
 def _split_kernel(
     start_ptr,
@@ -56,9 +64,14 @@ def _split_kernel(
     unit_ptr,
     partial_ptr,
     limit_ptr,
+    lookahead_ptr,
+    exact_ptr,
     out_ptr,
     rows,
+    checkpoint_alignment,
+    checkpoint_unit,
     BLOCK: tl.constexpr,
+    CHECKPOINTS: tl.constexpr,
 ):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     live = offsets < rows
@@ -72,6 +85,8 @@ def _split_kernel(
     unit = tl.load(unit_ptr + offsets, mask=live, other=1)
     partial = tl.load(partial_ptr + offsets, mask=live, other=0) != 0
     limit = tl.load(limit_ptr + offsets, mask=live, other=1)
+    lookahead = tl.load(lookahead_ptr + offsets, mask=live, other=0)
+    exact = tl.load(exact_ptr + offsets, mask=live, other=0) != 0
 
     prefill_left = tl.maximum(prompt, total - 1) - start  # <= 0: decode
     inside = new < prefill_left  # t < prefill_end
@@ -80,17 +95,29 @@ def _split_kernel(
     take = inside & ((aligned > 0) | (block <= limit))
     end = tl.where(take, aligned, new)
 
+    kept = new == new  # every row: no checkpoint written inside its chunk
+    if CHECKPOINTS:
+        position = _last_cacheable(start + prefill_left, checkpoint_unit, eagle, lookahead) - start
+        gap = (block - start % block) % block  # -s mod b, operands >= 0
+        written = (
+            (new >= prefill_left)
+            & (start % unit == 0)
+            & (new - gap - 1 >= block)
+            & (position >= unit)
+            & (position < new)
+            & (tl.maximum(position, 0) % checkpoint_alignment == 0)
+        )
+        kept = ~written
     offset = start % block
-    stop = _earlier(end, block - offset, offset != 0)
-    last_cacheable = tl.where(
-        eagle, tl.maximum(total // block * block - block, 0), (total - 1) // block * block
-    )
-    stop = _earlier(stop, last_cacheable - start, True)
-    tail = tl.where(eagle, tl.maximum(prompt // unit * unit - unit, 0), (prompt - 1) // unit * unit)
-    tail_ok = partial & (last_cacheable < tail) & (tail < prompt)
+    stop = _earlier(end, block - offset, (offset != 0) & kept)
+    last_cacheable = _last_cacheable(total, block, eagle, lookahead)
+    stop = _earlier(stop, last_cacheable - start, kept)
+    tail = _last_cacheable(prompt, unit, eagle, lookahead)
+    tail_ok = partial & (last_cacheable < tail) & (tail < prompt) & kept
     stop = _earlier(stop, tail - start, tail_ok)
+    prompt_junction = exact & (junction <= prompt)
     junction = junction - start
-    junction_stop = tl.maximum(junction, 0) // block * block
+    junction_stop = tl.where(prompt_junction, junction, tl.maximum(junction, 0) // block * block)
     stop = _earlier(stop, junction_stop, (junction > 0) & (junction < end))
     result = tl.where(prefill_left <= 0, new, tl.maximum(stop, 0))
     tl.store(out_ptr + offsets, result, mask=live)
@@ -118,9 +145,13 @@ def split_triton(batch: SplitBatch) -> torch.Tensor:
             batch.hash_block_size.rows.contiguous(),
             batch.partial_hits.to(torch.int8).contiguous(),
             _limit_rows(batch),
+            batch.hash_lookahead_tokens.contiguous(),
+            batch.exact_junction_stop.to(torch.int8).contiguous(),
             out,
             rows,
+            *(batch.checkpoints or (1, 1)),
             BLOCK=SPLIT_BLOCK,
+            CHECKPOINTS=batch.checkpoints is not None,
         )
     return out
 

@@ -30,22 +30,39 @@ from junction.kernels.split import mamba_block_aligned_split
 from junction.reference.cli import terminal
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.terminal import progress
-from junction.reference.oracle.exhaustive import MaskInput, mask_inputs, split_inputs
+from junction.reference.oracle.exhaustive import (
+    CheckpointGrid,
+    MaskInput,
+    mask_inputs,
+    split_inputs,
+)
 
 SPLIT_BATCH = 65_536
 
 
 def _split_batches(bound: int) -> Iterator[list[dict[str, object]]]:
-    """Split inputs in batches that share ``max_prefill_tokens`` being None or not."""
-    # The engine options are not batched yet: their inputs are core's alone.
-    options = {"hash_lookahead_tokens", "exact_junction_stop", "prefill_checkpoints"}
-    inputs = (row for row in split_inputs(bound) if not options & row.keys())
+    """Split inputs in batches that share ``max_prefill_tokens`` being None or not, and
+    ``prefill_checkpoints`` (one engine's setting: core's ``PrefillCheckpoints``)."""
+    inputs = (_with_core_checkpoints(row) for row in split_inputs(bound))
     while chunk := list(itertools.islice(inputs, SPLIT_BATCH)):
-        for no_limit, rows in itertools.groupby(
-            chunk, key=lambda r: r["max_prefill_tokens"] is None
+        for _, rows in itertools.groupby(
+            chunk,
+            key=lambda r: (r["max_prefill_tokens"] is None, r.get("prefill_checkpoints")),
         ):
             yield list(rows)
-            del no_limit
+
+
+def _with_core_checkpoints(row: dict[str, object]) -> dict[str, object]:
+    """Every option spelled out (the walk leaves them out where off), checkpoints as core's."""
+    grid = row.get("prefill_checkpoints")
+    assert grid is None or isinstance(grid, CheckpointGrid)
+    checkpoints = grid and core.PrefillCheckpoints(grid.alignment, grid.unit)
+    return {
+        "hash_lookahead_tokens": 0,
+        "exact_junction_stop": False,
+        **row,
+        "prefill_checkpoints": checkpoints,
+    }
 
 
 def sweep_split(
@@ -57,7 +74,9 @@ def sweep_split(
         tensors: dict[str, object] = {}
         for name in rows[0]:
             values = [row[name] for row in rows]
-            if name == "max_prefill_tokens" and values[0] is None:
+            if name == "prefill_checkpoints":
+                tensors[name] = values[0]
+            elif name == "max_prefill_tokens" and values[0] is None:
                 tensors[name] = None
             else:
                 dtype = torch.bool if isinstance(values[0], bool) else torch.int64

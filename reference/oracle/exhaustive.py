@@ -39,6 +39,7 @@ from .first_principles import (
 )
 
 __all__ = [
+    "CheckpointGrid",
     "Coverage",
     "MaskInput",
     "check_exhaustively",

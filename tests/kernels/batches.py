@@ -19,29 +19,34 @@ from junction.core import mamba_block_aligned_split, reachable_block_mask
 
 from ..properties.strategies import mask_inputs, split_inputs
 
-FLAGS = ("use_eagle", "partial_hits")
+FLAGS = ("use_eagle", "partial_hits", "exact_junction_stop")
 # ``last_cacheable`` is a compatibility policy's override, not part of the batched API;
-# the engine options are not batched yet: rows are drawn with them off.
-ENGINE_OPTIONS = {
-    "hash_lookahead_tokens": 0,
-    "exact_junction_stop": False,
-    "prefill_checkpoints": None,
-}
+# ``prefill_checkpoints`` is one engine's setting, passed once for the whole batch.
 SPLIT_ARGUMENTS = tuple(
     name
     for name in inspect.signature(mamba_block_aligned_split).parameters
-    if name != "last_cacheable" and name not in ENGINE_OPTIONS
+    if name not in ("last_cacheable", "prefill_checkpoints")
 )
+# What a row that leaves an option out means (the int64 rows do).
+OPTION_DEFAULTS: dict[str, Any] = {"hash_lookahead_tokens": 0, "exact_junction_stop": False}
 
 
 @st.composite
 def split_batches(draw: st.DrawFn, max_rows: int = 24) -> list[dict[str, Any]]:
-    """Rows of split arguments; ``max_prefill_tokens`` is None for all rows or none."""
-    rows = [{**row, **ENGINE_OPTIONS} for row in draw(st.lists(split_inputs(), max_size=max_rows))]
+    """Rows of split arguments; ``max_prefill_tokens`` is None for all rows or none,
+    and every row has the first row's ``prefill_checkpoints`` where it fits them all."""
+    rows = draw(st.lists(split_inputs(), max_size=max_rows))
     if rows and draw(st.booleans()):
         # An engine's batch: one Mamba block size, hash unit and set of flags.
         shared = ("block_size", "hash_block_size", "use_eagle", "partial_hits")
         rows = [{**row, **{name: rows[0][name] for name in shared}} for row in rows]
+    if rows:
+        checkpoints = rows[0]["prefill_checkpoints"]
+        if checkpoints is not None and any(
+            checkpoints.unit % row["hash_block_size"] for row in rows
+        ):
+            checkpoints = None
+        rows = [{**row, "prefill_checkpoints": checkpoints} for row in rows]
     if any(row["max_prefill_tokens"] is not None for row in rows):
         # A tensor has no None: "no limit" rows get a limit no block reaches.
         rows = [{**row, "max_prefill_tokens": row["max_prefill_tokens"] or 10**9} for row in rows]
@@ -53,9 +58,11 @@ def split_tensors(
 ) -> dict[str, Any]:
     """One tensor per argument; with ``shared_as_scalars``, a value every row shares
     is passed as a Python scalar (as an engine passes its one Mamba block size)."""
-    tensors: dict[str, Any] = {}
+    tensors: dict[str, Any] = {
+        "prefill_checkpoints": rows[0].get("prefill_checkpoints") if rows else None
+    }
     for name in SPLIT_ARGUMENTS:
-        values = [row[name] for row in rows]
+        values = [row.get(name, OPTION_DEFAULTS.get(name)) for row in rows]
         if name == "max_prefill_tokens" and (not rows or values[0] is None):
             tensors[name] = None
         elif shared_as_scalars and rows and len(set(values)) == 1:

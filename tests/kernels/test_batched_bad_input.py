@@ -26,6 +26,7 @@ SPLIT_BREAKS = {
     "max_prefill_tokens": lambda row: 0,
     "num_new_local_computed_tokens": lambda row: -1,
     "num_external_computed_tokens": lambda row: -5,
+    "hash_lookahead_tokens": lambda row: -1,
 }
 
 
