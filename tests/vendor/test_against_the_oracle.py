@@ -15,8 +15,8 @@ from junction.reference.cli.main import main as reference
 
 ROOT = Path(__file__).resolve().parents[2]
 # vLLM #50409: the last cacheable position one token too far.
-CORRECT = "return floor_to(num_tokens - 1, unit)"
-BROKEN = "return floor_to(num_tokens, unit)"
+CORRECT = "return max(floor_to(num_tokens - max(1, lookahead), unit), 0)"
+BROKEN = "return max(floor_to(num_tokens - lookahead, unit), 0)"
 
 
 def break_split(copy: Path) -> None:
