@@ -132,6 +132,17 @@ def _eagle_zero_boundary(scenario: Scenario) -> bool:
     return False
 
 
+def _target_window_under_a_junction(scenario: Scenario) -> bool:
+    """EAGLE per group: a sliding window that is not an EAGLE group, and a prefilled
+    request with a junction (vLLM adds ``J - B`` only in EAGLE groups' managers)."""
+    geometry = scenario.geometry
+    if not geometry.use_eagle or not any(
+        g.kind is GroupKind.SLIDING_WINDOW and not g.eagle_group for g in geometry.groups
+    ):
+        return False
+    return any(prefill.request.shared_prefix_boundary for prefill in _run(scenario).prefills)
+
+
 def diagnose(violation: Violation) -> str | None:
     """The key of the finding that explains this violation, or ``None`` (new)."""
     scenario, promise = violation.scenario, violation.promise
@@ -153,6 +164,8 @@ def diagnose(violation: Violation) -> str | None:
         return "eagle-shift-split"
     if promise is Promise.ECONOMY and _eagle_zero_boundary(scenario):
         return "eagle-zero-boundary"
+    if promise in (Promise.REPLAY, Promise.JUNCTION) and _target_window_under_a_junction(scenario):
+        return "eagle-junction-target-group"
     if promise is not Promise.RECONCILIATION and _eagle_drops_a_hash_unit(geometry):
         return "eagle-landing"
     return None

@@ -176,6 +176,32 @@ FINDINGS: tuple[Finding, ...] = (
         _scenario("economy", [_full(2), _swa(2, 1)], 2, [(0,), (7, 0)], eagle=True, interval=0),
     ),
     Finding(
+        "eagle-junction-target-group",
+        "EAGLE per group: a target-model window keeps no tail where the draft's drop lands",
+        ("junction",),
+        "new (EAGLE per group, `is_eagle_group`)",
+        "`cache_blocks` adds the junction's EAGLE landing `J - B` to the boundaries only in "
+        "a manager whose own `use_eagle` is set, i.e. an EAGLE group's. A request that "
+        "shares less than the junction's request did lands one block lower, at `J - B`, in "
+        "every group (the hit is the least of them, and the draft group drops a block), "
+        "but a sliding window of the target model alone kept no tail there",
+        "under `R = 0` a sibling diverging just past the junction misses in the target "
+        "window what dense retention would hit (with every group marked, or none, vLLM "
+        "keeps it)",
+        Scenario(
+            "junction",
+            HybridGeometry(
+                [_full(2), GroupSpec.sliding_window(2, 2, eagle_group=False)],
+                2,
+                use_eagle=True,
+                retention_interval=0,
+            ),
+            [(0,) * 9, (0,) * 6 + (1, 1)],
+            (0,) * 4 + (2, 2),
+            4,
+        ),
+    ),
+    Finding(
         "lookup-verified_set",
         "EAGLE lookup: a sliding window accepts a shorter candidate without its peek block",
         ("reconciliation",),

@@ -123,10 +123,11 @@ def group_readers(geometry: HybridGeometry) -> tuple[GroupReader, ...]:
     readers = []
     for group_id, group in enumerate(geometry.groups):
         spec, scale, covered_block = group, group.block_size // unit, 0
+        drafts = group.eagle_group  # a unit-sized spec stays an EAGLE group or not
         if alignment < group.block_size and group.kind is GroupKind.FULL:
-            spec, scale, covered_block = GroupSpec.full(unit), 1, scale
+            spec, scale, covered_block = GroupSpec.full(unit, eagle_group=drafts), 1, scale
         elif alignment < group.block_size and group.kind is GroupKind.MAMBA:
-            spec, scale = GroupSpec.mamba(unit), 1
+            spec, scale = GroupSpec.mamba(unit, eagle_group=drafts), 1
         elif alignment < group.block_size:
             raise ValueError(f"{group}: vLLM gives sliding-window groups no hash-unit hits")
         readers.append(
@@ -187,7 +188,13 @@ def oracle_reconcile_view(
 ) -> tuple[int, int, int]:
     """The first-principles ``(h, ℓ, J)`` over the views (``reference.oracle``)."""
     groups = [
-        OracleGroup(view.spec.kind.value, view.spec.block_size, view.spec.window, view.cached)
+        OracleGroup(
+            view.spec.kind.value,
+            view.spec.block_size,
+            view.spec.window,
+            view.cached,
+            view.spec.eagle_group,
+        )
         for view in views
     ]
     return oracle_reconcile(

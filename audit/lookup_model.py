@@ -189,7 +189,8 @@ def model_reconcile(
                 continue
             if not quirks.verified_set and known == candidate:
                 continue  # proved this very candidate already (core's rule)
-            drop = eagle and (index not in verified if quirks.verified_set else True)
+            drop = eagle and groups[index].eagle_group
+            drop = drop and (index not in verified if quirks.verified_set else True)
             bound = candidate
             if drop and kind is not GroupKind.MAMBA:
                 bound = min(candidate + margins[index], hashed_tokens)

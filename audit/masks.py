@@ -39,7 +39,7 @@ def vllm_block_mask(
         start_block,
         end_block,
         geometry.alignment_tokens,
-        geometry.use_eagle,
+        group.eagle_lookup(geometry.use_eagle),  # the group's manager's own flag
         geometry.retention_interval,
         boundaries,
     )

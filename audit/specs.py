@@ -20,6 +20,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from junction.core import GroupKind, GroupSpec, HybridGeometry
 
 from .vllm_env import vllm
@@ -52,6 +54,11 @@ def vllm_spec(group: GroupSpec) -> Any:
     )
 
 
+def _vllm_key(group: GroupSpec) -> tuple[object, ...]:
+    """What makes two core groups one vLLM spec (the EAGLE flag is not part of it)."""
+    return (group.kind, group.block_size, group.window)
+
+
 def manager_class(group: GroupSpec) -> Any:
     """vLLM's manager class for the group (``FullAttentionManager``, ...)."""
     managers = vllm().managers
@@ -65,14 +72,18 @@ def manager_class(group: GroupSpec) -> Any:
 def kv_cache_config(
     groups: Sequence[GroupSpec], num_blocks: int, retention_interval: int | None
 ) -> Any:
-    """A real ``KVCacheConfig``: one KV-cache group per core group, none an
-    explicit EAGLE group (vLLM then treats every group as one under EAGLE)."""
+    """A real ``KVCacheConfig``: one KV-cache group per core group, marked an
+    EAGLE group (``is_eagle_group``) as the core group is
+    (:attr:`GroupSpec.eagle_group`; every group marked is what vLLM does when
+    none is)."""
     interface = vllm().interface
     return interface.KVCacheConfig(
         num_blocks=num_blocks,
         kv_cache_tensors=[],
         kv_cache_groups=[
-            interface.KVCacheGroupSpec([f"layer{index}"], vllm_spec(group))
+            interface.KVCacheGroupSpec(
+                [f"layer{index}"], vllm_spec(group), is_eagle_group=group.eagle_group
+            )
             for index, group in enumerate(groups)
         ],
         prefix_cache_retention_interval=retention_interval,
@@ -103,7 +114,11 @@ def vllm_geometry(
 ) -> HybridGeometry:
     """The geometry a vLLM 0.33.0 configuration with these groups implies.
 
-    Partial hits are on exactly when vLLM turns them on. Raises
+    Partial hits are on exactly when vLLM turns them on. EAGLE per group as
+    vLLM's lookup applies it: under EAGLE a group drops when it is marked
+    (:attr:`GroupSpec.eagle_group`) or its spec equals a marked group's (vLLM
+    looks equal specs up together, dropping for all when one is marked), and
+    every group when none is marked. Raises
     ``ValueError`` for a configuration vLLM rejects: Mamba groups of
     different block sizes (one ``cache_config.block_size``), or a retention
     interval without a sliding-window or Mamba group.
@@ -113,6 +128,9 @@ def vllm_geometry(
         raise ValueError(f"vLLM gives every Mamba group one block size, got {mamba_sizes}")
     if retention_interval and all(g.kind is GroupKind.FULL for g in groups):
         raise ValueError("vLLM rejects a retention interval without a sparse group")
+    if use_eagle:
+        marked = {_vllm_key(g) for g in groups if g.eagle_group}
+        groups = [attrs.evolve(g, eagle_group=not marked or _vllm_key(g) in marked) for g in groups]
     return HybridGeometry(
         groups,
         hash_block_size,

@@ -90,7 +90,13 @@ class VllmRun:
 
     def cached_sets(self, prompt: Sequence[int]) -> list[OracleGroup]:
         return [
-            OracleGroup(view.spec.kind.value, view.spec.block_size, view.spec.window, view.cached)
+            OracleGroup(
+                view.spec.kind.value,
+                view.spec.block_size,
+                view.spec.window,
+                view.cached,
+                view.spec.eagle_group,
+            )
             for view in self._lookup(prompt).views
         ]
 

@@ -27,8 +27,13 @@ leaves them: that is ``ℓ``, the core's longest single-group hit, which is
 the first full-attention group's, so such a group must be full attention
 and the first one (else refused, ``retains_longer_hit``).
 
-Refused with :class:`UnsupportedOption`: EAGLE on only some groups
-(``is_eagle_group``), a group the core has no kind for (its manager),
+EAGLE per group: a group drops exactly when vLLM's lookup drops for it
+(its spec group's ``use_eagle``: the groups ``is_eagle_group`` marks, every
+group when none is marked, and any group whose spec equals a marked one's,
+since vLLM looks equal specs up together), which becomes the core group's
+``eagle_group``.
+
+Refused with :class:`UnsupportedOption`: a group the core has no kind for (its manager),
 prefill context parallelism and a scheduler block other than the lcm of the
 group blocks. Each group reads its manager's block pool (HiSparse gives some
 groups their own). Under
@@ -60,6 +65,7 @@ class _BoundLookup:
     geometry: HybridGeometry
     group_ids: tuple[int, ...]
     retained: tuple[bool, ...]  # per geometry group: blocks up to ℓ, not h
+    peeks: tuple[int, ...]  # per geometry group: its EAGLE drop, 0 without EAGLE
     num_groups: int
     reconciler: HitReconciler
     readers: tuple[GroupReader, ...]
@@ -85,12 +91,15 @@ def core_find_longest_cache_hit(
     reconciled = bound.reconciler.reconcile(finders, max_cache_hit_length, lookup_limit)
     hit = reconciled.hit_length
     # Full attention's partial tail is the deepest hash unit its lookup could
-    # read: the candidate plus the EAGLE peek, within the hashed tokens.
-    read_limit = min(max_cache_hit_length + bound.geometry.eagle_drop_tokens, lookup_limit) // unit
+    # read: the candidate plus its EAGLE peek (none for a group that is not an
+    # EAGLE group), within the hashed tokens.
     blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
-    groups = zip(bound.group_ids, bound.geometry.groups, pools, bound.retained, strict=True)
-    for group_id, group, pool, retained in groups:
+    groups = zip(
+        bound.group_ids, bound.geometry.groups, pools, bound.retained, bound.peeks, strict=True
+    )
+    for group_id, group, pool, retained, peek in groups:
         length = reconciled.longest_hit_length if retained else hit
+        read_limit = min(max_cache_hit_length + peek, lookup_limit) // unit
         blocks[group_id] = _group_blocks(
             pool, block_hashes, group_id, group, unit, length, read_limit
         )
@@ -132,20 +141,24 @@ def _bound(coordinator: Any) -> _BoundLookup:
         # DCP-sharded group, the block vLLM hashes and looks up by.
         cacheable.append((group_id, type(manager), group.kv_cache_spec, manager.block_size))
         retained.append(bool(manager.retains_longer_hit))
-    eagle = {spec_group.use_eagle for spec_group in coordinator.attention_groups}
-    if len(eagle) > 1:
-        raise UnsupportedOption(
-            Decision.LOOKUP, "is_eagle_group", sorted(coordinator.drop_eagle_group_ids)
-        )
+    # EAGLE per group: vLLM looks groups of equal specs up together, and such
+    # a spec group drops when any member is an EAGLE group; each member takes
+    # its spec group's flag, which is what vLLM's lookup does with it.
+    drops = {
+        group_id: spec_group.use_eagle
+        for spec_group in coordinator.attention_groups
+        for group_id in spec_group.group_ids
+    }
+    eagle_groups = [drops[group_id] for group_id, _, _, _ in cacheable]
     partial_hits = bool(coordinator.enable_partial_hash_hits)
     geometry = HybridGeometry(
         [
-            core_group(Decision.LOOKUP, manager_cls, spec, block)
-            for _, manager_cls, spec, block in cacheable
+            attrs.evolve(core_group(Decision.LOOKUP, manager_cls, spec, block), eagle_group=drop)
+            for (_, manager_cls, spec, block), drop in zip(cacheable, eagle_groups, strict=True)
         ],
         coordinator.hash_block_size,
         partial_hits=partial_hits,
-        use_eagle=eagle == {True},
+        use_eagle=any(eagle_groups),
     )
     scheduler_block_size = coordinator.scheduler_block_size
     if not partial_hits and geometry.scheduler_block_size != scheduler_block_size:
@@ -161,8 +174,12 @@ def _bound(coordinator: Any) -> _BoundLookup:
         attrs.evolve(reader, group_id=group_id)  # read the pool under vLLM's group id
         for reader, group_id in zip(group_readers(geometry), group_ids, strict=True)
     )
+    alignment = geometry.alignment_tokens
+    peeks = tuple(
+        group.eagle_drop_tokens(alignment) if geometry.use_eagle else 0 for group in geometry.groups
+    )
     return _BoundLookup(
-        geometry, group_ids, tuple(retained), len(groups), HitReconciler(geometry), readers
+        geometry, group_ids, tuple(retained), peeks, len(groups), HitReconciler(geometry), readers
     )
 
 

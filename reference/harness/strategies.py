@@ -9,6 +9,7 @@ here changes every recorded counterexample (docs/findings.md).
 
 from __future__ import annotations
 
+import attrs
 from hypothesis import strategies as st
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
@@ -44,6 +45,12 @@ def _geometries(
             if kind == "sliding_window"
             else GroupSpec.mamba(size)
         )
+    use_eagle = draw(st.booleans()) if eagle else False
+    if use_eagle and draw(st.booleans()):
+        # EAGLE per group: the draft model's groups marked, at least one.
+        marks = draw(st.lists(st.booleans(), min_size=len(groups), max_size=len(groups)))
+        marks[draw(st.integers(0, len(groups) - 1))] = True
+        groups = [attrs.evolve(g, eagle_group=mark) for g, mark in zip(groups, marks, strict=True)]
     scheduler_block = HybridGeometry(groups, unit).scheduler_block_size
     choices: dict[Retention, list[int | None]] = {
         Retention.ANY: [None, 0, scheduler_block, 2 * scheduler_block],
@@ -54,7 +61,7 @@ def _geometries(
         groups,
         unit,
         partial_hits=draw(st.booleans()),
-        use_eagle=draw(st.booleans()) if eagle else False,
+        use_eagle=use_eagle,
         retention_interval=draw(st.sampled_from(choices[retention])),
     )
 

@@ -62,6 +62,15 @@ def vllm_geometries(
         "zero": [0],
         "positive": [grid, 2 * grid, 3 * grid],
     }[retention]
+    # EAGLE per group: mostly every group (vLLM's unmarked default), else the
+    # draft model's groups marked (vllm_geometry applies vLLM's fallback and
+    # its equal-spec merging).
+    marks = draw(
+        st.lists(st.sampled_from((True, True, False)), min_size=len(groups), max_size=len(groups))
+    )
+    groups = [
+        attrs.evolve(group, eagle_group=mark) for group, mark in zip(groups, marks, strict=True)
+    ]
     return vllm_geometry(
         groups,
         unit,

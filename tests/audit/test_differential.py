@@ -108,7 +108,7 @@ def test_real_runs_make_the_policys_decisions(data: st.DataObject) -> None:
     for call in engine.mask_calls:
         group = geometry.groups[call.group_id]
         assert call.alignment_tokens == geometry.alignment_tokens
-        assert call.use_eagle == geometry.use_eagle
+        assert call.use_eagle == group.eagle_lookup(geometry.use_eagle)
         assert call.retention_interval == geometry.retention_interval
         boundaries = POLICY.reachable_boundaries(geometry, group, call.request)
         assert boundaries == tuple(x for x in call.boundaries if x >= 0), (group, call)

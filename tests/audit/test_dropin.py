@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from junction.audit import dropin
 from junction.audit.dropin import Decision, UnsupportedOption
-from junction.audit.specs import kv_cache_config, manager_class, vllm_geometry, vllm_spec
+from junction.audit.specs import manager_class, vllm_geometry, vllm_spec
 from junction.audit.split import SchedulerStandIn, make_request
 from junction.audit.vllm_engine import VllmEngine
 from junction.audit.vllm_env import vllm
@@ -305,24 +305,27 @@ def test_the_mask_is_the_core_mask_and_bad_input_is_the_cores_error(
     assert raised.value.argument == "end_block"
 
 
-def test_the_lookup_refuses_eagle_on_only_some_groups(swapped: None) -> None:
-    v = vllm()
-    groups = [GroupSpec.full(4), GroupSpec.sliding_window(4, 5)]
-    config = kv_cache_config(groups, 64, None)
-    config.kv_cache_groups[1].is_eagle_group = True  # only the draft model's window drops
-    manager = v.manager.KVCacheManager(
-        config,
-        max_model_len=1024,
-        scheduler_block_size=4,
-        hash_block_size=4,
-        enable_caching=True,
-        use_eagle=True,
-    )
-    request = make_request(list(range(12)), 12, hash_block_size=4)
-    with pytest.raises(UnsupportedOption) as raised:
-        manager.get_computed_blocks(request)
-    assert (raised.value.decision, raised.value.option) == (Decision.LOOKUP, "is_eagle_group")
-    assert raised.value.value == [1]
+def test_the_lookup_takes_eagle_per_group_as_vllm_marks_it() -> None:
+    """Only the draft model's window is an EAGLE group: vLLM's own lookup and the
+    core swapped in find the same hits, with no refusal, and the core's groups
+    carry vLLM's marks."""
+    groups = [GroupSpec.full(4, eagle_group=False), GroupSpec.sliding_window(4, 5)]
+    geometry = vllm_geometry(groups, 4, use_eagle=True)
+    assert [g.eagle_group for g in geometry.groups] == [False, True]
+    base = tuple(range(40))
+    prompts = [base, base[:16] + (99,) * 9, base, base[:17]]
+
+    def hits() -> list[tuple[int, int]]:
+        engine = VllmEngine(geometry)
+        for prompt in prompts[:2]:
+            engine.prefill(prompt, 64)
+        found = [engine.lookup(prompt) for prompt in prompts]
+        return [(lookup.hit_length, lookup.shared_prefix_boundary) for lookup in found]
+
+    with dropin.swapped_in(), _vllm_decisions_fail():
+        swapped_hits = hits()
+    assert swapped_hits == hits()
+    assert any(hit for hit, _ in swapped_hits)
 
 
 # -- the vLLM suite's bookkeeping (make vllm-suite) ------------------------------------
