@@ -25,6 +25,11 @@ position it was computed at, and the local admission checks that position
 (``MambaStateMissing``): a load can never resume a state that does not
 exist. Saving stops at the end of prefill (Mooncake: "every other group
 stops saving at the end of this prefill"); decode blocks stay local.
+The junction ``J`` of a request that loaded is reconciled over the local
+cache after the load, which holds only what the hit reads: as in vLLM, whose
+junction comes from its local lookup before the connector is asked, a
+shared prefix that only the store knows of gives the loading instance no
+junction of its own.
 
 Rejected: loading lazily as the request runs (vLLM loads asynchronously,
 but the blocks land before the first chunk is computed, which is all a

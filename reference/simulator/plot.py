@@ -1,7 +1,8 @@
 """The simulator's plot: hit rate against sparse blocks retained, over a sweep of ``R``.
 
 One panel per geometry; the pinned (default) and unpinned policies are one
-line each through their retention intervals, dense is a star. Points that
+line each through their retention intervals (a line per tier saving when a
+tier run has several), dense is a star. Points that
 coincide share one label, so the sweep stays legible where several ``R``
 retain the same blocks.
 
@@ -45,9 +46,22 @@ def render_plot(geometries: Sequence[str], results: Sequence[RunResult]) -> byte
     )
     for axis, name in zip(axes[0], geometries, strict=True):
         runs = [r for r in results if r.geometry == name]
-        for policy, label, style in _LINES:
+        # With a tier run under several savings: a line per policy and saving.
+        savings: list[str | None] = [None]
+        savings = [*sorted({r.tier.saving for r in runs if r.tier is not None})] or savings
+        lines = [
+            (policy, label, style, saving) for saving in savings for policy, label, style in _LINES
+        ]
+        for policy, label, style, saving in lines:
+            if saving is not None:
+                label = f"{label}, {saving} saving"
+                style = style if saving == "policy" else style.rstrip("-") + ":"
             points = sorted(
-                (r for r in runs if r.variant.policy == policy),
+                (
+                    r
+                    for r in runs
+                    if r.variant.policy == policy and (r.tier is None or r.tier.saving == saving)
+                ),
                 key=lambda r: r.sparse_retained_peak,
             )
             xs = [r.sparse_retained_peak for r in points]
@@ -70,11 +84,11 @@ def render_plot(geometries: Sequence[str], results: Sequence[RunResult]) -> byte
                     fontsize=7,
                     color=line.get_color(),
                 )
-        for r in runs:
-            if r.variant.policy == "dense":
-                axis.plot(
-                    [r.sparse_retained_peak], [r.token_hit_rate], "k*", markersize=11, label="dense"
-                )
+        dense = [r for r in runs if r.variant.policy == "dense"]
+        for index, r in enumerate(dense):
+            label = "dense" if index == 0 else "_nolegend_"  # one entry, whatever the savings
+            point = ([r.sparse_retained_peak], [r.token_hit_rate])
+            axis.plot(*point, "k*", markersize=11, label=label)
         axis.set_title(f"{name}\n{GEOMETRIES[name].description}", fontsize=9)
         axis.set_xlabel("sparse-group blocks retained (peak)")
         axis.set_ylabel("token hit rate")
