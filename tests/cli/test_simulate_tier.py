@@ -2,7 +2,8 @@
 
 Bad input exits 2 with one line naming the option (the hostile-input style of
 ``test_simulate_hostile``); a small run reports each instance's hit rate and
-the tier's occupancy in the table and the JSON, one row per saving.
+the tier's occupancy in the table and the JSON, one row per saving; the
+README's tier table is what ``docs/demo-tier/`` recorded.
 """
 
 from __future__ import annotations
@@ -99,3 +100,22 @@ def test_routing_round_robin_and_by_session() -> None:
     sessions = [(turn, turn, turn), (turn,), (turn, turn)]
     assert route(sessions, 2, "round-robin") == [0, 1, 0, 1, 0, 1]
     assert route(sessions, 2, "session") == [0, 0, 0, 1, 0, 0]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("preset", ["gpt-oss", "nemotron-h"])
+def test_readme_shows_the_tier_runs_of_docs_demo_tier(preset: str) -> None:
+    readme = (ROOT / "README.md").read_text()
+    folder = ROOT / "docs" / "demo-tier" / preset
+    assert f"--out docs/demo-tier/{preset}" in readme  # the command that wrote the folder
+    for run in json.loads((folder / "simulate.json").read_text())["runs"]:
+        tier = run["tier"]
+        first, second = tier["instance_hit_rates"]
+        hit, loaded = run["token_hit_rate"], tier["external_hit_tokens"]
+        if preset == "gpt-oss":  # a table row
+            shown = f"{hit:.3f} | {first:.3f} | {second:.3f} | {loaded:,} |"
+        else:  # a sentence (both savings give the same)
+            shown = f"rate {hit:.3f}, per instance {first:.3f} and {second:.3f}, {loaded:,} tokens"
+        assert shown in " ".join(readme.split()), (preset, tier["saving"], shown)
