@@ -117,7 +117,7 @@ def run_one(
     engines = [Engine(config) for _ in range(settings.instances)]
     engine = engines[0]
     model = settings.step_time
-    if settings.tiered:
+    if settings.instances > 1:
         if settings.arrivals == "sessions":
             raise ValueError(
                 "arrivals=sessions: several instances need trace or sequential arrivals"

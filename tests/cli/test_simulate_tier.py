@@ -86,6 +86,17 @@ def test_two_instances_report_each_hit_rate_and_the_tier(
     assert any(run["tier"]["external_hit_tokens"] for run in runs)
 
 
+def test_one_instance_with_a_tier_runs_any_arrivals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One engine offloading to its own tier: the closed loop needs no shared clock.
+    argv = [*SMALL, "--arrivals", "sessions", "--tier", "5000", "--out", str(tmp_path)]
+    code, _, out = simulate(argv, capsys)
+    assert code == 0 and "full+swa: instances and external tier" in out
+    runs = json.loads((tmp_path / "simulate.json").read_text())["runs"]
+    assert all(run["tier"]["instances"] == 1 for run in runs)
+
+
 def test_row_runs_only_the_rows_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [*SMALL, "--row", "pinned", "--out", str(tmp_path)]
     code, _, out = simulate(argv, capsys)
