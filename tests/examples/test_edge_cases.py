@@ -128,3 +128,20 @@ def test_mamba_block_size_is_the_first_mamba_groups_block_else_l() -> None:
     assert mixed.mamba_block_size == 8
     swa = HybridGeometry([GroupSpec.full(4), GroupSpec.sliding_window(6, 8)], 2)
     assert swa.mamba_block_size == swa.scheduler_block_size == 12
+
+
+def test_every_group_is_an_eagle_group_by_default() -> None:
+    """The default keeps what EAGLE meant before groups carried the flag: every
+    group drops (Mamba drops nothing), so a Mamba-only geometry under EAGLE is valid."""
+    groups = [GroupSpec.full(4), GroupSpec.sliding_window(4, 8), GroupSpec.mamba(4)]
+    assert all(group.eagle_group for group in groups)
+    assert HybridGeometry([GroupSpec.mamba(4)], 4, use_eagle=True).eagle_drop_tokens == 0
+    draft_only = HybridGeometry(
+        [GroupSpec.full(4, eagle_group=False), GroupSpec.sliding_window(2, 8)], 2, use_eagle=True
+    )
+    assert draft_only.eagle_drop_tokens == 2  # the draft window's block, not the full group's 4
+    target = GroupSpec.sliding_window(2, 8, eagle_group=False)
+    assert (target.blocks_for_hit(True), GroupSpec.sliding_window(2, 8).blocks_for_hit(True)) == (
+        4,
+        5,
+    )
