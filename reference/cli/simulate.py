@@ -52,7 +52,13 @@ from junction.reference.simulator.plot import render_plot
 from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.report import report
 from junction.reference.simulator.result import RunResult
-from junction.reference.simulator.run import ARRIVALS, Arrivals, Settings, simulate
+from junction.reference.simulator.run import (
+    ARRIVALS,
+    EVICTION_POLICIES,
+    Arrivals,
+    Settings,
+    simulate,
+)
 from junction.reference.simulator.table import format_table, format_tier, format_times
 from junction.reference.simulator.variants import sweep_variants, table_variants
 from junction.reference.simulator.workload import (
@@ -91,7 +97,8 @@ built-in hybrid geometry under four retention policies:
 
 It prints one table per geometry (token hit rate, system-prompt hit rate,
 prefill tokens computed and the share of prompt tokens saved, forward steps,
-sparse-group blocks retained at the peak and at the end, evictions), then one
+sparse-group blocks retained at the peak and at the end, evictions, prefill
+FLOPs saved under the geometry's FLOP model), then one
 of modelled times per geometry (time to first token and queueing: p50, p90,
 p99; the makespan), writes a JSON file with every number, a PNG plot of hit
 rate against retained blocks (over a sweep of retention intervals, pinned and
@@ -248,6 +255,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="the plot's sweep of R (default "
         + ",".join(map(str, DEFAULT_INTERVALS))
         + "; none for a trace: the table's rows alone, four runs per geometry)",
+    )
+    parser.add_argument(
+        "--eviction",
+        choices=EVICTION_POLICIES,
+        default="lru",
+        help="which free cached block a full pool recycles: lru (least recently freed, "
+        "the default) or flop-aware (after Marconi: recency and prefill FLOPs saved per "
+        "byte under the geometry's FLOP model; docs/eviction.md)",
     )
     parser.add_argument(
         "--arrivals",
@@ -588,6 +603,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         instances=args.instances,
         tier_blocks=args.tier or 0,
         route=args.route,
+        eviction=args.eviction,
     )
     _check_tier(args, parser, geometries, workload, settings)
     savings = list(dict.fromkeys(args.tier_saving or [TierSaving.POLICY.value]))
@@ -645,7 +661,10 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         for name in geometries
     }
     text = "\n\n".join(format_table(name, rows[name]) for name in geometries)
-    text += f"\n\narrivals: {settings.arrivals}; {settings.step_time.describe()}\n\n"
+    text += (
+        f"\n\narrivals: {settings.arrivals}; eviction: {settings.eviction}; "
+        f"{settings.step_time.describe()}\n\n"
+    )
     text += "\n\n".join(format_times(name, rows[name]) for name in geometries)
     if settings.tiered:
         text += "\n\n" + "\n\n".join(format_tier(name, rows[name]) for name in geometries)

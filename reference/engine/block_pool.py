@@ -2,9 +2,11 @@
 
 Blocks carry a reference count (one per request and group holding them) and,
 once cached, the hash that identifies the prefix they end. Free blocks wait
-in an LRU queue split in two: blocks with no hash are recycled first, since
-nobody can ever hit them; cached blocks are recycled least recently freed
-first, and recycling one evicts it (its hash leaves the cache map). Block 0
+in a queue split in two: blocks with no hash are recycled first, since
+nobody can ever hit them; cached blocks wait least recently freed first,
+and recycling one evicts it (its hash leaves the cache map). Which cached
+block goes is the pool's eviction order's choice (``eviction.py``; least
+recently freed first unless told otherwise). Block 0
 is the null block: it stands in for blocks a request skips (out-of-window
 sliding-window blocks, Mamba positions without a state) and is never
 allocated, freed or counted.
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from junction.reference.engine.eviction import EvictionOrder, LruOrder
 from junction.reference.engine.hash_chain import unit_hash
 from junction.reference.engine.invariants import InvariantViolation
 
@@ -34,6 +37,7 @@ class Block:
 
     __slots__ = (
         "block_id",
+        "end",
         "indexes_inner",
         "key",
         "parent",
@@ -51,6 +55,8 @@ class Block:
         self.parent = 0
         self.tokens: tuple[int, ...] = ()
         self.unit = 1
+        # The prefix length it ends once cached (its managers set it): what eviction may read.
+        self.end = 0
         # Whether its inner hash units are in the pool's ``inner`` map (eviction removes them).
         self.indexes_inner = False
         # Mamba: the position whose state this block holds (None: no state).
@@ -61,9 +67,9 @@ class Block:
 
 
 class BlockPool:
-    """``num_blocks`` blocks (block 0 is the null block)."""
+    """``num_blocks`` blocks (block 0 is the null block), evicting in ``order``."""
 
-    def __init__(self, num_blocks: int) -> None:
+    def __init__(self, num_blocks: int, order: EvictionOrder | None = None) -> None:
         if num_blocks < 2:
             raise ValueError(f"num_blocks={num_blocks}: a pool needs the null block and one more")
         self.blocks = [Block(i) for i in range(num_blocks)]
@@ -76,6 +82,7 @@ class BlockPool:
         self.cached_per_group: dict[int, int] = {}
         # Hash units strictly inside cached blocks, for sub-block (partial) lookups.
         self.inner: dict[tuple[int, int], Block] = {}
+        self.order: EvictionOrder = LruOrder() if order is None else order
         self.evictions = 0
         self.operations = 0  # allocations, frees, touches, cachings, lookups
 
@@ -92,12 +99,13 @@ class BlockPool:
         unhashed, hashed = self.free_unhashed, self.free_hashed
         if count > len(unhashed) + len(hashed):
             raise NoFreeBlocks(f"asked for {count} blocks, {self.num_free} free")
-        taken = []
+        taken, victim = [], self.order.victim
         for _ in range(count):
             if unhashed:
                 block = unhashed.popitem(last=False)[1]
             else:
-                block = hashed.popitem(last=False)[1]
+                block = victim(hashed)
+                del hashed[block.block_id]
                 self._evict(block)
             block.ref_count = 1
             taken.append(block)
@@ -109,6 +117,8 @@ class BlockPool:
             raise InvariantViolation(
                 "a block in the hashed free queue has a hash", f"{block} has none", self.dump()
             )
+        if self.order.observes:
+            self.order.evicted(block)
         del self.cached[block.key]
         self.cached_per_group[block.key[0]] -= 1
         group_id = block.key[0]
@@ -124,11 +134,14 @@ class BlockPool:
     def touch(self, blocks: Iterable[Block]) -> None:
         """Take a reference to cached blocks (a hit); a free one leaves the queue."""
         null, hashed, touched = self.null_block, self.free_hashed, 0
+        observes = self.order.observes
         for block in blocks:
             if block is null:
                 continue
             if not block.ref_count:
                 del hashed[block.block_id]
+                if observes:
+                    self.order.revived(block)
             block.ref_count += 1
             touched += 1
         self.operations += touched
@@ -155,39 +168,43 @@ class BlockPool:
         tokens: Sequence[int],
         unit: int,
         index_inner_units: bool = False,
+        end: int = 0,
     ) -> None:
-        """Make ``block`` findable under ``(group_id, block_hash)``.
+        """Make ``block`` findable under ``(group_id, block_hash)``; it ends the prefix ``end``.
 
         If another block already holds that prefix, the first one stays the
         cached copy and this one stays unhashed (it is recycled first). With
         ``index_inner_units`` the prefixes ending at its inner hash units are
         findable too (:meth:`lookup_unit`), the first block to offer one wins.
         """
-        self.cache_many(group_id, [(block, block_hash, parent, tokens)], unit, index_inner_units)
+        entry = (block, block_hash, parent, tokens, end)
+        self.cache_many(group_id, [entry], unit, index_inner_units)
 
     def cache_many(
         self,
         group_id: int,
-        entries: Sequence[tuple[Block, int, int, Sequence[int]]],
+        entries: Sequence[tuple[Block, int, int, Sequence[int], int]],
         unit: int,
         index_inner_units: bool = False,
     ) -> None:
-        """:meth:`cache` of each ``(block, block_hash, parent, tokens)``, in order.
+        """:meth:`cache` of each ``(block, block_hash, parent, tokens, end)``, in order.
 
         One call per chunk and group instead of one per block; one operation
         per block offered, cached or not.
         """
         self.operations += len(entries)
         cached, inner = self.cached, self.inner
-        added = 0
-        for block, block_hash, parent, tokens in entries:
+        added, observes = 0, self.order.observes
+        for block, block_hash, parent, tokens, end in entries:
             key = (group_id, block_hash)
             if block.key is not None or key in cached:
                 continue
-            block.key = key
+            block.key, block.end = key, end
             block.parent, block.tokens, block.unit = parent, tuple(tokens), unit
             cached[key] = block
             added += 1
+            if observes:
+                self.order.cached(block)
             if index_inner_units:
                 block.indexes_inner = True
                 for inner_hash in _unit_hashes(parent, block.tokens, unit)[:-1]:
@@ -275,6 +292,7 @@ class BlockPool:
             inside = _unit_hashes(block.parent, block.tokens, block.unit)[:-1]
             if block.key is None or block.key[0] != group_id or inner_hash not in inside:
                 problems.append(f"inner unit {inner_hash} -> {block} is not inside that block")
+        problems += self.order.problems(self.cached)
         if problems:
             raise InvariantViolation(
                 "block pool invariants", "\n  " + "\n  ".join(problems), self.dump()

@@ -38,6 +38,7 @@ import attrs
 from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.coordinator import Coordinator
+from junction.reference.engine.eviction import EvictionPolicy, LeastRecentlyUsed
 from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy, Policy
@@ -68,6 +69,8 @@ class EngineConfig:
     ``tier``: an external store this instance saves to and loads from
     (``tier.py``; several engines may share one), with ``tier_saving``
     naming what its save path hands the mask.
+    ``eviction`` chooses which free cached block a full pool recycles
+    (``eviction.py``; least recently freed first by default).
     """
 
     geometry: HybridGeometry
@@ -79,6 +82,7 @@ class EngineConfig:
     vocab_size: int = attrs.field(default=32_000, validator=_positive)
     tier: ExternalTier | None = attrs.field(default=None, kw_only=True, eq=False)
     tier_saving: TierSaving = attrs.field(default=TierSaving.POLICY, kw_only=True)
+    eviction: EvictionPolicy = attrs.field(factory=LeastRecentlyUsed, kw_only=True)
 
 
 @attrs.define
@@ -107,7 +111,7 @@ class Engine:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.geometry = config.geometry
-        self.pool = BlockPool(config.num_blocks)
+        self.pool = BlockPool(config.num_blocks, config.eviction.order(config.geometry))
         self.policy = CheckedPolicy(config.policy)
         self.coordinator = Coordinator(self.geometry, self.pool, self.policy)
         self.connector = (

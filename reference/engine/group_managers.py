@@ -146,7 +146,13 @@ class GroupManager:
         run = chain.block_run(first, full, size)  # parent, then each block's hash
         null, tokens = self.pool.null_block, request.tokens
         entries = [
-            (blocks[index], run[k + 1], run[k], tokens[index * size : (index + 1) * size])
+            (
+                blocks[index],
+                run[k + 1],
+                run[k],
+                tokens[index * size : (index + 1) * size],
+                (index + 1) * size,
+            )
             for k, index in enumerate(range(first, full))
             if blocks[index] is not null and (mask is None or mask[k])
         ]
@@ -194,6 +200,7 @@ class GroupManager:
             tokens,
             chain.unit,
             index_inner_units=self._sub_block_hits,
+            end=(index + 1) * size,
         )
 
     def free(self, request: Request) -> None:

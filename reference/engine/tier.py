@@ -85,6 +85,7 @@ class StoredBlock:
     unit: int
     state_position: int | None
     index_inner: bool
+    end: int  # the prefix length the block ends (what eviction may read once loaded)
 
 
 class ExternalTier:
@@ -258,6 +259,7 @@ class TierConnector:
                 stored.tokens,
                 stored.unit,
                 index_inner_units=stored.index_inner,
+                end=stored.end,
             )
             block.state_position = stored.state_position
         tier.loads += len(missing)
@@ -325,7 +327,9 @@ class TierConnector:
             for k, index in enumerate(range(first, end)):
                 if mask is None or mask[k]:
                     block = tokens[index * size : (index + 1) * size]
-                    stored = StoredBlock(run[k], tuple(block), chain.unit, None, inner)
+                    stored = StoredBlock(
+                        run[k], tuple(block), chain.unit, None, inner, (index + 1) * size
+                    )
                     self.tier.put((group_id, run[k + 1]), stored)
             offered[group_id] = end
         if computed >= request.prefill_end:
@@ -340,7 +344,7 @@ class TierConnector:
             )
         tokens = tuple(request.tokens[index * size : (index + 1) * size])
         parent = chain.parent_of_block(index, size)
-        stored = StoredBlock(parent, tokens, chain.unit, position, False)
+        stored = StoredBlock(parent, tokens, chain.unit, position, False, (index + 1) * size)
         self.tier.put((group_id, block_hash), stored)
 
     def _mask(

@@ -14,6 +14,9 @@ Under a ``tier`` scenario the engine saves to an external tier
 instance, made by the same factory with nothing local, shares the tier; the
 probe is looked up there over the tier, then admitted and run, and it must
 resume exactly where that lookup said (its load path), checked every step.
+``eviction`` chooses which free cached block a full pool recycles (the
+engine's default, LRU, unless told), so the promises under pressure run
+with each eviction policy.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 from junction.core import GroupKind, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.eviction import EvictionPolicy, LeastRecentlyUsed
 from junction.reference.engine.policy import Policy
 from junction.reference.engine.request import Request
 from junction.reference.engine.tier import ExternalTier
@@ -48,7 +52,13 @@ class EngineRun:
 
     sub_block_states = False  # the engine serves a Mamba state only at its block's end
 
-    def __init__(self, scenario: Scenario, policy: Policy, engine_factory: EngineFactory) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        policy: Policy,
+        engine_factory: EngineFactory,
+        eviction: EvictionPolicy,
+    ) -> None:
         # The tier holds as much as the pool: no eviction there either.
         tier = ExternalTier(scenario.num_blocks) if scenario.promise is Promise.TIER else None
         config = EngineConfig(
@@ -57,6 +67,7 @@ class EngineRun:
             max_num_batched_tokens=scenario.budget,
             policy=policy,
             tier=tier,
+            eviction=eviction,
         )
         self._config, self._factory = config, engine_factory
         self._output = scenario.max_output_tokens
@@ -188,16 +199,23 @@ class EngineRun:
 
 
 class EngineSubject:
-    """The reference engine (or a third party's class) running ``policy``."""
+    """The reference engine (or a third party's class) running ``policy``, evicting by
+    ``eviction``."""
 
     name = "engine"
 
-    def __init__(self, policy: Policy, engine_factory: EngineFactory = Engine) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        engine_factory: EngineFactory = Engine,
+        eviction: EvictionPolicy | None = None,
+    ) -> None:
         self.policy = policy
         self.engine_factory = engine_factory
+        self.eviction = LeastRecentlyUsed() if eviction is None else eviction
 
     def run(self, scenario: Scenario) -> EngineRun:
-        return EngineRun(scenario, self.policy, self.engine_factory)
+        return EngineRun(scenario, self.policy, self.engine_factory, self.eviction)
 
     def dense(self) -> EngineSubject:
-        return EngineSubject(DensePolicy(), self.engine_factory)
+        return EngineSubject(DensePolicy(), self.engine_factory, self.eviction)

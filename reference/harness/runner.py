@@ -26,6 +26,7 @@ from hypothesis.errors import Unsatisfiable
 
 from junction.core import HybridGeometry
 from junction.reference.engine.engine import Engine
+from junction.reference.engine.eviction import EvictionPolicy
 from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError
 
 from .engine_subject import EngineFactory, EngineSubject
@@ -45,13 +46,17 @@ OnVerdict = Callable[[PromiseVerdict], None]
 
 
 def replay(
-    scenario: Scenario, policy: Policy, engine_factory: EngineFactory = Engine
+    scenario: Scenario,
+    policy: Policy,
+    engine_factory: EngineFactory = Engine,
+    eviction: EvictionPolicy | None = None,
 ) -> Violation | None:
     """Run one scenario's check on ``policy`` in the engine: ``None`` if the promise holds.
 
+    ``eviction``: the engine's eviction policy (``None``: its default, LRU).
     Raises :class:`PolicyError` when the policy raises or answers malformed.
     """
-    return check(scenario, EngineSubject(policy, engine_factory))
+    return check(scenario, EngineSubject(policy, engine_factory, eviction))
 
 
 class _Found(Exception):
@@ -168,6 +173,7 @@ def run_conformance(
     seed: int = 0,
     promises: Iterable[Promise | str] = tuple(Promise),
     engine_factory: EngineFactory = Engine,
+    eviction: EvictionPolicy | None = None,
     fail_fast: bool = False,
     where: Callable[[HybridGeometry], bool] | None = None,
     on_progress: OnProgress | None = None,
@@ -186,7 +192,9 @@ def run_conformance(
     minimal :class:`Scenario`; ``fail_fast`` stops every promise then. The
     same ``seed`` replays the same examples in the same order. ``where``
     narrows the geometries (e.g. an engine without partial hits:
-    ``lambda g: not g.partial_hits``).
+    ``lambda g: not g.partial_hits``). ``eviction`` is the engine's eviction
+    policy (``None``: its default, LRU); only the safety promise's scenarios
+    fill the pool, so it is the one it changes.
 
     Hooks: ``on_progress(promise, examples, status)`` after each batch;
     ``on_example(promise, examples, scenario)`` before each example (its
@@ -199,7 +207,7 @@ def run_conformance(
     """
     name = CheckedPolicy(policy).name  # fails early, naming what is missing
     chosen = [Promise.named(p) for p in promises]
-    subject = EngineSubject(policy, engine_factory)
+    subject = EngineSubject(policy, engine_factory, eviction)
     state = {promise: _Progress(promise) for promise in chosen}
     started = time.perf_counter()
 

@@ -59,7 +59,11 @@ def render_ttft_plot(
         axis.set_ylim(0, 1.01)
         axis.grid(True, alpha=0.3, which="both")
         axis.legend(fontsize=8, loc="lower right")
-    figure.suptitle("Time to first token per policy (modelled step times)", fontsize=11)
+    eviction = results[0].eviction if results else "lru"
+    figure.suptitle(
+        f"Time to first token per policy (modelled step times; eviction: {eviction})",
+        fontsize=11,
+    )
     figure.tight_layout()
     png = io.BytesIO()
     figure.savefig(png, format="png", dpi=110, metadata={"Software": None})

@@ -97,7 +97,10 @@ def render_plot(geometries: Sequence[str], results: Sequence[RunResult]) -> byte
         axis.xaxis.set_major_formatter(ticker.StrMethodFormatter("{x:,.0f}"))
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=8, loc="lower right")
-    figure.suptitle("Retention interval sweep: hit rate vs memory", fontsize=11)
+    eviction = results[0].eviction if results else "lru"
+    figure.suptitle(
+        f"Retention interval sweep: hit rate vs memory (eviction: {eviction})", fontsize=11
+    )
     figure.tight_layout()
     png = io.BytesIO()
     figure.savefig(png, format="png", dpi=110, metadata={"Software": None})

@@ -120,6 +120,9 @@ class RunResult:
     more than the hits saved). Times are modelled (``workloads.step_time``).
     ``tier``: the instances and their shared tier, when the run had either
     (``simulator.instances``); the other counts then sum every instance.
+    ``prefill_flops_saved``: the prefill FLOPs of every request's reused
+    prefix at its last admission, under the geometry's FLOP model
+    (``simulator.geometries``); ``eviction`` the pool's eviction policy.
     """
 
     geometry: str
@@ -140,6 +143,8 @@ class RunResult:
     queue_ms: Latency
     makespan_ms: float = attrs.field(validator=attrs.validators.ge(0.0))
     tier: TierReport | None = None
+    eviction: str = "lru"
+    prefill_flops_saved: int = attrs.field(default=0, validator=_count)
 
     @property
     def label(self) -> str:
@@ -172,4 +177,6 @@ class RunResult:
             "queue_ms": self.queue_ms.to_json(),
             "makespan_ms": self.makespan_ms,
             **tier,
+            "eviction": self.eviction,
+            "prefill_flops_saved": self.prefill_flops_saved,
         }

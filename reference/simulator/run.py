@@ -23,6 +23,7 @@ import attrs
 
 from junction.core import GroupKind
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.eviction import EVICTION_POLICIES, eviction_policy
 from junction.reference.engine.tier import ExternalTier, TierSaving
 from junction.reference.workloads.drive import run_sequential, run_sessions, run_trace
 from junction.reference.workloads.step_time import StepTimeModel
@@ -33,7 +34,7 @@ from .result import GroupRetention, Latency, RunResult
 from .variants import Variant
 from .workload import Workload
 
-__all__ = ["ARRIVALS", "Arrivals", "Settings", "run_one", "simulate"]
+__all__ = ["ARRIVALS", "EVICTION_POLICIES", "Arrivals", "Settings", "run_one", "simulate"]
 
 Arrivals = Literal["sessions", "trace", "sequential"]
 ARRIVALS: tuple[Arrivals, ...] = ("sessions", "trace", "sequential")
@@ -84,6 +85,10 @@ class Settings:
         """Whether a run is several instances or has a tier (``simulator.instances``)."""
         return self.instances > 1 or self.tier_blocks > 0
 
+    # Which free cached block a full pool recycles (engine.eviction); FLOP-aware
+    # eviction uses the geometry's FLOP model.
+    eviction: str = attrs.field(default="lru", validator=attrs.validators.in_(EVICTION_POLICIES))
+
     def blocks_for(self, geometry_name: str) -> int:
         """The pool of one geometry's runs."""
         blocks = self.num_blocks
@@ -102,7 +107,8 @@ def run_one(
     ``on_requests(n)`` hears of ``n`` more requests finished, as they finish.
     ``trace`` arrivals need a timestamped workload (``ValueError`` otherwise).
     """
-    geometry = GEOMETRIES[geometry_name].build(variant.retention_interval, settings.use_eagle)
+    choice = GEOMETRIES[geometry_name]
+    geometry = choice.build(variant.retention_interval, settings.use_eagle)
     tier = ExternalTier(settings.tier_blocks) if settings.tier_blocks else None
     config = EngineConfig(
         geometry,
@@ -113,6 +119,7 @@ def run_one(
         policy=variant.make_policy(),
         tier=tier,
         tier_saving=TierSaving(settings.tier_saving),
+        eviction=eviction_policy(settings.eviction, choice.flops),
     )
     engines = [Engine(config) for _ in range(settings.instances)]
     engine = engines[0]
@@ -168,6 +175,11 @@ def run_one(
             TierReport.of(engines, tier, settings.tier_saving, settings.route)
             if settings.tiered
             else None
+        ),
+        eviction=settings.eviction,
+        # Under the geometry's FLOP model: every layer over each request's reused prefix.
+        prefill_flops_saved=sum(
+            choice.flops.prefix_flops(geometry, r.hit_length) for r in requests
         ),
     )
 

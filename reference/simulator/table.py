@@ -27,6 +27,7 @@ _COLUMNS = (
     ("sparse peak", 12),
     ("sparse final", 12),
     ("evictions", 10),
+    ("FLOPs saved", 11),
 )
 
 
@@ -91,6 +92,7 @@ def format_table(geometry: str, rows: Sequence[RunResult]) -> str:
                     f"{row.sparse_retained_peak:,}",
                     f"{row.sparse_retained_final:,}",
                     f"{row.evictions:,}",
+                    f"{row.prefill_flops_saved:.2e}",
                 ),
                 columns,
             )

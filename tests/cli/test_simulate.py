@@ -147,6 +147,21 @@ def test_eagle_and_pool_pressure_run(tmp_path: Path) -> None:
     assert any(r["evictions"] > 0 for r in report["runs"])
 
 
+def test_eviction_under_pressure_is_reported_with_the_flops_saved(tmp_path: Path) -> None:
+    argv = ["--sessions", "4", "--turns", "2", "--system-prompt", "200", "--no-plot"]
+    argv += ["--blocks", "200", "--geometry", "full+swa+mamba", "--intervals", "none"]
+    reports = {
+        name: run([*argv, "--eviction", name], tmp_path / name) for name in ("lru", "flop-aware")
+    }
+    for name, report in reports.items():
+        assert report["settings"]["eviction"] == name
+        assert all(r["eviction"] == name for r in report["runs"])
+        assert any(r["evictions"] > 0 for r in report["runs"])
+        assert any(r["prefill_flops_saved"] > 0 for r in report["runs"])
+        table = (tmp_path / name / "simulate.txt").read_text()
+        assert "FLOPs saved" in table and f"eviction: {name};" in table
+
+
 def test_replays_the_example_trace(tmp_path: Path) -> None:
     argv = ["--trace", str(EXAMPLE_TRACE), "--concurrency", "1", "--no-plot"]
     argv += ["--intervals", "256"]
@@ -172,6 +187,7 @@ def test_a_pool_too_small_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixt
         (["--intervals", "64,x"], "argument --intervals: 'x' is not an int"),
         (["--intervals", "16", "--geometry", "full+mamba"], "--intervals 16: must be a multiple"),
         (["--trace", "/nonexistent/t.jsonl"], "--trace: /nonexistent/t.jsonl:0: cannot read"),
+        (["--eviction", "lfu"], "argument --eviction: invalid choice: 'lfu'"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(

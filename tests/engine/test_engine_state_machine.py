@@ -1,7 +1,8 @@
 """Stateful stress test: submit, abort and step requests; check every invariant after each.
 
 Hypothesis drives an engine over random geometries (every group kind, EAGLE,
-retention None / 0 / > 0, partial hits), pool sizes that force eviction and
+retention None / 0 / > 0, partial hits), each eviction policy (LRU and
+FLOP-aware with a small window), pool sizes that force eviction and
 preemption, and prompts that share prefixes. After every rule ``check()``
 verifies reference counts against holders, free + held = total, no block both
 free and held, every cached block's hash against its tokens, no leak once all
@@ -23,11 +24,14 @@ from hypothesis.stateful import (
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.eviction import FlopAware, FlopModel, LayerCost, LeastRecentlyUsed
 from junction.reference.engine.request import RequestStatus
 from junction.reference.policies.builtin import JunctionPolicy
 
 MAX_PROMPT = 48
 MAX_OUTPUT = 6
+# Every kind costed, attention growing with context: the FLOP term reorders candidates.
+FLOPS = FlopModel(full=LayerCost(100, 10), sliding_window=LayerCost(100, 10), mamba=LayerCost(400))
 
 
 @st.composite
@@ -67,6 +71,12 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
         long_prefill_token_threshold=draw(st.sampled_from([0, 8, 24])),
         seed=draw(st.integers(0, 3)),
         policy=JunctionPolicy(),
+        eviction=draw(
+            st.one_of(
+                st.just(LeastRecentlyUsed()),
+                st.builds(FlopAware, st.just(FLOPS), window=st.sampled_from([2, 8, 64])),
+            )
+        ),
     )
 
 

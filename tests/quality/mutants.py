@@ -2,8 +2,8 @@
 
 Each is a small, readable change to the default ``junction`` policy (or, for
 the two lookup defects and the tier connector's saving, which no policy can
-cause, to the reference engine), with
-the upstream report it reproduces. ``test_bug_zoo`` runs the public
+cause, and an eviction defect, to the reference engine), with the upstream
+report it reproduces where there is one. ``test_bug_zoo`` runs the public
 conformance harness on each and requires it to name a violated promise.
 """
 
@@ -21,6 +21,7 @@ from junction.core import (
     checkpoint_stop,
     floor_to,
 )
+from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.coordinator import Coordinator
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.group_managers import MambaManager
@@ -208,6 +209,32 @@ class ReplayOnlyConnectorEngine(Engine):
         super().__init__(attrs.evolve(config, tier_saving=TierSaving.VLLM_0_33))
 
 
+class _EvictsHeldStatePool(BlockPool):
+    """Under pressure, evicts a cached Mamba state a request still holds, as if free."""
+
+    def allocate(self, count: int) -> list[Block]:
+        if count > len(self.free_unhashed):
+            held = (b for b in self.blocks[1:] if b.ref_count and b.state_position and b.key)
+            pinned = next(held, None)
+            if pinned is not None:  # its reference count is ignored: it is recycled
+                self._evict(pinned)
+                pinned.ref_count = 0
+                self.free_unhashed[pinned.block_id] = pinned
+        return super().allocate(count)
+
+
+class EvictsHeldJunctionStateEngine(Engine):
+    """An eviction that ignores reference counts: a pinned junction (or replay) state
+    that a running request still resumes from is evicted and handed to another."""
+
+    name = "engine mutant: eviction drops a pinned junction state while referenced"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.pool = _EvictsHeldStatePool(config.num_blocks, config.eviction.order(self.geometry))
+        self.coordinator = Coordinator(self.geometry, self.pool, self.policy)
+
+
 @attrs.frozen
 class Mutant:
     """A zoo entry: the policy (and engine) to run, and the promises it should break."""
@@ -224,7 +251,12 @@ def _policy(cls: type[JunctionPolicy], *expected: str) -> Mutant:
 
 
 def _engine(
-    cls: type[OverEagerJunctionEngine | MambaResumesMidBlockEngine | ReplayOnlyConnectorEngine],
+    cls: type[
+        OverEagerJunctionEngine
+        | MambaResumesMidBlockEngine
+        | ReplayOnlyConnectorEngine
+        | EvictsHeldJunctionStateEngine
+    ],
     *expected: str,
 ) -> Mutant:
     return Mutant(cls.__name__, cls.name, JunctionPolicy, frozenset(expected), cls)
@@ -245,4 +277,5 @@ ZOO: tuple[Mutant, ...] = (
         MambaResumesMidBlockEngine, "safety", "reconciliation", "economy", "replay", "junction"
     ),
     _engine(ReplayOnlyConnectorEngine, "tier"),
+    _engine(EvictsHeldJunctionStateEngine, "safety"),
 )
