@@ -16,6 +16,20 @@ and (if ``keeps_boundaries``) the run ending at ``floor_A(x) / B + shift`` for
 every boundary ``x``. The plan is request-independent, so the batched paths
 in ``kernels/`` take it from here instead of re-deriving the dense cases.
 
+Two options complete it (docs/domain.md, decision 3). A retention interval
+off the group's grid (not a multiple of ``A`` and ``B``: a DCP-sharded
+window, an offloading connector's chunk alignment) promises each segment end
+``k * R`` at the deepest position a lookup lands at, ``floor_A(k * R)``, as a
+boundary does: the plan's ``segment``, whose runs no block template tiles,
+so a call jumps from run to run. Rejected: raising (the connector hands such
+intervals), keeping the group dense (vLLM's fallback for some of them: never
+wrong, but up to ``R / B`` times the states asked for) and vLLM's floored
+interval as the default (its runs miss the segment ends: a finding; it stays
+reproducible as :attr:`OffGridInterval.FLOORED_INTERVAL`). The call's
+``final_segment_end_block`` is where a request's cached horizon ends inside a
+segment; a sliding window keeps the tail a lookup stopping there reads (the
+plan's ``keeps_final``).
+
 Why slices instead of a per-block loop: engines call this on every step for
 every request and group, and a 64-block mask must cost a few microseconds.
 The periodic part tiles a one-period template (or, for periods longer than
