@@ -199,8 +199,8 @@ def test_the_examples_carry_the_claims_the_checkers_know() -> None:
 
 # -- the demo table and the figures derived from it ---------------------------
 
-ROW = re.compile(r"^(?P<policy>\S.*?)\s{2,}(?P<numbers>\d[\d.,%\s]*)$")
-COLUMNS = ["hit", "sys", "prefill", "saved", "steps", "peak", "final", "evictions"]
+ROW = re.compile(r"^(?P<policy>\S.*?)\s{2,}(?P<numbers>\d[\d.,%e+\s]*)$")
+COLUMNS = ["hit", "sys", "prefill", "saved", "steps", "peak", "final", "evictions", "flops"]
 
 
 def demo_table() -> str:
