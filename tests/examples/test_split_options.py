@@ -96,3 +96,21 @@ def test_an_internal_checkpoint_needs_a_slot_past_the_initial_state() -> None:
     for start, stop in ((2, 8), (12, 14)):
         rest = {**fresh, "num_computed_tokens": start, "num_new_tokens": 16 - start}
         assert mamba_block_aligned_split(**rest, **args) == stop - start
+
+
+def test_each_condition_of_a_written_checkpoint() -> None:
+    # Chunk [4, 20) on b = 8, H = 2, tiles of 4; the checkpoint at 16.
+    tiles = PrefillCheckpoints(alignment=4, unit=2)
+    assert tiles.writes(4, 20, 16, 2, 8)
+    assert not tiles.writes(5, 20, 16, 2, 8)  # the start off the hash grid
+    assert not tiles.writes(4, 20, 14, 2, 8)  # 10 tokens: not a whole number of tiles
+    assert not tiles.writes(4, 20, 20, 2, 8)  # the checkpoint is the chunk's end
+    assert not tiles.writes(4, 20, 4, 2, 8)  # ... or its start
+    assert PrefillCheckpoints(1, 2).writes(4, 20, 6, 2, 8)  # one hash unit in: enough
+    assert not PrefillCheckpoints(1, 2).writes(4, 20, 5, 2, 8)  # less than one
+    # The slot written is the block before the chunk's last; it must lie past the
+    # block of the initial state (that of token start - 1, none before token 0).
+    assert tiles.writes(8, 20, 16, 2, 8)  # initial block 0, slot 1
+    assert not tiles.writes(12, 20, 16, 2, 8)  # initial block 1, slot 1
+    assert tiles.writes(0, 9, 4, 2, 8)  # no initial state, slot 0
+    assert not tiles.writes(0, 8, 4, 2, 8)  # a chunk of one block writes no earlier slot
