@@ -127,23 +127,32 @@ class PrefillCheckpoints:
     """A backend that writes the prefill's checkpoint state inside a chunk.
 
     vLLM's ``num_prefill_checkpoint_blocks > 0`` with its
-    ``prefill_checkpoint_alignment``. The checkpoint is the prefill's last
-    cacheable position on ``unit`` (the grid lookups land on: the hash unit
-    with partial hits, else the scheduler block), ``x =
-    last_cacheable_position(prefill_end, unit, ...)``. The backend writes it
-    inside the chunk ``[s, t)`` that reaches the prefill's end when: ``s`` is
+    ``prefill_checkpoint_alignment``. The checkpoint is the last cacheable
+    position on ``unit`` (the grid lookups land on: the hash unit with
+    partial hits, else the scheduler block) of the chunk's tokens, ``x =
+    last_cacheable_position(t, unit, ...)``. The backend writes it inside
+    the chunk ``[s, t)`` that reaches the prefill's end when: ``s`` is
     on the hash grid, at least one hash unit lies between ``s`` and ``x``,
     ``s < x < t``, ``x - s`` is a multiple of ``alignment`` (the backend's
     kernel tiles), and the state slot it writes (the Mamba block before the
     chunk's last) comes after the block holding the chunk's initial state.
 
-    ``alignment`` and ``unit`` are ``>= 1`` (:class:`InvalidArgument`
-    naming the attribute); :class:`ChunkSplitter` requires ``unit`` to be a
-    multiple of its hash unit.
+    The backend computes the checkpoint from the chunk it runs, so the split
+    keys it there too; ``lcp(t)`` differs from ``lcp(prefill_end)`` only for
+    a chunk that also takes the request's last token.
+    ``keyed_on_prefill_end`` is vLLM 0.33.0's scheduler form, which keys it
+    on the prefill's end while its backend keys it on the chunk's (a
+    compatibility flag: it drops the replay stop for a checkpoint the backend
+    may not write; docs/domain.md, decision 2).
+
+    ``alignment`` and ``unit`` are ``>= 1`` and ``keyed_on_prefill_end`` a
+    bool (:class:`InvalidArgument` naming the attribute);
+    :class:`ChunkSplitter` requires ``unit`` to be a multiple of its hash unit.
     """
 
     alignment: int = attrs.field(validator=_positive)
     unit: int = attrs.field(validator=_positive)
+    keyed_on_prefill_end: bool = attrs.field(default=False, validator=_flag)
 
     def writes(
         self, start: int, end: int, position: int, hash_block_size: int, block_size: int
@@ -243,7 +252,12 @@ class ChunkSplitter:
             and checkpoints.writes(
                 start,
                 end,
-                _last_cacheable_position(decode_start, checkpoints.unit, use_eagle, lookahead),
+                _last_cacheable_position(
+                    decode_start if checkpoints.keyed_on_prefill_end else end,
+                    checkpoints.unit,
+                    use_eagle,
+                    lookahead,
+                ),
                 self.hash_block_size,
                 block_size,
             )

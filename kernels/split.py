@@ -55,16 +55,24 @@ def _checkpoint_written(batch: SplitBatch, prefill_left: torch.Tensor) -> torch.
     the prefill's checkpoint (``core.PrefillCheckpoints.writes``), on offsets."""
     if batch.checkpoints is None:
         return None
-    alignment, unit = batch.checkpoints
+    alignment, unit, keyed_on_prefill_end = batch.checkpoints
     start, new, block = batch.start, batch.num_new_tokens, batch.block_size
-    grid = Grid(torch.full_like(start, unit), unit)
-    prefill_end = start + prefill_left
-    position = (
-        _last_cacheable(
-            prefill_end, grid, batch.use_eagle, batch.eagle, batch.hash_lookahead_tokens
-        )
-        - start
+    # lcp of the chunk's end t (or, vLLM's form, of the prefill's end), as an
+    # offset from s, without forming s + new: floor_u(s + w) - s = w - (s + w) mod u.
+    tokens_left = prefill_left if keyed_on_prefill_end else new
+    lookahead = batch.hash_lookahead_tokens
+
+    def floored(w: torch.Tensor) -> torch.Tensor:
+        return w - (start % unit + w % unit) % unit
+
+    # Below -s the position is 0 either way; the clamp keeps a huge k from underflowing.
+    without = torch.maximum(
+        floored((tokens_left - lookahead.clamp(min=1)).clamp(min=-start - 1)), -start
     )
+    with_eagle = torch.maximum(
+        floored((tokens_left - lookahead).clamp(min=-start - 1)) - unit, -start
+    )
+    position = torch.where(batch.use_eagle, with_eagle, without)
     hash_unit = batch.hash_block_size
     # The written slot, the block of token t - 1 less one, lies past the block of
     # token s - 1: t - 1 reaches one block past the grid point at or after s,

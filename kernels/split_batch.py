@@ -44,7 +44,7 @@ class SplitBatch:
     Scalars arrive as stride-0 views; a flag passed as one Python bool is also
     kept as ``eagle`` / ``partial`` / ``exact`` so the formulas can skip the
     other branch. ``checkpoints`` is the engine's one internal checkpoint
-    setting, ``(alignment, unit)``, or ``None``.
+    setting, ``(alignment, unit, keyed_on_prefill_end)``, or ``None``.
     ``max_prefill_tokens`` is ``None`` for "no limit" (the Triton launcher
     turns it into the largest int64).
     """
@@ -112,13 +112,20 @@ class SplitBatch:
         self.checkpoints = _checkpoints(arguments["prefill_checkpoints"], hash_unit)
 
 
-def _checkpoints(value: object, hash_unit: torch.Tensor) -> tuple[int, int] | None:
-    """``(alignment, unit)`` of one engine's internal checkpoints (any core copy's
-    ``PrefillCheckpoints``: read by its fields), or ``None``."""
+def _checkpoints(value: object, hash_unit: torch.Tensor) -> tuple[int, int, bool] | None:
+    """``(alignment, unit, keyed_on_prefill_end)`` of one engine's internal checkpoints
+    (any core copy's ``PrefillCheckpoints``: read by its fields), or ``None``."""
     if value is None:
         return None
     alignment, unit = getattr(value, "alignment", None), getattr(value, "unit", None)
-    if type(alignment) is not int or type(unit) is not int or alignment < 1 or unit < 1:
+    keyed = getattr(value, "keyed_on_prefill_end", None)
+    if (
+        type(alignment) is not int
+        or type(unit) is not int
+        or type(keyed) is not bool
+        or alignment < 1
+        or unit < 1
+    ):
         raise InvalidArgument("prefill_checkpoints", value, "must be None or a PrefillCheckpoints")
     require_int64("prefill_checkpoints", alignment)
     require_int64("prefill_checkpoints", unit)
@@ -128,7 +135,7 @@ def _checkpoints(value: object, hash_unit: torch.Tensor) -> tuple[int, int] | No
             value,
             "its unit must be a multiple of every row's hash_block_size",
         )
-    return alignment, unit
+    return alignment, unit, keyed
 
 
 class Grid:

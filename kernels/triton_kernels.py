@@ -72,6 +72,7 @@ def _split_kernel(
     checkpoint_unit,
     BLOCK: tl.constexpr,
     CHECKPOINTS: tl.constexpr,
+    KEYED_ON_PREFILL_END: tl.constexpr,
 ):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     live = offsets < rows
@@ -97,7 +98,18 @@ def _split_kernel(
 
     kept = new == new  # every row: no checkpoint written inside its chunk
     if CHECKPOINTS:
-        position = _last_cacheable(start + prefill_left, checkpoint_unit, eagle, lookahead) - start
+        # lcp of the chunk's end (vLLM's form: the prefill's end) as an offset from s,
+        # without forming s + new: floor_u(s + w) - s = w - (s + w) mod u, floor-mod
+        # made explicit; below -s it is 0 (offset -s) either way.
+        left = prefill_left if KEYED_ON_PREFILL_END else new
+        unit_mod = start % checkpoint_unit
+        w = tl.maximum(left - tl.maximum(lookahead, 1), -start - 1)
+        w_mod = (w % checkpoint_unit + checkpoint_unit) % checkpoint_unit
+        without = tl.maximum(w - (unit_mod + w_mod) % checkpoint_unit, -start)
+        w = tl.maximum(left - lookahead, -start - 1)
+        w_mod = (w % checkpoint_unit + checkpoint_unit) % checkpoint_unit
+        with_eagle = tl.maximum(w - (unit_mod + w_mod) % checkpoint_unit - checkpoint_unit, -start)
+        position = tl.where(eagle, with_eagle, without)
         gap = (block - start % block) % block  # -s mod b, operands >= 0
         written = (
             (new >= prefill_left)
@@ -149,9 +161,10 @@ def split_triton(batch: SplitBatch) -> torch.Tensor:
             batch.exact_junction_stop.to(torch.int8).contiguous(),
             out,
             rows,
-            *(batch.checkpoints or (1, 1)),
+            *(batch.checkpoints or (1, 1, False))[:2],
             BLOCK=SPLIT_BLOCK,
             CHECKPOINTS=batch.checkpoints is not None,
+            KEYED_ON_PREFILL_END=bool(batch.checkpoints and batch.checkpoints[2]),
         )
     return out
 

@@ -21,7 +21,9 @@ The scheduler's three split options are the core's engine options
 * ``mamba_has_prefill_checkpoint_blocks`` with the first Mamba group's
   ``prefill_checkpoint_alignment`` is a :class:`junction.core.PrefillCheckpoints`
   on the grid vLLM places the checkpoint on: the hash unit with
-  ``mamba_partial_cache_hit``, else the scheduler block. The alignment is
+  ``mamba_partial_cache_hit``, else the scheduler block, keyed on the
+  prefill's end as vLLM's scheduler keys it (``keyed_on_prefill_end``, the
+  compatibility form; docs/domain.md, decision 2). The alignment is
   read only with the blocks on, as vLLM reads it (its own split tests call
   the split on stand-ins that carry it only then); with no alignment the
   backend writes no checkpoint, so none is bound. The hash unit is then
@@ -90,7 +92,8 @@ def _checkpoints(scheduler: Any, partial_hits: bool) -> PrefillCheckpoints | Non
     if alignment is None:
         return None
     unit = scheduler.hash_block_size if partial_hits else scheduler.block_size
-    return _prefill_checkpoints(alignment, unit)
+    # vLLM's scheduler keys the checkpoint on the prefill's end (its backend on the chunk's).
+    return _prefill_checkpoints(alignment, unit, True)
 
 
 _prefill_checkpoints = functools.lru_cache(maxsize=64)(PrefillCheckpoints)

@@ -56,7 +56,9 @@ def _with_core_checkpoints(row: dict[str, object]) -> dict[str, object]:
     """Every option spelled out (the walk leaves them out where off), checkpoints as core's."""
     grid = row.get("prefill_checkpoints")
     assert grid is None or isinstance(grid, CheckpointGrid)
-    checkpoints = grid and core.PrefillCheckpoints(grid.alignment, grid.unit)
+    checkpoints = grid and core.PrefillCheckpoints(
+        grid.alignment, grid.unit, grid.keyed_on_prefill_end
+    )
     return {
         "hash_lookahead_tokens": 0,
         "exact_junction_stop": False,

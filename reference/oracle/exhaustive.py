@@ -123,6 +123,7 @@ class CheckpointGrid:
 
     alignment: int
     unit: int
+    keyed_on_prefill_end: bool = False
 
 
 def _option_variants(hash_unit: int, block: int) -> list[dict[str, Any]]:
@@ -130,13 +131,15 @@ def _option_variants(hash_unit: int, block: int) -> list[dict[str, Any]]:
 
     Hash lookahead of two tokens (past one: one is the recomputed last token
     already), the exact junction stop, and internal checkpoints on the hash
-    unit (tiles of one token) and on the block (tiles of a hash unit).
+    unit (tiles of one token) and on the block (tiles of a hash unit), and
+    vLLM's form keyed on the prefill's end (tiles of a hash unit).
     """
     return [
         {"hash_lookahead_tokens": 2},
         {"exact_junction_stop": True},
         {"prefill_checkpoints": CheckpointGrid(1, hash_unit)},
         {"prefill_checkpoints": CheckpointGrid(hash_unit, block)},
+        {"prefill_checkpoints": CheckpointGrid(hash_unit, hash_unit, keyed_on_prefill_end=True)},
         {
             "hash_lookahead_tokens": 2,
             "exact_junction_stop": True,
@@ -302,7 +305,9 @@ def _split_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object,
         splitter = bindings.get(key)
         if splitter is None:
             grid = settings["prefill_checkpoints"]
-            checkpoints = grid and core.PrefillCheckpoints(grid.alignment, grid.unit)
+            checkpoints = grid and core.PrefillCheckpoints(
+                grid.alignment, grid.unit, grid.keyed_on_prefill_end
+            )
             splitter = bindings[key] = core.ChunkSplitter(*key[:-1], checkpoints)
         request = {name: value for name, value in kwargs.items() if name not in _SPLITTER}
         yield splitter.split(**request), oracle_split(**kwargs), kwargs

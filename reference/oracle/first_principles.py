@@ -210,7 +210,10 @@ class CheckpointBackend(Protocol):
 
     ``unit``: the grid lookups land on, where the checkpoint lies;
     ``alignment``: the backend's tiles, which the checkpoint's offset from
-    the chunk's start must be a whole number of.
+    the chunk's start must be a whole number of. The backend places the
+    checkpoint where a lookup of the chunk's tokens lands deepest;
+    ``keyed_on_prefill_end``: the split assumes it at the prefill's end's
+    instead (vLLM's scheduler).
     """
 
     @property
@@ -218,6 +221,9 @@ class CheckpointBackend(Protocol):
 
     @property
     def unit(self) -> int: ...
+
+    @property
+    def keyed_on_prefill_end(self) -> bool: ...
 
 
 def _backend_writes(
@@ -284,8 +290,9 @@ def oracle_split(
     last_prefill_token = max(num_prompt_tokens, num_tokens - 1)
     backend_writes_checkpoint = False
     if prefill_checkpoints is not None and chunk_end >= last_prefill_token:
+        tokens = last_prefill_token if prefill_checkpoints.keyed_on_prefill_end else chunk_end
         checkpoint = oracle_last_cacheable_position(
-            last_prefill_token, prefill_checkpoints.unit, use_eagle, lookahead
+            tokens, prefill_checkpoints.unit, use_eagle, lookahead
         )
         backend_writes_checkpoint = _backend_writes(
             prefill_checkpoints, start, chunk_end, checkpoint, hash_unit, block_size

@@ -95,7 +95,9 @@ class VllmSplitOptions:
     junction stop, which vLLM narrows to partial hits (``H < L``) under EAGLE.
     ``prefill_checkpoint_alignment`` (``None`` = no internal prefill
     checkpoint blocks): the backend writes the prefill's checkpoint inside a
-    chunk, on the hash unit with partial hits, else on ``L``.
+    chunk, on the hash unit with partial hits, else on ``L``; the split keys
+    it on the prefill's end, as vLLM's scheduler does
+    (``PrefillCheckpoints.keyed_on_prefill_end``).
     """
 
     num_hash_lookahead_tokens: int = 0
@@ -193,7 +195,7 @@ class VllmPolicy:
             max_prefill_tokens,
             lookahead,
             options.enable_mamba_shared_prefix_checkpoint and partial and eagle,
-            None if alignment is None else PrefillCheckpoints(alignment, unit),
+            None if alignment is None else PrefillCheckpoints(alignment, unit, True),
         )
         return splitter.split(
             num_computed_tokens=request.num_computed_tokens,

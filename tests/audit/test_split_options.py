@@ -7,9 +7,11 @@
   token the two are one hash unit apart, and the backend's tiles can fit one
   and not the other: the scheduler then drops the replay stop for a
   checkpoint the backend never writes, and the prefill leaves no Mamba state
-  where a resend lands. The core's split and the ``vllm-0.33`` policy follow
-  the scheduler (the drop-in must answer as vLLM's scheduler does); the
-  counterexample is kept here so it is re-run against the installed vLLM.
+  where a resend lands. The core keys the checkpoint on the chunk's end,
+  where the backend writes it; vLLM's scheduler form is the compatibility
+  flag ``PrefillCheckpoints(keyed_on_prefill_end=True)``, which the
+  ``vllm-0.33`` policy and the drop-in use. The counterexample is re-run
+  here against the installed vLLM, and the core's two answers beside it.
 * ``get_mamba_prefill_checkpoint_position`` ignores the lookahead tokens
   under the EAGLE drop, but the scheduler turns the drop off whenever
   lookahead hashes are on, so no call combines them; the core's
@@ -24,7 +26,12 @@ import inspect
 from junction.audit.specs import vllm_geometry
 from junction.audit.split import SchedulerStandIn, make_request
 from junction.audit.vllm_env import vllm
-from junction.core import GroupSpec, last_cacheable_position
+from junction.core import (
+    GroupSpec,
+    PrefillCheckpoints,
+    last_cacheable_position,
+    mamba_block_aligned_split,
+)
 from junction.reference.policies.vllm import VllmSplitOptions
 
 # b = H = L = 4, backend tiles of 8; P = 21 and 8 accepted output tokens (N = 29).
@@ -50,6 +57,13 @@ def test_the_scheduler_drops_the_replay_stop_for_a_checkpoint_the_backend_does_n
     assert SchedulerStandIn(GEOMETRY, 64).split(request, 29) == 28
     # Where the chunk ends at the prefill's end the two keys agree, and the state is written.
     assert _written(28) == ([24], [5])
+    # The core: keyed on the chunk's end it stops at 28; in vLLM's form it answers 29.
+    resumed = dict(num_computed_tokens=0, num_new_tokens=29, num_prompt_tokens=21, num_tokens=29)
+    for keyed, answer in ((False, 28), (True, 29)):
+        checkpoints = PrefillCheckpoints(8, 4, keyed_on_prefill_end=keyed)
+        assert mamba_block_aligned_split(
+            **resumed, block_size=4, prefill_checkpoints=checkpoints
+        ) == (answer)
 
 
 def test_the_checkpoint_helper_ignores_lookahead_under_the_eagle_drop() -> None:

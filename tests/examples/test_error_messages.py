@@ -372,11 +372,16 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     (
         "split checkpoints unit",
         lambda: _split(hash_block_size=2, prefill_checkpoints=PrefillCheckpoints(1, 3)),
-        "prefill_checkpoints=PrefillCheckpoints(alignment=1, unit=3): its unit must be a "
-        "multiple of hash_block_size=2",
+        "prefill_checkpoints=PrefillCheckpoints(alignment=1, unit=3, "
+        "keyed_on_prefill_end=False): its unit must be a multiple of hash_block_size=2",
     ),
     ("checkpoints alignment", lambda: PrefillCheckpoints(0, 4), "alignment=0: must be >= 1"),
     ("checkpoints unit", lambda: PrefillCheckpoints(1, 0), "unit=0: must be >= 1"),
+    (
+        "checkpoints key",
+        lambda: PrefillCheckpoints(1, 4, 1),  # type: ignore[arg-type]
+        "keyed_on_prefill_end=1: must be a bool",
+    ),
 ]
 
 

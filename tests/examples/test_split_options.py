@@ -114,3 +114,23 @@ def test_each_condition_of_a_written_checkpoint() -> None:
     assert not tiles.writes(12, 20, 16, 2, 8)  # initial block 1, slot 1
     assert tiles.writes(0, 9, 4, 2, 8)  # no initial state, slot 0
     assert not tiles.writes(0, 8, 4, 2, 8)  # a chunk of one block writes no earlier slot
+
+
+def test_the_checkpoint_is_keyed_on_the_chunks_end_where_the_backend_writes_it() -> None:
+    # b = H = 4, tiles of 8; P = 21, N = 29 (resumed), the whole rest [0, 29) asked.
+    resumed = dict(num_computed_tokens=0, num_new_tokens=29, num_prompt_tokens=21, num_tokens=29)
+    # The backend, keyed on the chunk's end 29, computes floor_4(28) = 28: off the tiles,
+    # so it writes nothing, and the chunk stops at the replay state 28.
+    chunk_end = PrefillCheckpoints(alignment=8, unit=4)
+    assert mamba_block_aligned_split(**resumed, block_size=4, prefill_checkpoints=chunk_end) == 28
+    # vLLM's scheduler keys it on the prefill's end 28: floor_4(27) = 24 fits the tiles,
+    # so it runs through, for a checkpoint the backend does not write.
+    vllm_form = PrefillCheckpoints(alignment=8, unit=4, keyed_on_prefill_end=True)
+    assert mamba_block_aligned_split(**resumed, block_size=4, prefill_checkpoints=vllm_form) == 29
+    # Ending at the prefill's end, both keys are one: 24 is written, the chunk runs to 28.
+    prefill = {**resumed, "num_new_tokens": 28}
+    for checkpoints in (chunk_end, vllm_form):
+        assert (
+            mamba_block_aligned_split(**prefill, block_size=4, prefill_checkpoints=checkpoints)
+            == 28
+        )

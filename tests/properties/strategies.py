@@ -120,7 +120,7 @@ def prefill_checkpoints(draw: st.DrawFn, hash_unit: int, block: int) -> PrefillC
     """A backend writing checkpoints on the hash unit, the block or a coarser grid."""
     unit = draw(st.sampled_from([hash_unit, block, 2 * block, 3 * hash_unit]))
     alignment = draw(st.sampled_from([1, hash_unit, unit, 2 * hash_unit, 3]))
-    return PrefillCheckpoints(alignment, unit)
+    return PrefillCheckpoints(alignment, unit, draw(st.booleans()))
 
 
 @st.composite
