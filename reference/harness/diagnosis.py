@@ -99,6 +99,16 @@ def diagnose(policy: str, violation: Violation) -> str:
             "a Mamba hit only at a block end, while vLLM 0.33 also keys the prompt's partial-"
             "tail Mamba state at a hash boundary; `make audit-vllm` checks vLLM's own code"
         )
+    if (
+        hit_promise
+        and eagle
+        and any(g.kind is GroupKind.SLIDING_WINDOW and not g.eagle_group for g in geometry.groups)
+    ):
+        return (
+            "new (EAGLE per group): `cache_blocks` adds the junction's EAGLE landing `J - B` "
+            "only in an EAGLE group's manager, so a sliding window of the target model keeps "
+            "no tail where the draft group's drop lands a sibling's hit"
+        )
     if hit_promise and eagle:
         return (
             "new (the mirror of #53945/#54713): under EAGLE vLLM keeps the replay state at "

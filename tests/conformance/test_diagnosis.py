@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.harness import Promise, RequestState, Scenario, Violation
+from junction.reference.harness import Promise, RequestState, Scenario, Violation, check
 from junction.reference.harness.diagnosis import UNDIAGNOSED, diagnose
+from junction.reference.harness.engine_subject import EngineSubject
 from junction.reference.harness.verdict import (
     KeptUnneeded,
     MissedPosition,
@@ -21,6 +22,7 @@ from junction.reference.harness.verdict import (
     ShortOfDense,
     ShortOfFullAttention,
 )
+from junction.reference.policies.vllm import VllmPolicy
 
 FULL4, MAMBA2, MAMBA4, SWA4 = (
     GroupSpec.full(4),
@@ -112,3 +114,15 @@ def test_each_rule_explains_its_violation(policy: str, violation: Violation, exp
 def test_a_violation_no_rule_explains_is_new() -> None:
     plain = _violation(Promise.REPLAY, ShortOfFullAttention(0, 4))
     assert diagnose("vllm-0.33", plain) == UNDIAGNOSED
+
+
+def test_a_target_window_missing_the_junctions_eagle_landing_is_eagle_per_group() -> None:
+    """vLLM adds ``J - B`` only in EAGLE groups' managers (docs/findings.md,
+    ``eagle-junction-target-group``); the vllm-0.33 policy reproduces it."""
+    target = GroupSpec.sliding_window(4, 5, eagle_group=False)
+    geometry = HybridGeometry([GroupSpec.full(4), target], 4, use_eagle=True, retention_interval=0)
+    base = tuple(range(40))
+    scenario = Scenario("junction", geometry, [base, base[:16] + (99,) * 8], base[:13] + (77,) * 8)
+    violation = check(scenario, EngineSubject(VllmPolicy()))
+    assert violation is not None
+    assert diagnose("vllm-0.33", violation).startswith("new (EAGLE per group)")
