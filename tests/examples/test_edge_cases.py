@@ -9,8 +9,10 @@ from __future__ import annotations
 from junction.core import (
     GroupSpec,
     HybridGeometry,
+    OffGridInterval,
     checkpoint_stop,
     mamba_block_aligned_split,
+    mask_plan,
     next_grid_point,
     prefill_end,
     promised_positions,
@@ -145,3 +147,27 @@ def test_every_group_is_an_eagle_group_by_default() -> None:
         4,
         5,
     )
+
+
+def test_the_split_has_no_hash_lookahead_by_default() -> None:
+    # EAGLE, b = 1, P = 1, N = 2: one lookahead token moves the stop from 1 to 2.
+    chunk = dict(num_computed_tokens=0, num_new_tokens=2, num_prompt_tokens=1, num_tokens=2)
+    split = dict(**chunk, block_size=1, use_eagle=True, hash_block_size=1)
+    assert mamba_block_aligned_split(**split) == 1
+    assert mamba_block_aligned_split(**split, hash_lookahead_tokens=1) == 2
+
+
+def test_a_promised_position_at_the_chunk_start_is_not_its_stop() -> None:
+    # The junction at 4 = start: the stop is strictly inside (4, 12), so none: 12.
+    geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
+    assert (
+        checkpoint_stop(geometry, start=4, end=12, num_prompt_tokens=20, shared_prefix_boundary=4)
+        == 12
+    )
+
+
+def test_mask_plan_takes_the_off_grid_interval_form_it_is_given() -> None:
+    # Mamba b = 4, R = 6: vLLM's floored form keeps the group dense; segment ends do not.
+    floored = OffGridInterval.FLOORED_INTERVAL
+    assert mask_plan(4, GroupSpec.mamba(4), False, 6, floored) is None
+    assert mask_plan(4, GroupSpec.mamba(4), False, 6) is not None
