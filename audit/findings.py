@@ -24,6 +24,7 @@ from junction.reference.harness import Promise, Scenario, check
 from .diagnosis import diagnose
 from .mask_findings import mask_findings_markdown
 from .sections import replace_section
+from .split_findings import split_findings_markdown
 from .subject import VllmSubject
 from .vllm_env import PINNED_VERSION
 
@@ -360,6 +361,7 @@ def findings_markdown() -> str:
             "",
         ]
     lines += mask_findings_markdown()
+    lines += split_findings_markdown()
     lines.append(AUDIT_END)
     return "\n".join(lines) + "\n"
 

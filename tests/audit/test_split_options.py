@@ -11,7 +11,9 @@
   where the backend writes it; vLLM's scheduler form is the compatibility
   flag ``PrefillCheckpoints(keyed_on_prefill_end=True)``, which the
   ``vllm-0.33`` policy and the drop-in use. The counterexample is re-run
-  here against the installed vLLM, and the core's two answers beside it.
+  here against the installed vLLM, and the core's two answers beside it; it
+  is the recorded finding ``checkpoint-keyed-on-prefill-end``
+  (``audit/split_findings.py``), re-run below as docs/findings.md shows it.
 * ``get_mamba_prefill_checkpoint_position`` ignores the lookahead tokens
   under the EAGLE drop, but the scheduler turns the drop off whenever
   lookahead hashes are on, so no call combines them; the core's
@@ -23,8 +25,11 @@ from __future__ import annotations
 import importlib
 import inspect
 
+import pytest
+
 from junction.audit.specs import vllm_geometry
 from junction.audit.split import SchedulerStandIn, make_request
+from junction.audit.split_findings import SPLIT_FINDINGS, SplitFinding
 from junction.audit.vllm_env import vllm
 from junction.core import (
     GroupSpec,
@@ -75,3 +80,11 @@ def test_the_checkpoint_helper_ignores_lookahead_under_the_eagle_drop() -> None:
     source = inspect.getsource(vllm().scheduler.Scheduler.__init__)
     guard = source.index("if self.num_hash_lookahead_tokens:")
     assert source.index("self.use_eagle_block_drop = False", guard) - guard < 200
+
+
+@pytest.mark.parametrize("finding", SPLIT_FINDINGS, ids=lambda f: f.key)
+def test_split_findings_still_reproduce(finding: SplitFinding) -> None:
+    seen = finding.observe()
+    assert seen.core_serves, f"{finding.key}: the core's chunk no longer leaves the landing's state"
+    assert not seen.vllm_serves, f"{finding.key}: vLLM's chunk now leaves the landing's state"
+    assert seen.compatibility_chunk == seen.vllm_chunk, f"{finding.key}: vLLM's form departs"
