@@ -177,6 +177,11 @@ class GroupMask:
     plan: MaskPlan | None = attrs.field(init=False, eq=False, repr=False)
 
     _tiles: list[bool] = attrs.field(init=False, eq=False, repr=False)
+    # A plan of boundaries only whose runs are one block (a Mamba group under
+    # R = 0, or a window one block deep): ``(A, B, shift - 1)``, else None.
+    # Its masks are the hot path of pinned retention, so they skip the
+    # general plan's unpacking and branches (vLLM's own mask has none).
+    _single: tuple[int, int, int] | None = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # After the validators: the plan is derived once, from valid fields,
@@ -194,6 +199,15 @@ class GroupMask:
             template = [False] * (plan.period - plan.run) + [True] * plan.run
             tiles = template * (_TILED_BLOCKS // plan.period + 2)
         object.__setattr__(self, "_tiles", tiles)
+        single = None
+        if (
+            plan is not None
+            and plan.run == 1
+            and plan.keeps_boundaries
+            and not (plan.period or plan.segment or plan.keeps_final)
+        ):
+            single = (plan.alignment_tokens, plan.block_size, plan.shift - 1)
+        object.__setattr__(self, "_single", single)
 
     def reachable_block_mask(
         self,
@@ -212,61 +226,69 @@ class GroupMask:
             or not (0 <= start_block <= end_block)
         ):
             raise _range_error(start_block, end_block)
-        if final_segment_end_block is not None and (
-            type(final_segment_end_block) is not int or final_segment_end_block < 0
-        ):
-            raise int_error("final_segment_end_block", final_segment_end_block, 0)
-        plan = self.plan
-        if plan is None:
-            _check_boundaries(reachable_boundaries)
-            return None
-        period, run, shift, block, alignment, keeps_boundaries, segment, keeps_final = plan
-        length = end_block - start_block
-        if period:
-            # self._tiles is indexed by (i - shift) mod period from its start.
-            phase = (start_block - shift) % period
-            if phase + length <= len(self._tiles):
-                mask = self._tiles[phase : phase + length]
-            else:
-                mask = _periodic_runs(start_block, end_block, period, run, shift)
-            if start_block < shift and mask:
-                mask[0] = False  # block 0 precedes the first run (k = 0 is no promise)
-        elif segment:
-            mask = _segment_end_runs(start_block, end_block, plan)
-        else:
+        single = self._single
+        if single is not None and final_segment_end_block is None:
+            alignment, block, last = single
+            length = end_block - start_block
             mask = [False] * length
-        if keeps_final and final_segment_end_block is not None:
-            # The run ending at the final segment's end (shift is 0 here).
-            lo = max(final_segment_end_block - run - start_block, 0)
-            hi = min(final_segment_end_block - start_block, length)
-            if lo < hi:
-                mask[lo:hi] = [True] * (hi - lo)
-        if not keeps_boundaries:
-            _check_boundaries(reachable_boundaries)
-            return mask
-        # Each boundary is checked as it is used (one pass: this loop is the
-        # whole cost of a boundaries-only mask). Its run ends at block
-        # floor_A(x) / B + shift (floor_to inlined), at ``end`` from start_block.
-        offset = shift - start_block
-        if run == 1:  # a Mamba state, or a window one block deep: one index
+            last -= start_block  # the run's one block, relative to start_block
+        else:
+            if final_segment_end_block is not None and (
+                type(final_segment_end_block) is not int or final_segment_end_block < 0
+            ):
+                raise int_error("final_segment_end_block", final_segment_end_block, 0)
+            plan = self.plan
+            if plan is None:
+                _check_boundaries(reachable_boundaries)
+                return None
+            period, run, shift, block, alignment, keeps_boundaries, segment, keeps_final = plan
+            length = end_block - start_block
+            if period:
+                # self._tiles is indexed by (i - shift) mod period from its start.
+                phase = (start_block - shift) % period
+                if phase + length <= len(self._tiles):
+                    mask = self._tiles[phase : phase + length]
+                else:
+                    mask = _periodic_runs(start_block, end_block, period, run, shift)
+                if start_block < shift and mask:
+                    mask[0] = False  # block 0 precedes the first run (k = 0 is no promise)
+            elif segment:
+                mask = _segment_end_runs(start_block, end_block, plan)
+            else:
+                mask = [False] * length
+            if keeps_final and final_segment_end_block is not None:
+                # The run ending at the final segment's end (shift is 0 here).
+                lo = max(final_segment_end_block - run - start_block, 0)
+                hi = min(final_segment_end_block - start_block, length)
+                if lo < hi:
+                    mask[lo:hi] = [True] * (hi - lo)
+            if not keeps_boundaries:
+                _check_boundaries(reachable_boundaries)
+                return mask
+            # Each boundary is checked as it is used (one pass: this loop is the
+            # whole cost of a boundaries-only mask). Its run ends at block
+            # floor_A(x) / B + shift (floor_to inlined), at ``end`` from start_block.
+            offset = shift - start_block
+            if run != 1:
+                for boundary in reachable_boundaries:
+                    if type(boundary) is not int or boundary < 0:
+                        raise _boundary_error(reachable_boundaries)
+                    end = boundary // alignment * alignment // block + offset
+                    lo = end - run if end > run else 0
+                    hi = end if end < length else length
+                    if lo < hi:
+                        mask[lo:hi] = [True] * (hi - lo)
+                return mask
             last = offset - 1  # the run's one block, relative to start_block
-            for boundary in reachable_boundaries:
-                if type(boundary) is not int:
-                    raise _boundary_error(reachable_boundaries)
-                index = boundary // alignment * alignment // block + last
-                if 0 <= index < length:
-                    mask[index] = True
-                elif boundary < 0:  # never lands in range: checked off the hot branch
-                    raise _boundary_error(reachable_boundaries)
-            return mask
+        # A Mamba state, or a window one block deep: one index per boundary.
         for boundary in reachable_boundaries:
-            if type(boundary) is not int or boundary < 0:
+            if type(boundary) is not int:
                 raise _boundary_error(reachable_boundaries)
-            end = boundary // alignment * alignment // block + offset
-            lo = end - run if end > run else 0
-            hi = end if end < length else length
-            if lo < hi:
-                mask[lo:hi] = [True] * (hi - lo)
+            index = boundary // alignment * alignment // block + last
+            if 0 <= index < length:
+                mask[index] = True
+            elif boundary < 0:  # never lands in range: checked off the hot branch
+                raise _boundary_error(reachable_boundaries)
         return mask
 
 
