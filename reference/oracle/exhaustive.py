@@ -279,17 +279,6 @@ def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, 
         yield got, want, case
 
 
-# The split's engine settings: what a ChunkSplitter binds.
-_SPLITTER = (
-    "block_size",
-    "hash_block_size",
-    "use_eagle",
-    "partial_hits",
-    "max_prefill_tokens",
-    "hash_lookahead_tokens",
-    "exact_junction_stop",
-    "prefill_checkpoints",
-)
 _NO_OPTIONS = {
     "hash_lookahead_tokens": 0,
     "exact_junction_stop": False,
@@ -299,9 +288,11 @@ _NO_OPTIONS = {
 
 def _split_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
     bindings: dict[tuple[Any, ...], Any] = {}
+    # The split's engine settings: what a ChunkSplitter binds, in its order.
+    engine = tuple(field.name for field in attrs.fields(core.ChunkSplitter))
     for kwargs in split_inputs(bound):
         settings = {**_NO_OPTIONS, **kwargs}
-        key = tuple(settings[name] for name in _SPLITTER)
+        key = tuple(settings[name] for name in engine)
         splitter = bindings.get(key)
         if splitter is None:
             grid = settings["prefill_checkpoints"]
@@ -309,7 +300,7 @@ def _split_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object,
                 grid.alignment, grid.unit, grid.keyed_on_prefill_end
             )
             splitter = bindings[key] = core.ChunkSplitter(*key[:-1], checkpoints)
-        request = {name: value for name, value in kwargs.items() if name not in _SPLITTER}
+        request = {name: value for name, value in kwargs.items() if name not in engine}
         yield splitter.split(**request), oracle_split(**kwargs), kwargs
 
 

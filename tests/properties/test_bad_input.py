@@ -427,16 +427,7 @@ def test_sliding_window_need_rejects_bad_arguments(
 
 _MASK_BOUND = ("alignment_tokens", "spec", "use_eagle", "retention_interval", "off_grid_interval")
 _MASK_DEFAULTS = {"off_grid_interval": OffGridInterval.SEGMENT_ENDS}
-_SPLIT_BOUND = (
-    "block_size",
-    "hash_block_size",
-    "use_eagle",
-    "partial_hits",
-    "max_prefill_tokens",
-    "hash_lookahead_tokens",
-    "exact_junction_stop",
-    "prefill_checkpoints",
-)
+_SPLIT_BOUND = tuple(field.name for field in attrs.fields(ChunkSplitter))
 
 
 @given(st.data(), mask_inputs())

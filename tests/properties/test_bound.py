@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -48,16 +49,7 @@ def test_a_reused_group_mask_answers_every_call_as_the_oracle(
 def test_a_reused_chunk_splitter_answers_every_call_as_the_oracle(
     args: dict[str, Any], data: st.DataObject
 ) -> None:
-    engine = (
-        "block_size",
-        "hash_block_size",
-        "use_eagle",
-        "partial_hits",
-        "max_prefill_tokens",
-        "hash_lookahead_tokens",
-        "exact_junction_stop",
-        "prefill_checkpoints",
-    )
+    engine = tuple(field.name for field in attrs.fields(ChunkSplitter))
     binding = ChunkSplitter(*(args[name] for name in engine))
     for _ in range(data.draw(st.integers(1, 4))):
         request = data.draw(split_inputs())
