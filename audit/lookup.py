@@ -49,6 +49,7 @@ __all__ = [
     "GroupView",
     "core_reconcile",
     "group_readers",
+    "oracle_groups",
     "oracle_reconcile_view",
     "pool_finders",
     "pool_views",
@@ -183,11 +184,9 @@ def core_reconcile(
     return reconcile_hits(geometry, finders, max_hit_length, hashed_tokens)
 
 
-def oracle_reconcile_view(
-    geometry: HybridGeometry, views: Sequence[GroupView], max_hit_length: int, hashed_tokens: int
-) -> tuple[int, int, int]:
-    """The first-principles ``(h, ℓ, J)`` over the views (``reference.oracle``)."""
-    groups = [
+def oracle_groups(views: Sequence[GroupView]) -> list[OracleGroup]:
+    """The views as the oracle's groups: each one's kind, sizes, cached set and EAGLE flag."""
+    return [
         OracleGroup(
             view.spec.kind.value,
             view.spec.block_size,
@@ -197,6 +196,13 @@ def oracle_reconcile_view(
         )
         for view in views
     ]
+
+
+def oracle_reconcile_view(
+    geometry: HybridGeometry, views: Sequence[GroupView], max_hit_length: int, hashed_tokens: int
+) -> tuple[int, int, int]:
+    """The first-principles ``(h, ℓ, J)`` over the views (``reference.oracle``)."""
+    groups = oracle_groups(views)
     return oracle_reconcile(
         groups, geometry.alignment_tokens, geometry.use_eagle, max_hit_length, hashed_tokens
     )

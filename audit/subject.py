@@ -29,6 +29,7 @@ from junction.reference.harness import Hits, Prefill, RequestState, Resume, Scen
 from junction.reference.oracle.first_principles import OracleGroup
 from junction.reference.policies.vllm import VllmPolicy
 
+from .lookup import oracle_groups
 from .split import vllm_split
 from .vllm_engine import Lookup, PoolExhausted, VllmEngine
 from .vllm_env import vllm
@@ -89,16 +90,7 @@ class VllmRun:
         return Hits(lookup.hit_length, junction or lookup.hit_length, junction)
 
     def cached_sets(self, prompt: Sequence[int]) -> list[OracleGroup]:
-        return [
-            OracleGroup(
-                view.spec.kind.value,
-                view.spec.block_size,
-                view.spec.window,
-                view.cached,
-                view.spec.eagle_group,
-            )
-            for view in self._lookup(prompt).views
-        ]
+        return oracle_groups(self._lookup(prompt).views)
 
     def kept(self, group_id: int) -> frozenset[Hashable]:
         utils = vllm().utils
