@@ -12,9 +12,9 @@ def test_exhaustive_prints_counts_and_agrees(capsys: pytest.CaptureFixture[str])
     assert reference(["exhaustive", "--bound", "1"]) == 0
     captured = capsys.readouterr()
     assert "reachable_block_mask" in captured.out and "every input agrees" in captured.out
-    assert "123,556 inputs in" in captured.out
+    assert "143,836 inputs in" in captured.out
     # Progress (the bar may cut the total short on a narrow terminal).
-    assert "123556/" in captured.err and "reconcile_hits" in captured.err
+    assert "143836/" in captured.err and "reconcile_hits" in captured.err
 
 
 def test_exhaustive_rejects_a_bad_bound(capsys: pytest.CaptureFixture[str]) -> None:
@@ -28,4 +28,4 @@ def test_sweep_reports_the_bound_and_rate(capsys: pytest.CaptureFixture[str]) ->
     assert sweep(["--bound", "1", "--device", "cpu", "--backend", "torch"]) == 0
     captured = capsys.readouterr()
     assert "bound reached 1" in captured.out and "inputs/s, 0 disagreements" in captured.out
-    assert "45660/? " in captured.err and "bound 1 mask" in captured.err  # the progress line
+    assert "101212/? " in captured.err and "bound 1 mask" in captured.err  # the progress line

@@ -267,8 +267,10 @@ ZOO: tuple[Mutant, ...] = (
     _policy(JunctionDroppedFromMask, "junction"),
     _policy(StateOnePastLookup, "replay", "economy"),
     _policy(ChunkGridOfMambaBlock, "split", "replay", "junction"),
-    _policy(EagleMambaStateOneBlockHigh, "replay", "junction"),
-    _policy(SlidingWindowKeepsOnlyNeed, "replay", "junction"),
+    # A state or tail the policy fails to keep is also missing from the tier,
+    # which saves through the same mask: promise 8 may be the first to see it.
+    _policy(EagleMambaStateOneBlockHigh, "replay", "junction", "tier"),
+    _policy(SlidingWindowKeepsOnlyNeed, "replay", "junction", "tier"),
     _policy(SegmentsMarkedNotStopped, "split", "segments"),
     _policy(SubBlockJunctionFlooredFromStart, "split", "junction"),
     _policy(RetentionZeroKeepsEverything, "economy"),
