@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from junction.reference.engine.eviction import EvictionOrder, LruOrder
-from junction.reference.engine.hash_chain import unit_hash
+from junction.reference.engine.hash_chain import unit_hashes
 from junction.reference.engine.invariants import InvariantViolation
 
 __all__ = ["Block", "BlockPool", "NoFreeBlocks"]
@@ -123,7 +123,7 @@ class BlockPool:
         self.cached_per_group[block.key[0]] -= 1
         group_id = block.key[0]
         if block.indexes_inner:
-            for inner_hash in _unit_hashes(block.parent, block.tokens, block.unit)[:-1]:
+            for inner_hash in unit_hashes(block.parent, block.tokens, block.unit)[:-1]:
                 if self.inner.get((group_id, inner_hash)) is block:
                     del self.inner[(group_id, inner_hash)]
             block.indexes_inner = False
@@ -207,7 +207,7 @@ class BlockPool:
                 self.order.cached(block)
             if index_inner_units:
                 block.indexes_inner = True
-                for inner_hash in _unit_hashes(parent, block.tokens, unit)[:-1]:
+                for inner_hash in unit_hashes(parent, block.tokens, unit)[:-1]:
                     inner.setdefault((group_id, inner_hash), block)
         if added:
             self.cached_per_group[group_id] = self.cached_per_group.get(group_id, 0) + added
@@ -277,7 +277,7 @@ class BlockPool:
             if block.key is not None:
                 if self.cached.get(block.key) is not block:
                     problems.append(f"{block}: hashed but not the cached copy of its key")
-                if _unit_hashes(block.parent, block.tokens, block.unit)[-1:] != [block.key[1]]:
+                if unit_hashes(block.parent, block.tokens, block.unit)[-1:] != [block.key[1]]:
                     problems.append(f"{block}: hash does not match its tokens")
         if held + self.num_free != self.num_usable:
             problems.append(f"held {held} + free {self.num_free} != {self.num_usable} blocks")
@@ -289,7 +289,7 @@ class BlockPool:
         if {g: n for g, n in self.cached_per_group.items() if n} != per_group:
             problems.append(f"cached counts {self.cached_per_group} != {per_group}")
         for (group_id, inner_hash), block in self.inner.items():
-            inside = _unit_hashes(block.parent, block.tokens, block.unit)[:-1]
+            inside = unit_hashes(block.parent, block.tokens, block.unit)[:-1]
             if block.key is None or block.key[0] != group_id or inner_hash not in inside:
                 problems.append(f"inner unit {inner_hash} -> {block} is not inside that block")
         problems += self.order.problems(self.cached)
@@ -307,12 +307,3 @@ class BlockPool:
         ]
         lines += [f"  {b}" for b in self.blocks[1:] if b.ref_count or b.key is not None]
         return "\n".join(lines)
-
-
-def _unit_hashes(parent: int, tokens: Sequence[int], unit: int) -> list[int]:
-    """Recompute the chain through a block's tokens, one hash per unit."""
-    hashes = []
-    for start in range(0, len(tokens), unit):
-        parent = unit_hash(parent, tokens[start : start + unit])
-        hashes.append(parent)
-    return hashes

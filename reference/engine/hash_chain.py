@@ -21,7 +21,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
-__all__ = ["ROOT_HASH", "HashChain", "unit_hash"]
+__all__ = ["ROOT_HASH", "HashChain", "unit_hash", "unit_hashes"]
 
 ROOT_HASH = 0x6A756E6374696F6E  # the parent of unit 0 ("junction")
 
@@ -29,6 +29,19 @@ ROOT_HASH = 0x6A756E6374696F6E  # the parent of unit 0 ("junction")
 def unit_hash(parent: int, tokens: Sequence[int]) -> int:
     """The chained hash of one unit of tokens after ``parent``."""
     return hash((parent, tuple(tokens)))
+
+
+def unit_hashes(parent: int, tokens: Sequence[int], unit: int) -> list[int]:
+    """The chain through a block's ``tokens`` after ``parent``, one hash per unit.
+
+    What checks and evictions recompute from a stored block (its last hash
+    is the block's own, the others its inner units).
+    """
+    hashes = []
+    for start in range(0, len(tokens), unit):
+        parent = unit_hash(parent, tokens[start : start + unit])
+        hashes.append(parent)
+    return hashes
 
 
 class HashChain:

@@ -49,6 +49,7 @@ from junction.core import GroupKind, HybridGeometry
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.coordinator import Coordinator
 from junction.reference.engine.group_managers import GroupManager
+from junction.reference.engine.hash_chain import unit_hashes
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
@@ -176,11 +177,7 @@ class ExternalTier:
 
 def _inner_units(block: StoredBlock) -> list[int]:
     """The chain hashes of the hash units strictly inside a stored block."""
-    hashes, parent = [], block.parent
-    for start in range(0, len(block.tokens) - block.unit, block.unit):
-        parent = hash((parent, block.tokens[start : start + block.unit]))
-        hashes.append(parent)
-    return hashes
+    return unit_hashes(block.parent, block.tokens, block.unit)[:-1]
 
 
 @attrs.frozen

@@ -35,7 +35,7 @@ from typing import Literal
 import attrs
 
 from junction.core import HybridGeometry
-from junction.reference.engine.hash_chain import ROOT_HASH, unit_hash
+from junction.reference.engine.hash_chain import ROOT_HASH, unit_hashes
 from junction.reference.workloads.hash_prompts import HashArrival
 from junction.reference.workloads.hash_reuse import distinct_blocks
 
@@ -116,9 +116,8 @@ def working_set(geometry: HybridGeometry, workload: Workload) -> int:
     distinct: dict[int, set[int]] = {}
     for session in workload.sessions:
         for turn in session:
-            prompt, parent = turn.prompt, ROOT_HASH
-            for index, start in enumerate(range(0, len(prompt) - unit + 1, unit), start=1):
-                parent = unit_hash(parent, prompt[start : start + unit])
+            whole = turn.prompt[: len(turn.prompt) // unit * unit]  # complete units only
+            for index, parent in enumerate(unit_hashes(ROOT_HASH, whole, unit), start=1):
                 for group in geometry.groups:
                     if index * unit % group.block_size == 0:
                         distinct.setdefault(group.block_size, set()).add(parent)
