@@ -19,6 +19,9 @@ writes files does two things with this module:
   holds a stale file beside fresh ones. :func:`rewrite` does the same for a
   file edited by a function that reads and writes a path (docs/findings.md's
   sections): the function edits a private copy, committed at the end.
+  :func:`write_set` is :func:`commit` for a command's last step: it says on
+  standard error what was written, or why nothing was, and gives the exit
+  status.
 
 The moves themselves are the only window: a failure between two
 ``os.replace`` calls in one folder (the folder removed or made read-only
@@ -36,12 +39,13 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["OutputError", "check_file", "check_folder", "commit", "rewrite"]
+__all__ = ["OutputError", "check_file", "check_folder", "commit", "rewrite", "write_set"]
 
 
 class OutputError(Exception):
@@ -145,6 +149,20 @@ def commit(folder: Path, files: Mapping[str, bytes], stale: Iterable[str] = ()) 
     for name in stale:
         (folder / name).unlink(missing_ok=True)
     return [folder / name for name in files]
+
+
+def write_set(
+    prog: str, folder: Path, files: Mapping[str, bytes], stale: Iterable[str] = ()
+) -> int:
+    """:func:`commit`, then a line on standard error: the paths written (status 0),
+    or why nothing was (status 1, the previous set left as it was)."""
+    try:
+        written = commit(folder, files, stale=stale)
+    except OutputError as error:
+        print(f"{prog}: error: {error}; nothing written", file=sys.stderr)
+        return 1
+    print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)
+    return 0
 
 
 def rewrite(path: Path, edit: Callable[[Path], None]) -> None:

@@ -42,7 +42,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
 from junction.reference.simulator.memory import (
@@ -243,20 +243,16 @@ def sweep_specs(
     ]
 
 
-def _fail(parser: argparse.ArgumentParser, message: object) -> NoReturn:
-    parser.error(str(message))
-
-
 def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[WorkloadSource]:
     if args.trace is None:
         if args.requests is not None:
-            _fail(parser, "--requests: only with --trace (the first N requests of each trace)")
+            parser.error("--requests: only with --trace (the first N requests of each trace)")
         if args.arrivals == "trace":
-            _fail(parser, "--arrivals trace: the built-in workload has no timestamps")
+            parser.error("--arrivals trace: the built-in workload has no timestamps")
         return [BuiltinSource(args.seed, args.sessions, args.turns, args.system_prompt)]
     for trace in args.trace:
         if not Path(trace).is_file():
-            _fail(parser, f"--trace {trace}: not a regular file")
+            parser.error(f"--trace {trace}: not a regular file")
     return [TraceSource(path, args.requests) for path in dict.fromkeys(args.trace)]
 
 
@@ -267,10 +263,9 @@ def _check_geometries(
         block = GEOMETRIES[name].scheduler_block
         for value in args.intervals:
             if value % block:
-                _fail(
-                    parser,
+                parser.error(
                     f"--intervals {value}: must be a multiple of the scheduler block "
-                    f"L={block} of geometry {name}",
+                    f"L={block} of geometry {name}"
                 )
 
 
@@ -303,12 +298,11 @@ def _check_memory(
             loading = Path(source.path).stat().st_size * TRACE_BYTES_PER_FILE_BYTE
             per_worker = loading + SimulationSize(0, max(known), workload_built=False).total_bytes
         if per_worker * processes > limit.bytes:
-            _fail(
-                parser,
+            parser.error(
                 f"{source.option}: {processes} workers would need about "
                 f"{size_in_words(per_worker * processes)} ({size_in_words(per_worker)} each), "
                 f"over the limit of {size_in_words(limit.bytes)} ({limit.source}); "
-                f"use fewer --jobs or a smaller pool",
+                f"use fewer --jobs or a smaller pool"
             )
 
 
@@ -371,11 +365,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _check_geometries(args, parser, geometries)
     sources = _sources(args, parser)
     if args.ray is not None and importlib.util.find_spec("ray") is None:
-        _fail(parser, f"--ray {args.ray}: Ray is not installed (pip install -e '.[ray]')")
+        parser.error(f"--ray {args.ray}: Ray is not installed (pip install -e '.[ray]')")
     try:
         outputs.check_folder("--out", args.out, (JSON, TEXT))
     except outputs.OutputError as error:
-        _fail(parser, error)
+        parser.error(str(error))
     settings = Settings(
         num_blocks=2,  # each run's pool replaces it (RunSpec.pool)
         max_num_batched_tokens=args.budget,
@@ -400,11 +394,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
             results = run_all(specs, jobs=args.jobs, ray=args.ray, on_result=done)
     except RayUnreachable as error:
-        _fail(parser, f"--ray {args.ray}: {error}")
+        parser.error(f"--ray {args.ray}: {error}")
     except TraceError as error:
-        _fail(parser, f"--trace: {error}")
+        parser.error(f"--trace: {error}")
     except NotTimestamped as error:
-        _fail(parser, f"--arrivals trace: {error}; use sessions or sequential")
+        parser.error(f"--arrivals trace: {error}; use sessions or sequential")
     except PoolTooSmall as error:
         print(f"{parser.prog}: error: {error}; use a larger pool", file=sys.stderr)
         return 1
@@ -412,10 +406,4 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print(text)
     document = _document(args, geometries, specs, results, settings)
     files = {JSON: (json.dumps(document, indent=1) + "\n").encode(), TEXT: (text + "\n").encode()}
-    try:
-        written = outputs.commit(args.out, files)
-    except outputs.OutputError as error:
-        print(f"{parser.prog}: error: {error}; nothing written", file=sys.stderr)
-        return 1
-    print(f"wrote {', '.join(map(str, written))}", file=sys.stderr)
-    return 0
+    return outputs.write_set(parser.prog, args.out, files)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from junction.reference.cli import simulate as simulate_cli
+from junction.reference.cli import simulate_checks
 from junction.reference.cli.main import main
 from junction.reference.simulator.memory import MemoryLimit
 
@@ -143,7 +143,7 @@ def test_runs_in_worker_processes_give_the_same_report(
 def test_workers_that_would_not_fit_memory_together_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(simulate_cli, "memory_limit", lambda: MemoryLimit(10**9, "a test's"))
+    monkeypatch.setattr(simulate_checks, "memory_limit", lambda: MemoryLimit(10**9, "a test's"))
     argv = [*SMALL, "--blocks", "3000000", "--out", str(tmp_path), "--jobs", "2"]
     code, line, _ = simulate(argv, capsys)
     assert code == 2

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from junction.reference.cli import simulate as simulate_cli
+from junction.reference.cli import simulate_checks
 from junction.reference.cli.main import main
 from junction.reference.simulator import memory
 from junction.reference.simulator.memory import (
@@ -140,8 +141,8 @@ def test_a_trace_too_large_to_load_or_run_is_refused_before_reading_or_running(
     out = ["--out", str(tmp_path / "out"), "--blocks", "2", "--trace", str(trace)]
 
     def limited(limit: int) -> tuple[int, str, str]:
-        monkeypatch.setattr(simulate_cli, "memory_limit", lambda: MemoryLimit(limit, "a test"))
-        monkeypatch.setattr(simulate_cli, "read_trace_text", lambda *a: pytest.fail("read"))
+        monkeypatch.setattr(simulate_checks, "memory_limit", lambda: MemoryLimit(limit, "a test"))
+        monkeypatch.setattr(simulate_checks, "read_trace_text", lambda *a: pytest.fail("read"))
         return simulate(out, capsys)
 
     code, line, _ = limited(20_000)  # the file needs 20,150 bytes to load
@@ -150,7 +151,7 @@ def test_a_trace_too_large_to_load_or_run_is_refused_before_reading_or_running(
         "over the limit of 19.5 KiB (a test)"
     )
     monkeypatch.undo()
-    monkeypatch.setattr(simulate_cli, "memory_limit", lambda: MemoryLimit(22_000, "a test"))
+    monkeypatch.setattr(simulate_checks, "memory_limit", lambda: MemoryLimit(22_000, "a test"))
     monkeypatch.setattr(simulate_cli, "simulate", lambda *a: pytest.fail("the run started"))
     code, line, _ = simulate(out, capsys)  # loads, but a run needs 24,480 bytes
     assert code == 2 and line == (
