@@ -11,12 +11,14 @@ from junction.core import (
     HybridGeometry,
     OffGridInterval,
     checkpoint_stop,
+    group_finder,
     mamba_block_aligned_split,
     mask_plan,
     next_grid_point,
     prefill_end,
     promised_positions,
     reachable_boundaries,
+    reconcile_hits,
     segment_boundaries,
     sliding_window_need,
 )
@@ -171,3 +173,23 @@ def test_mask_plan_takes_the_off_grid_interval_form_it_is_given() -> None:
     floored = OffGridInterval.FLOORED_INTERVAL
     assert mask_plan(4, GroupSpec.mamba(4), False, 6, floored) is None
     assert mask_plan(4, GroupSpec.mamba(4), False, 6) is not None
+
+
+def test_a_group_whose_answer_a_later_group_shortened_is_asked_again() -> None:
+    # b = 4, W = 4 (one block per hit), M = 12. Full attention holds blocks 0-2; the
+    # window blocks 1-2 (hits at 8 and 12, not 4); Mamba the state at 4. Round one:
+    # 12, the window 12, Mamba 4. Round two asks the window about 4: it serves only 0.
+    geometry = HybridGeometry(
+        [GroupSpec.full(4), GroupSpec.sliding_window(4, 4), GroupSpec.mamba(4)], 4
+    )
+    cached = ({0, 1, 2}, {1, 2}, {0})
+    finders = [
+        group_finder(group, blocks.__contains__, alignment_tokens=4)
+        for group, blocks in zip(geometry.groups, cached, strict=True)
+    ]
+    result = reconcile_hits(geometry, finders, 12)
+    assert (result.hit_length, result.longest_hit_length, result.shared_prefix_boundary) == (
+        0,
+        12,
+        12,
+    )

@@ -134,3 +134,20 @@ def test_the_checkpoint_is_keyed_on_the_chunks_end_where_the_backend_writes_it()
             mamba_block_aligned_split(**prefill, block_size=4, prefill_checkpoints=checkpoints)
             == 28
         )
+
+
+def test_the_written_slot_is_exact_integer_arithmetic_past_float_precision() -> None:
+    # b = H = 1, tiles of 1: the chunk [s, s + 2) writes the checkpoint s + 1 into slot
+    # s, past the initial state's block s - 1. At s = 2**53 + 4, (s - 1) / 1 as a float
+    # rounds up to s: a float comparison would call the slot not past it.
+    start = 2**53 + 4
+    written = PrefillCheckpoints(alignment=1, unit=1)
+    assert written.writes(start, start + 2, start + 1, 1, 1)
+    chunk = dict(num_computed_tokens=start, num_new_tokens=2, num_prompt_tokens=start + 2)
+    assert mamba_block_aligned_split(**chunk, num_tokens=start + 2, block_size=1) == 1
+    assert (
+        mamba_block_aligned_split(
+            **chunk, num_tokens=start + 2, block_size=1, prefill_checkpoints=written
+        )
+        == 2
+    )
