@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import logging
 import os
 import types
 import warnings
 from typing import Any
 
+from .pins import Pin
+
 __all__ = ["PINNED_VERSION", "VllmMissing", "VllmModules", "vllm", "vllm_missing_reason"]
 
 PINNED_VERSION = "0.33.0"
+_PIN = Pin("vllm", "vLLM", PINNED_VERSION, "audit")
 
 
 class VllmMissing(RuntimeError):
@@ -50,14 +52,7 @@ class VllmModules(types.SimpleNamespace):
 
 def vllm_missing_reason() -> str | None:
     """Why the audit cannot run here, or ``None`` when vLLM is installed."""
-    try:
-        importlib.metadata.version("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        return (
-            f"vLLM {PINNED_VERSION} is not installed "
-            "(run `make audit-setup`: the `audit` extra, installed with --no-deps)"
-        )
-    return None
+    return _PIN.missing_reason()
 
 
 @functools.cache
@@ -66,15 +61,7 @@ def vllm() -> VllmModules:
 
     Raises ``RuntimeError`` when another vLLM version is installed.
     """
-    reason = vllm_missing_reason()
-    if reason is not None:
-        raise VllmMissing(reason)
-    version = importlib.metadata.version("vllm")
-    if version != PINNED_VERSION:
-        raise RuntimeError(
-            f"the audit is written against vLLM {PINNED_VERSION}, found {version}: "
-            "run `make audit-setup`"
-        )
+    _PIN.require(VllmMissing)
     # Quiet: vLLM logs its platform detection; requests warns about an
     # optional charset detector nobody here needs.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import logging
 import os
@@ -35,6 +34,8 @@ import sys
 import types
 import warnings
 from typing import Any
+
+from ..pins import Pin
 
 __all__ = [
     "PINNED_VERSION",
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 PINNED_VERSION = "0.5.23"
+_PIN = Pin("sglang", "SGLang", PINNED_VERSION, "audit-sglang")
 
 
 class SglangMissing(RuntimeError):
@@ -80,14 +82,7 @@ class SglangModules(types.SimpleNamespace):
 
 def sglang_missing_reason() -> str | None:
     """Why the SGLang audit cannot run here, or ``None`` when SGLang is installed."""
-    try:
-        importlib.metadata.version("sglang")
-    except importlib.metadata.PackageNotFoundError:
-        return (
-            f"SGLang {PINNED_VERSION} is not installed "
-            "(run `make audit-sglang-setup`: the `audit-sglang` extra, installed with --no-deps)"
-        )
-    return None
+    return _PIN.missing_reason()
 
 
 class _Placeholder(type):
@@ -135,15 +130,7 @@ def sglang() -> SglangModules:
 
     Raises ``RuntimeError`` when another SGLang version is installed.
     """
-    reason = sglang_missing_reason()
-    if reason is not None:
-        raise SglangMissing(reason)
-    version = importlib.metadata.version("sglang")
-    if version != PINNED_VERSION:
-        raise RuntimeError(
-            f"the SGLang audit is written against SGLang {PINNED_VERSION}, found {version}: "
-            "run `make audit-sglang-setup`"
-        )
+    _PIN.require(SglangMissing)
     _stub_torchvision()
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("SGLANG_LOGGING_LEVEL", "ERROR")
