@@ -23,6 +23,7 @@ from junction.audit.findings import AUDIT_BEGIN, AUDIT_END
 from junction.audit.sglang.env import sglang_missing_reason
 from junction.audit.sglang.findings import SGLANG_BEGIN, SGLANG_END
 from junction.audit.vllm_env import vllm_missing_reason
+from tests.cli.folders import files
 
 PREFIX = "python -m junction.audit findings: error: "
 SECTION = f"{AUDIT_BEGIN}\n## vLLM 0.33.0 audit\nnew\n{AUDIT_END}\n"
@@ -38,10 +39,6 @@ def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     return code, (captured.err or captured.out).strip().splitlines()[-1]
-
-
-def files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.fixture

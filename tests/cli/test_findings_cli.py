@@ -21,24 +21,9 @@ import pytest
 from junction.reference.cli import findings as findings_cli
 from junction.reference.cli.main import main
 from junction.reference.harness import findings as harness_findings
+from tests.cli.folders import files
 
 PREFIX = "python -m junction.reference findings: error: "
-ROOT_USER = os.geteuid() == 0 if hasattr(os, "geteuid") else False
-
-
-@pytest.fixture
-def permissions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Read-only means read-only, even for root (who may write anything): under root,
-    ``os.access`` answers from the owner's mode bits."""
-    if not ROOT_USER:
-        return
-
-    def by_mode(path: object, mode: int) -> bool:
-        bits = os.stat(path).st_mode  # type: ignore[arg-type]
-        needed = (0o200 if mode & os.W_OK else 0) | (0o100 if mode & os.X_OK else 0)
-        return bits & needed == needed
-
-    monkeypatch.setattr(os, "access", by_mode)
 
 
 def findings(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -50,10 +35,6 @@ def findings(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return code, err.strip().splitlines()[-1]
-
-
-def files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 @pytest.fixture

@@ -30,28 +30,13 @@ from junction.reference.simulator.memory import (
     builtin_prompt_tokens,
 )
 from junction.reference.simulator.workload import builtin_workload
+from tests.cli.folders import files
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = {"simulate.json", "simulate.txt", "simulate.png", "simulate-ttft.png"}
 # Two sessions of one turn on one geometry: five runs, well under a second.
 SMALL = ["--sessions", "2", "--turns", "1", "--system-prompt", "64", "--geometry", "full+swa"]
 SMALL += ["--interval", "64", "--intervals", "64"]
-ROOT_USER = os.geteuid() == 0 if hasattr(os, "geteuid") else False
-
-
-@pytest.fixture
-def permissions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Read-only means read-only, even for root (who may write anything): under root,
-    ``os.access`` answers from the owner's mode bits."""
-    if not ROOT_USER:
-        return
-
-    def by_mode(path: object, mode: int) -> bool:
-        bits = os.stat(path).st_mode  # type: ignore[arg-type]
-        needed = (0o200 if mode & os.W_OK else 0) | (0o100 if mode & os.X_OK else 0)
-        return bits & needed == needed
-
-    monkeypatch.setattr(os, "access", by_mode)
 
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -63,11 +48,6 @@ def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     err = capsys.readouterr().err
     assert "Traceback" not in err
     return code, err.strip().splitlines()[-1], err
-
-
-def files(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (hidden temporaries included), by relative path."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def old_set(folder: Path) -> dict[str, bytes]:
