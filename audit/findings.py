@@ -12,7 +12,6 @@ between the ``vllm-audit`` markers and leaves the rest of the file alone.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from junction.reference.harness import Promise, Scenario, check
 
 from .diagnosis import diagnose
 from .mask_findings import mask_findings_markdown
-from .sections import replace_section
+from .sections import counterexample_paragraph, replace_section, table_cell
 from .split_findings import split_findings_markdown
 from .subject import VllmSubject
 from .vllm_env import PINNED_VERSION
@@ -280,10 +279,6 @@ def _observed(finding: Finding) -> tuple[str, str]:
     return str(violation), diagnose(violation) or "undiagnosed"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def findings_markdown() -> str:
     """The ``## vLLM 0.33.0 audit`` section, markers included (runs vLLM)."""
     lines = [
@@ -334,8 +329,8 @@ def findings_markdown() -> str:
     for number, (finding, (problem, _)) in enumerate(zip(FINDINGS, observed, strict=True), 1):
         broken = ", ".join(str(p.number) for p in finding.promises)
         lines.append(
-            f"| {number} | {_cell(finding.title)} | {broken} | {_cell(problem)} | "
-            f"{_cell(finding.upstream)} |"
+            f"| {number} | {table_cell(finding.title)} | {broken} | {table_cell(problem)} | "
+            f"{table_cell(finding.upstream)} |"
         )
     lines += [
         "",
@@ -351,15 +346,10 @@ def findings_markdown() -> str:
         "",
     ]
     for number, (finding, (_, key)) in enumerate(zip(FINDINGS, observed, strict=True), 1):
-        lines += [
-            f"**{number}. {finding.title}** (`{finding.key}`; diagnosed as `{key}`). "
-            f"Cause: {finding.cause}. Impact: {finding.impact}.",
-            "",
-            "```json",
-            json.dumps(finding.counterexample.to_json()),
-            "```",
-            "",
-        ]
+        notes = (f"`{finding.key}`", f"diagnosed as `{key}`")
+        lines += counterexample_paragraph(
+            number, finding.title, notes, finding.cause, finding.impact, finding.counterexample
+        )
     lines += mask_findings_markdown()
     lines += split_findings_markdown()
     lines.append(AUDIT_END)

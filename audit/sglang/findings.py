@@ -12,7 +12,6 @@ section is regenerated, never edited (between the ``sglang-audit`` markers).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import attrs
@@ -23,7 +22,7 @@ from junction.reference.harness.engine_subject import EngineSubject
 from junction.reference.harness.verdict import KeptTooMany, KeptUnneeded, ShortOfFullAttention
 from junction.reference.policies.builtin import JunctionPolicy
 
-from ..sections import replace_section
+from ..sections import counterexample_paragraph, replace_section, table_cell
 from ..specs import vllm_geometry
 from ..subject import VllmSubject
 from ..vllm_env import PINNED_VERSION as VLLM_VERSION
@@ -230,10 +229,6 @@ COMPARED: tuple[tuple[str, Scenario], ...] = (
 )
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def findings_markdown() -> str:
     """The ``## SGLang 0.5.23 audit`` section, markers included (runs SGLang and vLLM)."""
     lines = [
@@ -274,8 +269,8 @@ def findings_markdown() -> str:
     ):
         broken = ", ".join(str(p.number) for p in finding.promises)
         lines.append(
-            f"| {number} | {_cell(finding.title)} | {broken} | "
-            f"{finding.mamba_chunk} | {_cell(problem)} |"
+            f"| {number} | {table_cell(finding.title)} | {broken} | "
+            f"{finding.mamba_chunk} | {table_cell(problem)} |"
         )
     lines += [
         "",
@@ -292,15 +287,10 @@ def findings_markdown() -> str:
         "",
     ]
     for number, (finding, (_, key)) in enumerate(zip(SGLANG_FINDINGS, observed, strict=True), 1):
-        lines += [
-            f"**{number}. {finding.title}** (`{finding.key}`; diagnosed as `{key}`; Mamba "
-            f"chunk {finding.mamba_chunk}). Cause: {finding.cause}. Impact: {finding.impact}.",
-            "",
-            "```json",
-            json.dumps(finding.counterexample.to_json()),
-            "```",
-            "",
-        ]
+        notes = (f"`{finding.key}`", f"diagnosed as `{key}`", f"Mamba chunk {finding.mamba_chunk}")
+        lines += counterexample_paragraph(
+            number, finding.title, notes, finding.cause, finding.impact, finding.counterexample
+        )
     lines += [
         f"### Side by side: vLLM {VLLM_VERSION}, SGLang {PINNED_VERSION}, the `junction` policy",
         "",
