@@ -23,7 +23,7 @@ shortest prompt).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -46,33 +46,33 @@ MESSAGE_TOKENS = (64, 1024)
 OUTPUT_TOKENS = (8, 64)
 
 
-def _shared_prefix(turns: Sequence[Turn]) -> int:
-    """The longest prefix every prompt starts with, building one prompt at a time."""
-    if not turns:
-        return 0  # no sessions: the validator of ``sessions`` names that
-    first = turns[0].prompt
+def _common_prefix(sequences: Iterable[Sequence[int]]) -> int:
+    """How many leading items every sequence shares (0 for none), taking one at a time."""
+    each = iter(sequences)
+    first = next(each, None)
+    if first is None:
+        return 0
     length = len(first)
-    for turn in turns[1:]:
-        prompt = turn.prompt
-        length = min(length, len(prompt))
-        if prompt[:length] != first[:length]:
-            length = next(i for i in range(length) if prompt[i] != first[i])
+    for sequence in each:
+        length = min(length, len(sequence))
+        if sequence[:length] != first[:length]:
+            length = next(i for i in range(length) if sequence[i] != first[i])
         if length == 0:
             break
     return length
+
+
+def _shared_prefix(turns: Sequence[Turn]) -> int:
+    """The longest prefix every prompt starts with, building one prompt at a time."""
+    # No sessions gives 0: the validator of ``sessions`` names that.
+    return _common_prefix(turn.prompt for turn in turns)
 
 
 def _shared_hash_prefix(requests: Sequence[HashTraceRequest]) -> int:
     """The same from hash ids: the leading ids every request has, capped at the shortest."""
     if not requests:
         return 0
-    first = requests[0].hash_ids
-    common = len(first)
-    for request in requests[1:]:
-        ids = request.hash_ids
-        common = min(common, len(ids))
-        if ids[:common] != first[:common]:
-            common = next(i for i in range(common) if ids[i] != first[i])
+    common = _common_prefix(request.hash_ids for request in requests)
     shortest = min(request.input_length for request in requests)
     return min(common * HASH_BLOCK_TOKENS, shortest)
 
