@@ -19,6 +19,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from junction.audit.specs import vllm_geometry
+from junction.audit.vllm_engine import VllmEngine
 from junction.core import GroupKind, GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, scenarios
 
@@ -125,6 +126,35 @@ def prompt_families(draw: st.DrawFn, geometry: HybridGeometry) -> list[tuple[int
             (*base[:shared], 100 + index, *range(200, 200 + tail))[: max(shared + tail, 1)]
         )
     return prompts
+
+
+@attrs.frozen
+class PromptRun:
+    """A family of prompts prefilled one after another on one geometry, ``budget`` per step."""
+
+    geometry: HybridGeometry
+    prompts: list[tuple[int, ...]]
+    budget: int
+
+    def on_vllm(self, lookups: bool) -> VllmEngine:
+        """Prefill every prompt on a fresh ``VllmEngine``; then, with ``lookups``, look
+        every one up again (a resend's lookup, on the pool the prefills left)."""
+        engine = VllmEngine(self.geometry)
+        for prompt in self.prompts:
+            engine.prefill(prompt, self.budget)
+        if lookups:
+            for prompt in self.prompts:
+                engine.lookup(prompt)
+        return engine
+
+
+@st.composite
+def prompt_runs(draw: st.DrawFn) -> PromptRun:
+    """A vLLM geometry, a family of prompts on it and a per-step budget up to ``4 L``."""
+    geometry = draw(vllm_geometries())
+    prompts = draw(prompt_families(geometry))
+    budget = draw(st.integers(1, 4 * geometry.scheduler_block_size))
+    return PromptRun(geometry, prompts, budget)
 
 
 def _as_vllm(scenario: Scenario) -> Scenario:

@@ -24,11 +24,18 @@ from hypothesis import strategies as st
 
 from junction.audit.masks import vllm_block_mask
 from junction.audit.split import vllm_split
-from junction.audit.vllm_engine import RequestState, VllmEngine
+from junction.audit.vllm_engine import RequestState
 from junction.core import GroupKind, HybridGeometry
 from junction.reference.policies.vllm import VllmPolicy, VllmSplitOptions
 
-from .strategies import examples, has_mamba, prompt_families, request_states, vllm_geometries
+from .strategies import (
+    PromptRun,
+    examples,
+    has_mamba,
+    prompt_runs,
+    request_states,
+    vllm_geometries,
+)
 
 POLICY = VllmPolicy()
 
@@ -96,14 +103,10 @@ def split_options(geometry: HybridGeometry) -> st.SearchStrategy[VllmSplitOption
 
 
 @settings(max_examples=examples(0.6))
-@given(st.data())
-def test_real_runs_make_the_policys_decisions(data: st.DataObject) -> None:
-    geometry = data.draw(vllm_geometries())
-    prompts = data.draw(prompt_families(geometry))
-    budget = data.draw(st.integers(1, 4 * geometry.scheduler_block_size))
-    engine = VllmEngine(geometry)
-    for prompt in prompts:
-        engine.prefill(prompt, budget)
+@given(prompt_runs())
+def test_real_runs_make_the_policys_decisions(run: PromptRun) -> None:
+    geometry = run.geometry
+    engine = run.on_vllm(lookups=False)
     assert bool(engine.split_calls) == has_mamba(geometry)  # the split runs in align mode
     for call in engine.mask_calls:
         group = geometry.groups[call.group_id]

@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from junction.audit import dropin
 from junction.audit.dropin import Decision, UnsupportedOption
@@ -42,7 +41,7 @@ from junction.core import (
     reachable_block_mask,
 )
 
-from .strategies import examples, prompt_families, vllm_geometries
+from .strategies import PromptRun, examples, prompt_runs
 
 
 @pytest.fixture
@@ -118,19 +117,13 @@ def _vllm_decisions_fail() -> Iterator[None]:
 
 
 @settings(max_examples=examples(0.3))
-@given(st.data())
+@given(prompt_runs())
 def test_a_vllm_engine_with_the_core_swapped_in_decides_exactly_as_the_core(
-    data: st.DataObject,
+    run: PromptRun,
 ) -> None:
-    geometry = data.draw(vllm_geometries())
-    prompts = data.draw(prompt_families(geometry))
-    budget = data.draw(st.integers(1, 4 * geometry.scheduler_block_size))
+    geometry = run.geometry
     with dropin.swapped_in(), _vllm_decisions_fail():
-        engine = VllmEngine(geometry)
-        for prompt in prompts:
-            engine.prefill(prompt, budget)
-        for prompt in prompts:
-            engine.lookup(prompt)
+        engine = run.on_vllm(lookups=True)
     for lookup in engine.lookups:
         core = lookup.core
         assert (lookup.hit_length, lookup.shared_prefix_boundary) == (

@@ -13,27 +13,19 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from junction.audit.diagnosis import lookup_departures
 from junction.audit.findings import FINDINGS, Finding
 from junction.audit.lookup_model import ALL_QUIRKS, NO_QUIRKS, model_reconcile
-from junction.audit.vllm_engine import VllmEngine
 
-from .strategies import examples, prompt_families, vllm_geometries
+from .strategies import PromptRun, examples, prompt_runs
 
 
 @settings(max_examples=examples(0.6))
-@given(st.data())
-def test_vllm_lookup_is_core_plus_its_recorded_departures(data: st.DataObject) -> None:
-    geometry = data.draw(vllm_geometries())
-    prompts = data.draw(prompt_families(geometry))
-    budget = data.draw(st.integers(1, 4 * geometry.scheduler_block_size))
-    engine = VllmEngine(geometry)
-    for prompt in prompts:
-        engine.prefill(prompt, budget)
-    for prompt in prompts:
-        engine.lookup(prompt)
+@given(prompt_runs())
+def test_vllm_lookup_is_core_plus_its_recorded_departures(run: PromptRun) -> None:
+    geometry = run.geometry
+    engine = run.on_vllm(lookups=True)
     for lookup in engine.lookups:
         args = (geometry, lookup.views, lookup.max_hit_length, lookup.hashed_tokens)
         hit, _, junction = model_reconcile(*args, ALL_QUIRKS)
