@@ -12,10 +12,11 @@ readable ones.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.audit.specs import vllm_geometry
@@ -30,6 +31,27 @@ windows = st.integers(1, 24)
 def examples(share: float) -> int:
     """A share of the profile's examples (the audit runs vLLM's code, which is slow)."""
     return max(10, int(settings.default.max_examples * share))
+
+
+Drawn = TypeVar("Drawn")
+
+
+def violations_are_findings(
+    promise: Promise,
+    share: float,
+    drawn: st.SearchStrategy[Drawn],
+    explained: Callable[[Drawn], None],
+) -> Callable[[], None]:
+    """A property test named for ``promise``: ``explained`` (which fails on a violation no
+    recorded finding explains) holds on a ``share`` of the profile's examples of ``drawn``."""
+
+    @settings(max_examples=examples(share))
+    @given(drawn)
+    def test(example: Drawn) -> None:
+        explained(example)
+
+    test.__name__ = f"test_{promise.value}_violations_are_recorded_findings"
+    return test
 
 
 @st.composite

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import given, settings
 
 from junction.audit.diagnosis import diagnose
 from junction.audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
@@ -27,7 +26,7 @@ from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, Violation, check
 from junction.reference.harness.verdict import OffGrid, ResumeWithoutState
 
-from .strategies import examples, vllm_scenarios
+from .strategies import violations_are_findings, vllm_scenarios
 
 FINDINGS_MD = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 
@@ -46,13 +45,7 @@ def _explained(scenario: Scenario) -> None:
 
 
 def _property(promise: Promise, share: float) -> Callable[[], None]:
-    @settings(max_examples=examples(share))
-    @given(vllm_scenarios(promise))
-    def test(scenario: Scenario) -> None:
-        _explained(scenario)
-
-    test.__name__ = f"test_{promise.value}_violations_are_recorded_findings"
-    return test
+    return violations_are_findings(promise, share, vllm_scenarios(promise), _explained)
 
 
 test_replay = _property(Promise.REPLAY, 0.4)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from junction.audit.sglang.cache import TreeCore
@@ -33,7 +33,7 @@ from junction.audit.sglang.subject import SglangSubject, sglang_projection
 from junction.core import GroupKind
 from junction.reference.harness import Promise, Scenario, check, scenarios
 
-from ..strategies import examples
+from ..strategies import violations_are_findings
 
 FINDINGS_MD = Path(__file__).resolve().parents[3] / "docs" / "findings.md"
 
@@ -54,7 +54,8 @@ def sglang_scenarios(draw: st.DrawFn, promise: Promise) -> tuple[Scenario, int]:
     return attrs.evolve(scenario, geometry=projection.geometry, budget=budget), 1
 
 
-def _explained(scenario: Scenario, chunk: int) -> None:
+def _explained(drawn: tuple[Scenario, int]) -> None:
+    scenario, chunk = drawn
     python, rust = (check(scenario, SglangSubject(core, chunk)) for core in TreeCore)
     assert str(python) == str(rust), f"the tree cores disagree: {python} / {rust}"
     if rust is None:
@@ -66,13 +67,7 @@ def _explained(scenario: Scenario, chunk: int) -> None:
 
 
 def _property(promise: Promise, share: float) -> Callable[[], None]:
-    @settings(max_examples=examples(share))
-    @given(sglang_scenarios(promise))
-    def test(drawn: tuple[Scenario, int]) -> None:
-        _explained(*drawn)
-
-    test.__name__ = f"test_{promise.value}_violations_are_recorded_findings"
-    return test
+    return violations_are_findings(promise, share, sglang_scenarios(promise), _explained)
 
 
 test_replay = _property(Promise.REPLAY, 0.4)
