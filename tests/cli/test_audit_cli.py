@@ -24,6 +24,7 @@ from junction.audit.sglang.env import sglang_missing_reason
 from junction.audit.sglang.findings import SGLANG_BEGIN, SGLANG_END
 from junction.audit.vllm_env import vllm_missing_reason
 from tests.cli.folders import files
+from tests.cli.in_process import run_in_process
 
 PREFIX = "python -m junction.audit findings: error: "
 SECTION = f"{AUDIT_BEGIN}\n## vLLM 0.33.0 audit\nnew\n{AUDIT_END}\n"
@@ -32,13 +33,8 @@ SGLANG_SECTION = f"{SGLANG_BEGIN}\n## SGLang 0.5.23 audit\nnew\n{SGLANG_END}\n"
 
 def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """Exit status and the last line of standard error (or output, on success)."""
-    try:
-        code = audit_cli.main(["findings", *argv])
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    return code, (captured.err or captured.out).strip().splitlines()[-1]
+    ended = run_in_process(audit_cli.main, ["findings", *argv], capsys)
+    return ended.code, (ended.err or ended.out).strip().splitlines()[-1]
 
 
 @pytest.fixture

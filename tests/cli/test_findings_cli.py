@@ -22,19 +22,15 @@ from junction.reference.cli import findings as findings_cli
 from junction.reference.cli.main import main
 from junction.reference.harness import findings as harness_findings
 from tests.cli.folders import files
+from tests.cli.in_process import run_in_process
 
 PREFIX = "python -m junction.reference findings: error: "
 
 
 def findings(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """Exit status and the last line of standard error."""
-    try:
-        code = main(["findings", "--examples", "1", *argv])
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return code, err.strip().splitlines()[-1]
+    ended = run_in_process(main, ["findings", "--examples", "1", *argv], capsys)
+    return ended.code, ended.last_line
 
 
 @pytest.fixture

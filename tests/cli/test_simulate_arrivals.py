@@ -18,6 +18,7 @@ import pytest
 from junction.reference.cli import simulate_checks
 from junction.reference.cli.main import main
 from junction.reference.simulator.memory import MemoryLimit
+from tests.cli.in_process import run_in_process
 
 PREFIX = "python -m junction.reference simulate: error: "
 SMALL = ["--sessions", "2", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
@@ -30,13 +31,8 @@ LINES = [
 
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(["simulate", *argv])
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    return code, captured.err.strip().splitlines()[-1], captured.out
+    ended = run_in_process(main, ["simulate", *argv], capsys)
+    return ended.code, ended.last_line, ended.out
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from junction.reference.simulator.memory import (
 )
 from junction.reference.simulator.workload import builtin_workload
 from tests.cli.folders import files
+from tests.cli.in_process import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = {"simulate.json", "simulate.txt", "simulate.png", "simulate-ttft.png"}
@@ -41,13 +42,8 @@ SMALL += ["--interval", "64", "--intervals", "64"]
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Exit status, the last line of standard error, and the whole of it."""
-    try:
-        code = main(["simulate", *argv])
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return code, err.strip().splitlines()[-1], err
+    ended = run_in_process(main, ["simulate", *argv], capsys)
+    return ended.code, ended.last_line, ended.err
 
 
 def old_set(folder: Path) -> dict[str, bytes]:

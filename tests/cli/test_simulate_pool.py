@@ -17,6 +17,7 @@ from junction.reference.cli.main import main
 from junction.reference.simulator.pool import PoolSize, working_set
 from junction.reference.simulator.workload import Workload
 from junction.reference.workloads.sessions import Arrival
+from tests.cli.in_process import run_in_process
 
 PREFIX = "python -m junction.reference simulate: error: "
 SMALL = ["--sessions", "2", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
@@ -24,13 +25,8 @@ SMALL += ["--interval", "64", "--intervals", "64", "--no-plot"]
 
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        code = main(["simulate", *argv, "--jobs", "1"])  # in this process: no start-up
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    return code, err.strip().splitlines()[-1]
+    ended = run_in_process(main, ["simulate", *argv, "--jobs", "1"], capsys)  # no start-up
+    return ended.code, ended.last_line
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import pytest
 from junction.reference.cli.main import main
 from junction.reference.simulator.instances import route
 from junction.reference.workloads.sessions import Arrival
+from tests.cli.in_process import run_in_process
 
 SMALL = ["--sessions", "4", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
 SMALL += ["--interval", "64", "--intervals", "none", "--no-plot", "--jobs", "1"]
@@ -23,13 +24,8 @@ PREFIX = "python -m junction.reference simulate: error: "
 
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(["simulate", *argv])
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    return code, captured.err.strip().splitlines()[-1], captured.out
+    ended = run_in_process(main, ["simulate", *argv], capsys)
+    return ended.code, ended.last_line, ended.out
 
 
 @pytest.mark.parametrize(
