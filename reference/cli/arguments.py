@@ -16,6 +16,7 @@ from junction.reference.simulator.pool import PoolSize
 __all__ = [
     "geometry_name",
     "int_at_least",
+    "interval_list",
     "output_path",
     "pool_blocks",
     "pool_fraction",
@@ -36,6 +37,25 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
         return value
 
     parse.__name__ = f"int >= {minimum}"
+    return parse
+
+
+def interval_list(minimum: int) -> Callable[[str], tuple[int, ...]]:
+    """``R,R,...``: retention intervals, each an int ``>= minimum``; sorted, each once."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        values = []
+        for item in text.split(","):
+            try:
+                value = int(item)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{item!r} is not an int") from None
+            if value < minimum:
+                raise argparse.ArgumentTypeError(f"{value}: intervals must be >= {minimum}")
+            values.append(value)
+        return tuple(sorted(set(values)))
+
+    parse.__name__ = f"intervals >= {minimum}"
     return parse
 
 

@@ -22,6 +22,7 @@ from junction.reference.workloads.step_time import StepTimeModel
 from .arguments import (
     geometry_name,
     int_at_least,
+    interval_list,
     output_path,
     pool_blocks,
     pool_fraction,
@@ -91,18 +92,8 @@ ROWS = ("dense", "interval", "unpinned", "pinned")
 
 
 def _intervals(text: str) -> tuple[int, ...]:
-    if text == "none":
-        return ()
-    values = []
-    for item in text.split(","):
-        try:
-            value = int(item)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{item!r} is not an int") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{value}: intervals must be >= 1")
-        values.append(value)
-    return tuple(sorted(set(values)))
+    """``--intervals``: the plot's sweep of ``R`` (each >= 1), or ``none``."""
+    return () if text == "none" else interval_list(1)(text)
 
 
 def _milliseconds(text: str) -> float:

@@ -75,6 +75,7 @@ from . import outputs, terminal
 from .arguments import (
     geometry_name,
     int_at_least,
+    interval_list,
     output_path,
     pool_blocks,
     pool_fraction,
@@ -86,19 +87,6 @@ __all__ = ["add_parser", "sweep_specs"]
 JSON, TEXT = "sweep.json", "sweep.txt"
 DEFAULT_INTERVALS = (0, 256)
 DEFAULT_POOL = PoolSize("blocks", 40_000)
-
-
-def _intervals(text: str) -> tuple[int, ...]:
-    """``R,R,...``: each an int >= 0 (0 is the replay boundary alone)."""
-    values = []
-    for item in text.split(","):
-        try:
-            values.append(int(item))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{item!r} is not an int") from None
-        if values[-1] < 0:
-            raise argparse.ArgumentTypeError(f"{values[-1]}: intervals must be >= 0")
-    return tuple(sorted(set(values)))
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -147,7 +135,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--intervals",
-        type=_intervals,
+        type=interval_list(0),  # 0: the replay boundary alone
         default=DEFAULT_INTERVALS,
         metavar="R,R,...",
         help="retention intervals, multiples of every geometry's L (default "
