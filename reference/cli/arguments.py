@@ -24,14 +24,18 @@ __all__ = [
 ]
 
 
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+
+
 def int_at_least(minimum: int) -> Callable[[str], int]:
     """An int option that must be ``>= minimum``."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+        value = _int(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{value} must be >= {minimum}")
         return value
@@ -46,10 +50,7 @@ def interval_list(minimum: int) -> Callable[[str], tuple[int, ...]]:
     def parse(text: str) -> tuple[int, ...]:
         values = []
         for item in text.split(","):
-            try:
-                value = int(item)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"{item!r} is not an int") from None
+            value = _int(item)
             if value < minimum:
                 raise argparse.ArgumentTypeError(f"{value}: intervals must be >= {minimum}")
             values.append(value)
