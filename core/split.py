@@ -208,6 +208,53 @@ class ChunkSplitter:
         default=None, validator=_checkpoints
     )
 
+    def written_checkpoint(
+        self,
+        *,
+        num_computed_tokens: int,
+        num_new_tokens: int,
+        num_prompt_tokens: int,
+        num_tokens: int,
+    ) -> int:
+        """Where the backend writes the prefill's checkpoint state inside the chunk
+        ``[c, c + n)`` (:class:`PrefillCheckpoints`), or 0 when it writes none there.
+
+        Nonzero only with ``prefill_checkpoints``, for a chunk reaching the
+        prefill's end in which :meth:`PrefillCheckpoints.writes` holds: the
+        chunk :meth:`split` lets run past that position, and an engine
+        modelling the backend keeps the state it writes there. Raises
+        :class:`InvalidArgument` on the counts as :meth:`split` does.
+        """
+        require_int("num_computed_tokens", num_computed_tokens, 0)
+        require_int("num_new_tokens", num_new_tokens, 0)
+        require_int("num_prompt_tokens", num_prompt_tokens, 1)
+        require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+        if num_computed_tokens > num_tokens:
+            raise InvalidArgument(
+                "num_computed_tokens",
+                num_computed_tokens,
+                f"the chunk start must be <= num_tokens={num_tokens}",
+            )
+        return self._written(
+            num_computed_tokens,
+            num_computed_tokens + num_new_tokens,
+            _prefill_end(num_prompt_tokens, num_tokens),
+        )
+
+    def _written(self, start: int, end: int, decode_start: int) -> int:
+        checkpoints = self.prefill_checkpoints
+        if checkpoints is None or end < decode_start:
+            return 0
+        position = _last_cacheable_position(
+            decode_start if checkpoints.keyed_on_prefill_end else end,
+            checkpoints.unit,
+            self.use_eagle,
+            self.hash_lookahead_tokens,
+        )
+        if checkpoints.writes(start, end, position, self.hash_block_size, self.block_size):
+            return position
+        return 0
+
     def split(
         self,
         *,
@@ -245,22 +292,8 @@ class ChunkSplitter:
         end = start + num_new_tokens
         # The backend writes the prefill's checkpoint inside a chunk reaching
         # the prefill's end: the stops that only materialise it go.
-        checkpoints = self.prefill_checkpoints
-        written_inside = (
-            checkpoints is not None
-            and end >= decode_start
-            and checkpoints.writes(
-                start,
-                end,
-                _last_cacheable_position(
-                    decode_start if checkpoints.keyed_on_prefill_end else end,
-                    checkpoints.unit,
-                    use_eagle,
-                    lookahead,
-                ),
-                self.hash_block_size,
-                block_size,
-            )
+        written_inside = self.prefill_checkpoints is not None and bool(
+            self._written(start, end, decode_start)
         )
         if end < decode_start:
             aligned_end = floor_to(end, block_size)

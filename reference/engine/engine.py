@@ -182,11 +182,12 @@ class Engine:
         step. Those ``W - 1 + C`` tokens touch at most ``cdiv(W - 1 + C + B - 1, B)``
         blocks, and never more than ``cdiv(N, B)``. Mamba: the running state
         and the latest one, which stays held (copied, not overwritten) when it
-        is cached: 2.
+        is cached: 2; 3 when the policy's chunks write an internal prefill
+        checkpoint (its block is held during the step).
         """
         size = group.block_size
         if group.kind is GroupKind.MAMBA:
-            return 2
+            return 3 if self.policy.writes_prefill_checkpoints else 2
         every_block = cdiv(num_tokens, size)
         if group.window is None:
             return every_block

@@ -275,6 +275,15 @@ class MambaManager(GroupManager):
     fresh block (``running``), into which the latest state is copied, and the
     old block is released after the step (staying in the cache if it was
     cached).
+
+    Internal prefill checkpoints (a policy with ``writes_prefill_checkpoints``):
+    the chunk that ends the prefill may also write the state at a position
+    inside it (``CheckedPolicy.prefill_checkpoint``). When that position is on
+    this group's block grid (a state elsewhere serves no Mamba hit) the chunk
+    takes one more block (``checkpoint``), the state is written there and
+    offered to the mask like a chunk end's, and the block is released after
+    the step (staying in the cache if it was cached). Nothing of this runs,
+    not even the question, for a policy without it.
     """
 
     moves_state = True
@@ -290,10 +299,25 @@ class MambaManager(GroupManager):
         super().__init__(group_id, spec, geometry, pool, policy)
         self.latest: dict[int, Block] = {}
         self.running: dict[int, Block] = {}
+        self.checkpoint: dict[int, tuple[Block, int]] = {}  # during a step
+        # Per request, the last such state written (what an observer, the harness, reads).
+        self.written: dict[int, int] = {}
+        self._writes_checkpoints = policy.writes_prefill_checkpoints
+
+    def _checkpoint_in(self, request: Request, num_tokens: int) -> int:
+        """The position on this group's grid where the chunk ``[c, num_tokens)``
+        writes the prefill's checkpoint state (0: none)."""
+        start = request.num_computed_tokens
+        if not start < request.prefill_end <= num_tokens:
+            return 0
+        position = self.policy.prefill_checkpoint(self.geometry, request, num_tokens - start)
+        return 0 if position % self.block_size else position
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
         rid = request.request_id
         self.num_cached[rid] = hit_length // self.block_size
+        if self._writes_checkpoints:  # an earlier admission's state is not this prefill's
+            self.written.pop(rid, None)
         if hit_length == 0:
             return
         full = hit_length // self.block_size
@@ -314,7 +338,10 @@ class MambaManager(GroupManager):
             return 0
         # The chunk continues in place when the latest block is private and uncached.
         latest = self.latest.get(rid)
-        return 0 if latest is not None and latest.key is None and latest.ref_count == 1 else 1
+        fresh = 0 if latest is not None and latest.key is None and latest.ref_count == 1 else 1
+        if self._writes_checkpoints and self._checkpoint_in(request, num_tokens):
+            return fresh + 1
+        return fresh
 
     def quiet_until(self, request: Request) -> int:
         # A chunk continues in place (blocks_needed is 0) and its after_step
@@ -333,12 +360,20 @@ class MambaManager(GroupManager):
     def allocate(self, request: Request, num_tokens: int, count: int) -> None:
         # A chunk continuing in place (count 0) runs in the latest block, left
         # where it is: no bookkeeping on most decode steps.
-        if count:
-            self.running[request.request_id] = self.pool.allocate(1)[0]
+        if not count:
+            return
+        rid = request.request_id
+        blocks = self.pool.allocate(count)
+        if self._writes_checkpoints and (position := self._checkpoint_in(request, num_tokens)):
+            self.checkpoint[rid] = (blocks.pop(), position)
+        if blocks:
+            self.running[rid] = blocks[0]
 
     def after_step(self, request: Request) -> None:
         rid, size = request.request_id, self.block_size
         end = request.num_computed_tokens
+        if self._writes_checkpoints and rid in self.checkpoint:
+            self._write_checkpoint(request)
         running = self.running.pop(rid, None)
         if running is None:  # continued in place: the latest block holds the new state
             running = self.latest[rid]
@@ -356,13 +391,30 @@ class MambaManager(GroupManager):
             self.cache_block(request, running, end // size - 1)
         self.num_cached[rid] = end // size
 
+    def _write_checkpoint(self, request: Request) -> None:
+        """The state the chunk wrote inside it: cached through the mask, then released."""
+        rid, size = request.request_id, self.block_size
+        block, position = self.checkpoint.pop(rid)
+        block.state_position = self.written[rid] = position
+        first, index = self.num_cached[rid], position // size
+        if index > first:
+            mask = self.mask(request, first, index)
+            if mask is None or mask[-1]:
+                self.cache_block(request, block, index - 1)
+            self.num_cached[rid] = index
+        self.pool.free([block])  # a cached state stays findable
+
     def free(self, request: Request) -> None:
         rid = request.request_id
         self.num_cached.pop(rid, None)
-        self.pool.free([b for b in (self.running.pop(rid, None), self.latest.pop(rid, None)) if b])
+        checkpoint = self.checkpoint.pop(rid, None)
+        blocks = (self.running.pop(rid, None), self.latest.pop(rid, None))
+        self.pool.free([b for b in blocks if b] + ([checkpoint[0]] if checkpoint else []))
 
     def held(self, request_id: int) -> list[Block]:
-        return [b for b in (self.running.get(request_id), self.latest.get(request_id)) if b]
+        checkpoint = self.checkpoint.get(request_id)
+        blocks = (self.running.get(request_id), self.latest.get(request_id))
+        return [b for b in blocks if b] + ([checkpoint[0]] if checkpoint else [])
 
     def state(self, request_id: int) -> int | None:
         latest = self.latest.get(request_id)

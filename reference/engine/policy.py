@@ -9,6 +9,15 @@ A policy answers four questions, always about one request in one geometry:
   all of them);
 * ``split``: how many tokens of a prefill chunk to schedule in align mode.
 
+One more question is optional, for a policy whose split relies on the
+backend writing the prefill's checkpoint state inside a chunk (an internal
+prefill checkpoint, ``core.PrefillCheckpoints``): it says so with
+``writes_prefill_checkpoints = True`` and answers ``prefill_checkpoint``,
+the position inside a chunk where that state is written (0: none). The
+engine's backend writes a Mamba state there and offers it to the mask, as
+vLLM's backend writes into the checkpoint block its scheduler allocated. A
+policy without the attribute gets none, and the engine asks nothing.
+
 Lookup (the finders and reconciliation) is not a policy decision: it is
 exact by first principles (``core.reconcile_hits``) and every policy is
 judged by what that lookup finds in the cache the policy left.
@@ -183,8 +192,26 @@ class CheckedPolicy:
             raise PolicyError(label, "Policy protocol", f"{problem} (got {_show(policy)})")
         if not isinstance(name, str):
             raise PolicyError(label, "name", f"must be a str, got {_show(name)}")
+        try:
+            writes = getattr(policy, "writes_prefill_checkpoints", False)
+            answer = getattr(policy, "prefill_checkpoint", None) if writes is True else None
+        except BaseException as error:
+            raise PolicyError(name, "writes_prefill_checkpoints", _raised(error)) from None
+        if writes is not True and writes is not False:
+            raise PolicyError(
+                name, "writes_prefill_checkpoints", f"must be a bool, got {_show(writes)}"
+            )
+        if writes and not callable(answer):
+            raise PolicyError(
+                name, "prefill_checkpoint", "writes_prefill_checkpoints is True: must be a method"
+            )
         self.policy: Policy = checked
         self.name = name
+        #: Whether the engine asks :meth:`prefill_checkpoint` (the optional question).
+        self.writes_prefill_checkpoints: bool = writes
+        self._prefill_checkpoint: Callable[[HybridGeometry, RequestView, int], object] | None = (
+            answer
+        )
 
     def _call_failed(self, call: str, error: BaseException) -> PolicyError:
         return PolicyError(self.name, call, _raised(error))
@@ -289,5 +316,34 @@ class CheckedPolicy:
                 self.name,
                 call(),
                 f"must return an int in [0, {num_new_tokens}], got {_show(answer)}",
+            )
+        return answer
+
+    def prefill_checkpoint(
+        self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int
+    ) -> int:
+        """Where the chunk ``[c, c + n)`` writes the prefill's checkpoint state (0: none).
+
+        0 for a policy without the optional question. An answer must be 0 or
+        an int strictly inside the chunk.
+        """
+        ask = self._prefill_checkpoint
+        if ask is None:
+            return 0
+
+        def call() -> str:
+            return f"prefill_checkpoint({describe_request(request)}, n={num_new_tokens})"
+
+        try:
+            answer = ask(geometry, request, num_new_tokens)
+        except BaseException as error:
+            raise self._call_failed(call(), error) from error
+        start = request.num_computed_tokens
+        if type(answer) is not int or not (answer == 0 or start < answer < start + num_new_tokens):
+            raise PolicyError(
+                self.name,
+                call(),
+                f"must return 0 or an int in ({start}, {start + num_new_tokens}), "
+                f"got {_show(answer)}",
             )
         return answer

@@ -48,7 +48,7 @@ import attrs
 from junction.core import GroupKind, HybridGeometry
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.coordinator import Coordinator
-from junction.reference.engine.group_managers import GroupManager
+from junction.reference.engine.group_managers import GroupManager, MambaManager
 from junction.reference.engine.hash_chain import unit_hashes
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
@@ -306,7 +306,16 @@ class TierConnector:
         for group_id, group in enumerate(self.geometry.groups):
             size, first = group.block_size, offered[group_id]
             if group.kind is GroupKind.MAMBA:
-                # A state exists only at this chunk's end.
+                # A state exists at this chunk's end, and at an internal prefill
+                # checkpoint the chunk wrote (the manager's last, when not yet offered).
+                manager = self.coordinator.managers[group_id]
+                rid = request.request_id
+                written = manager.written.get(rid, 0) if isinstance(manager, MambaManager) else 0
+                if written and written // size > first:
+                    mask = self._mask(group_id, request, first, written // size)
+                    if mask is None or mask[-1]:
+                        self._put(group_id, request, written // size - 1, written)
+                    first = offered[group_id] = written // size
                 if computed % size or computed > hashed or computed // size <= first:
                     continue
                 end = computed // size

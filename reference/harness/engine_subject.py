@@ -26,11 +26,13 @@ from collections.abc import Callable, Hashable, Sequence
 from junction.core import GroupKind, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.eviction import EvictionPolicy, LeastRecentlyUsed
+from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.policy import Policy
 from junction.reference.engine.request import Request
 from junction.reference.engine.tier import ExternalTier
 from junction.reference.oracle.first_principles import OracleGroup
-from junction.reference.policies.builtin import DensePolicy
+from junction.reference.policies.builtin import DensePolicy, JunctionPolicy
+from junction.reference.policies.options import DEFAULT_OPTIONS
 
 from .promise import Promise
 from .scenario import Scenario
@@ -74,6 +76,10 @@ class EngineRun:
         self.engine = engine_factory(config)
         self.resumes: list[Resume] = []
         self._spans: dict[int, list[tuple[int, int]]] = {}
+        self._written: dict[int, set[int]] = {}  # internal prefill checkpoints
+        self._written_by = [
+            m.written for m in self.engine.coordinator.managers if isinstance(m, MambaManager)
+        ]
         self._materialized: set[tuple[int, ...]] = set()
         output = scenario.max_output_tokens
         if scenario.gaps:
@@ -104,6 +110,10 @@ class EngineRun:
                 self._resume(tokens_so_far, start)
             spans.append((start, start + tokens))
             self._materialized.add(tokens_so_far[: start + tokens])
+            for written in self._written_by:  # a state the chunk wrote inside it
+                if (position := written.pop(request_id, 0)) and start < position:
+                    self._written.setdefault(request_id, set()).add(position)
+                    self._materialized.add(tokens_so_far[:position])
         self.engine.check()
 
     def _resume(self, tokens: tuple[int, ...], hit: int) -> None:
@@ -121,7 +131,11 @@ class EngineRun:
     @property
     def prefills(self) -> list[Prefill]:
         return [
-            Prefill(RequestState.of(request), tuple(self._spans.get(request_id, ())))
+            Prefill(
+                RequestState.of(request),
+                tuple(self._spans.get(request_id, ())),
+                written=tuple(sorted(self._written.get(request_id, ()))),
+            )
             for request_id, request in self.engine.requests.items()
         ]
 
@@ -218,4 +232,7 @@ class EngineSubject:
         return EngineRun(scenario, self.policy, self.engine_factory, self.eviction)
 
     def dense(self) -> EngineSubject:
-        return EngineSubject(DensePolicy(), self.engine_factory, self.eviction)
+        # The same engine: a policy's engine options (its backend) stay on.
+        policy = self.policy
+        options = policy.options if isinstance(policy, JunctionPolicy) else DEFAULT_OPTIONS
+        return EngineSubject(DensePolicy(options), self.engine_factory, self.eviction)

@@ -120,7 +120,7 @@ def _segments(scenario: Scenario, run: Run) -> Problem | None:
     probe = scenario.probe
     hit = run.lookup(probe).hit
     reach = min(_shared(prompt, probe), len(prompt) - 1, len(probe) - 1)
-    ends = {end for prefill in run.prefills for end in prefill.chunk_ends}
+    ends = {end for prefill in run.prefills for end in prefill.materialized}
     segments = tuple(s for s in range(interval, reach + 1, interval) if s in ends)
     if hit < max(segments, default=0):
         return ShortOfSegment(hit, segments)
@@ -192,7 +192,9 @@ def _split(run: Run, budget: int) -> Problem | None:
             allowed |= geometry.partial_hits and end == tail
             if end < prompt and not allowed:
                 return OffGrid(request, start, end, grid)
-        ends = tuple(sorted(set(prefill.chunk_ends)))
+        # A promised state inside the prefill: a chunk ended there, or the chunk
+        # that ran past it wrote it (an internal prefill checkpoint).
+        ends = tuple(sorted(prefill.materialized))
         first = prefill.chunks[0][0]
         for position in sorted(promised):
             if first < position < prompt and position not in ends:

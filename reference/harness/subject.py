@@ -55,15 +55,24 @@ class Prefill:
     ``chunks`` are ``(start, end)`` token spans in order; the first starts at
     the admission hit. ``stalled``: the split scheduled nothing although
     prefill remained (a subject that cannot stall leaves it ``False``).
+    ``written``: positions inside a chunk where the backend wrote a Mamba
+    state (internal prefill checkpoints; empty when it writes states only at
+    chunk ends).
     """
 
     request: RequestState
     chunks: tuple[tuple[int, int], ...]
     stalled: bool = False
+    written: tuple[int, ...] = ()
 
     @property
     def chunk_ends(self) -> tuple[int, ...]:
         return tuple(end for _, end in self.chunks)
+
+    @property
+    def materialized(self) -> frozenset[int]:
+        """Where a state of this prefill exists: every chunk end and every written state."""
+        return frozenset(self.chunk_ends).union(self.written)
 
 
 @attrs.frozen

@@ -5,7 +5,9 @@
   (``core.promised_positions``) feed the mask, which keeps what they need on
   the grid hits land on, and the split, which stops at every one of them
   (``core.checkpoint_stop``); the exact finders land on them. It keeps every
-  promise of docs/domain.md, under EAGLE and ``R > 0``.
+  promise of docs/domain.md, under EAGLE and ``R > 0``, and with its engine
+  option on (``JunctionOptions``: an internal prefill checkpoint, whose state
+  the backend writes inside the chunk, so the split runs past it).
 * ``dense``: the same chunks, but every block it materialises is cached
   (``R`` is ignored). In align mode a Mamba state exists only where a chunk
   ended, so an interval policy, whose split also stops at every segment, can
@@ -26,8 +28,11 @@ import importlib
 from collections.abc import Callable, Sequence
 
 from junction.core import (
+    ChunkSplitter,
     GroupSpec,
     HybridGeometry,
+    InvalidArgument,
+    PrefillCheckpoints,
     checkpoint_stop,
     prefill_end,
     promised_positions,
@@ -35,6 +40,7 @@ from junction.core import (
 from junction.reference.engine.policy import Policy, PolicyError, RequestView
 
 from .bound import boundaries, chunk_splitter, group_mask
+from .options import DEFAULT_OPTIONS, JunctionOptions
 
 __all__ = [
     "DensePolicy",
@@ -46,9 +52,24 @@ __all__ = [
 
 
 class JunctionPolicy:
-    """The default: mask, split and finder all derive from the promised positions."""
+    """The default: mask, split and finder all derive from the promised positions.
+
+    ``options``: the engine options of its split (:class:`JunctionOptions`;
+    off by default, and off the policy is what it was without them). With an
+    internal prefill checkpoint the policy answers the optional
+    ``prefill_checkpoint`` question and lets the chunk run past the promised
+    position the backend writes.
+    """
 
     name = "junction"
+    options = DEFAULT_OPTIONS
+    writes_prefill_checkpoints = False
+
+    def __init__(self, options: JunctionOptions = DEFAULT_OPTIONS) -> None:
+        if not isinstance(options, JunctionOptions):
+            raise InvalidArgument("options", options, "must be a JunctionOptions")
+        self.options = options
+        self.writes_prefill_checkpoints = options.prefill_checkpoint_alignment is not None
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""
@@ -101,13 +122,7 @@ class JunctionPolicy:
     ) -> int:
         """Decision 2's split (docs/domain.md) on :meth:`chunk_grid`, then :meth:`stop`."""
         start = request.num_computed_tokens
-        splitter = chunk_splitter(
-            self.chunk_grid(geometry),
-            geometry.hash_block_size,
-            geometry.use_eagle,
-            geometry.partial_hits,
-            max_prefill_tokens,
-        )
+        splitter = self._splitter(geometry, max_prefill_tokens)
         tokens = splitter.split(
             num_computed_tokens=start,
             num_new_tokens=num_new_tokens,
@@ -117,7 +132,47 @@ class JunctionPolicy:
         )
         if start >= prefill_end(request.num_prompt_tokens, request.num_tokens):
             return tokens
-        return self.stop(geometry, request, start + tokens) - start
+        end = start + tokens
+        stop = self.stop(geometry, request, end)
+        if self.writes_prefill_checkpoints and stop < end:
+            # The backend writes this promised state inside the chunk, if the
+            # chunk runs to its end: no other promised position may cut it.
+            written = self.prefill_checkpoint(geometry, request, tokens)
+            if stop == written and self._next_stop(geometry, request, written, end) == end:
+                stop = end
+        return stop - start
+
+    def prefill_checkpoint(
+        self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int
+    ) -> int:
+        """Where the chunk ``[c, c + n)`` writes the prefill's checkpoint (0: none):
+        ``core.ChunkSplitter.written_checkpoint`` keyed on the hit grid."""
+        return self._splitter(geometry, None).written_checkpoint(
+            num_computed_tokens=request.num_computed_tokens,
+            num_new_tokens=num_new_tokens,
+            num_prompt_tokens=request.num_prompt_tokens,
+            num_tokens=request.num_tokens,
+        )
+
+    def _splitter(self, geometry: HybridGeometry, max_prefill_tokens: int | None) -> ChunkSplitter:
+        grid, unit = self.chunk_grid(geometry), geometry.hash_block_size
+        eagle, partial = geometry.use_eagle, geometry.partial_hits
+        alignment = self.options.prefill_checkpoint_alignment
+        if alignment is None:
+            return chunk_splitter(grid, unit, eagle, partial, max_prefill_tokens)
+        checkpoints = PrefillCheckpoints(alignment, geometry.hit_grid_tokens)
+        return chunk_splitter(grid, unit, eagle, partial, max_prefill_tokens, 0, False, checkpoints)
+
+    def _next_stop(
+        self, geometry: HybridGeometry, request: RequestView, start: int, end: int
+    ) -> int:
+        return checkpoint_stop(
+            geometry,
+            start=start,
+            end=end,
+            num_prompt_tokens=request.num_prompt_tokens,
+            shared_prefix_boundary=self.split_junction(request),
+        )
 
     # The split's parts, one hook each (a variant overrides one).
 
@@ -132,13 +187,7 @@ class JunctionPolicy:
 
     def stop(self, geometry: HybridGeometry, request: RequestView, end: int) -> int:
         """The chunk's end: the earliest promised position inside it (``core.checkpoint_stop``)."""
-        return checkpoint_stop(
-            geometry,
-            start=request.num_computed_tokens,
-            end=end,
-            num_prompt_tokens=request.num_prompt_tokens,
-            shared_prefix_boundary=self.split_junction(request),
-        )
+        return self._next_stop(geometry, request, request.num_computed_tokens, end)
 
 
 class DensePolicy(JunctionPolicy):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from junction.core import (
+    ChunkSplitter,
     GroupKind,
     GroupSpec,
     HybridGeometry,
@@ -374,6 +375,20 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         lambda: _split(hash_block_size=2, prefill_checkpoints=PrefillCheckpoints(1, 3)),
         "prefill_checkpoints=PrefillCheckpoints(alignment=1, unit=3, "
         "keyed_on_prefill_end=False): its unit must be a multiple of hash_block_size=2",
+    ),
+    (
+        "written checkpoint start",
+        lambda: ChunkSplitter(4).written_checkpoint(
+            num_computed_tokens=11, num_new_tokens=0, num_prompt_tokens=8, num_tokens=10
+        ),
+        "num_computed_tokens=11: the chunk start must be <= num_tokens=10",
+    ),
+    (
+        "written checkpoint tokens",
+        lambda: ChunkSplitter(4).written_checkpoint(
+            num_computed_tokens=0, num_new_tokens=4, num_prompt_tokens=8, num_tokens=7
+        ),
+        "num_tokens=7: must be >= num_prompt_tokens (8)",
     ),
     ("checkpoints alignment", lambda: PrefillCheckpoints(0, 4), "alignment=0: must be >= 1"),
     ("checkpoints unit", lambda: PrefillCheckpoints(1, 0), "unit=0: must be >= 1"),

@@ -7,7 +7,12 @@ on every small input.
 
 from __future__ import annotations
 
-from junction.core import PrefillCheckpoints, last_cacheable_position, mamba_block_aligned_split
+from junction.core import (
+    ChunkSplitter,
+    PrefillCheckpoints,
+    last_cacheable_position,
+    mamba_block_aligned_split,
+)
 
 FRESH = dict(num_computed_tokens=0, num_new_tokens=18, num_prompt_tokens=18, num_tokens=18)
 
@@ -151,3 +156,28 @@ def test_the_written_slot_is_exact_integer_arithmetic_past_float_precision() -> 
         )
         == 2
     )
+
+
+def test_the_written_checkpoint_is_where_the_backend_writes_inside_the_chunk() -> None:
+    # The cases above, asked where rather than how far: b = H = 4, P = N = 18.
+    splitter = ChunkSplitter(4, 4, prefill_checkpoints=PrefillCheckpoints(4, 4))
+    assert splitter.written_checkpoint(**FRESH) == 16
+    # Short of the prefill's end, off the tiles, or without the option: none.
+    assert splitter.written_checkpoint(**{**FRESH, "num_new_tokens": 17}) == 0
+    untiled = ChunkSplitter(4, 4, prefill_checkpoints=PrefillCheckpoints(5, 4))
+    assert untiled.written_checkpoint(**FRESH) == 0
+    assert ChunkSplitter(4).written_checkpoint(**FRESH) == 0
+    # Keyed on the chunk's end (29: floor_4(28) = 28, off tiles of 8) or on the
+    # prefill's (28: floor_4(27) = 24, on them), as the split above decides.
+    resumed = dict(num_computed_tokens=0, num_new_tokens=29, num_prompt_tokens=21, num_tokens=29)
+    chunk_end = ChunkSplitter(4, 4, prefill_checkpoints=PrefillCheckpoints(8, 4))
+    vllm_form = ChunkSplitter(4, 4, prefill_checkpoints=PrefillCheckpoints(8, 4, True))
+    assert (chunk_end.written_checkpoint(**resumed), vllm_form.written_checkpoint(**resumed)) == (
+        0,
+        24,
+    )
+    # Under EAGLE the checkpoint is the EAGLE form of the last cacheable position.
+    eagle = ChunkSplitter(4, 4, use_eagle=True, prefill_checkpoints=PrefillCheckpoints(4, 4))
+    assert eagle.written_checkpoint(**FRESH) == 12
+    # A decode chunk writes none (start 18 = the prefill's end).
+    assert splitter.written_checkpoint(**{**FRESH, "num_computed_tokens": 18}) == 0
