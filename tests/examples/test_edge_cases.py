@@ -193,3 +193,17 @@ def test_a_group_whose_answer_a_later_group_shortened_is_asked_again() -> None:
         12,
         12,
     )
+
+
+def test_finders_ask_only_about_the_chains_blocks_by_int_index() -> None:
+    # An engine's predicate may index its block-hash chain, which holds the blocks
+    # reaching into [0, bound): a float index or one past the chain raises.
+    chain = [True, True, False, True]  # blocks 0-3 of 4 tokens
+    found = [
+        group_finder(spec, chain.__getitem__, alignment_tokens=4)(16, False)
+        for spec in (GroupSpec.full(4), GroupSpec.sliding_window(4, 4), GroupSpec.mamba(4))
+    ]
+    assert found == [8, 16, 16]
+    # Every block cached: full attention's run stops at the bound, not one block past.
+    whole = [True] * 4
+    assert group_finder(GroupSpec.full(4), whole.__getitem__, alignment_tokens=4)(16, False) == 16
