@@ -7,6 +7,7 @@ one token, and the whole-block landing point of partial hits.
 from __future__ import annotations
 
 from junction.core import (
+    ChunkSplitter,
     GroupSpec,
     HybridGeometry,
     OffGridInterval,
@@ -28,6 +29,8 @@ def test_split_defaults_no_junction_no_eagle_no_partial_hits() -> None:
     # b = 1: with a junction at 1 the chunk would stop there; P - 1 = 3 is the stop.
     chunk = dict(num_computed_tokens=0, num_new_tokens=4, num_prompt_tokens=4, num_tokens=4)
     assert mamba_block_aligned_split(**chunk, block_size=1) == 3
+    # The bound split's own defaults (junction, local and external tokens) too.
+    assert ChunkSplitter(1).split(**chunk) == 3
     # lcp is floor_4(9 - 1) = 8 without EAGLE (4 with it).
     assert (
         mamba_block_aligned_split(
