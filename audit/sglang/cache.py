@@ -16,7 +16,9 @@ where SGLang has code for it):
 * the admission lookup is bounded to ``N - 1`` tokens
   (``Req._compute_max_prefix_len``) and page-aligned;
 * chunked prefill: chunks of ``budget`` tokens from the hit, each continuing
-  from the previous chunk's end (``chunked_prefill_size``);
+  from the previous chunk's end (``chunked_prefill_size``), a cut rounded to
+  the Mamba checkpoint grid only where SGLang's ``PrefillAdder.floor_chunked_tokens``
+  rounds it (under DCP, which the driver leaves off, as SGLang's default does);
 * the Mamba extra ("ping-pong") buffer is on (SGLang requires it for pages
   over one token): each chunk tracks the state its ``prepare_for_extend``
   names, and ``checkpoint_into_tree`` inserts ``tokens[:tracked]`` with that
@@ -365,11 +367,16 @@ class SglangCache:
 
     def chunk_end(self, start: int, prompt: int, budget: int) -> int:
         """``PrefillAdder``'s chunk: the rest when it fits the budget, else the budget
-        floored to the page, ending on a page (``start`` itself: SGLang never schedules it)."""
+        floored to the page (and to the Mamba grid where SGLang's own
+        ``floor_chunked_tokens`` rounds it), ending on a page (``start`` itself:
+        SGLang never schedules it)."""
         if prompt - start <= budget:
             return prompt
+        m = self.modules
         page = self.layout.page_size
-        return (start + budget // page * page) // page * page
+        adder = SimpleNamespace(mamba_chunk_grid=m.prefill_chunk_grid())
+        cut = int(m.floor_chunked_tokens(adder, budget // page * page, prompt - start))
+        return (start + cut) // page * page
 
     def _insert(
         self, prompt: tuple[int, ...], cache_len: int, row: Any, protected: int, lock: Any

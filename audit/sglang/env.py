@@ -78,6 +78,8 @@ class SglangModules(types.SimpleNamespace):
     publish: Any
     envs: Any
     track_entry: Any  # ScheduleBatch._mamba_radix_cache_v2_req_prepare_for_extend
+    prefill_chunk_grid: Any  # schedule_policy.mamba_prefill_chunk_grid
+    floor_chunked_tokens: Any  # PrefillAdder.floor_chunked_tokens
 
 
 def sglang_missing_reason() -> str | None:
@@ -162,6 +164,9 @@ def sglang() -> SglangModules:
         )
         batch = importlib.import_module("sglang.srt.managers.schedule_batch").ScheduleBatch
         modules.track_entry = batch._mamba_radix_cache_v2_req_prepare_for_extend
+        policy = importlib.import_module("sglang.srt.managers.schedule_policy")
+        modules.prefill_chunk_grid = policy.mamba_prefill_chunk_grid
+        modules.floor_chunked_tokens = policy.PrefillAdder.floor_chunked_tokens
     # SGLang logs every cache it builds at INFO; the audit reports what matters.
     logging.getLogger("sglang").setLevel(logging.ERROR)
     return modules

@@ -10,8 +10,9 @@ SGLang's answers, checked against SGLang's own code on both tree cores.
   past the last tracked state is cached (``checkpoint_into_tree`` inserts up
   to the state only);
 * the chunks: the rest of the prompt when it fits the budget, else the budget
-  floored to the page, ending on a page; a budget under a page never
-  schedules the prompt (``PrefillAdder``'s truncation);
+  floored to the page, ending on a page, even off the Mamba checkpoint grid
+  (without DCP ``PrefillAdder.floor_chunked_tokens`` leaves the cut); a budget
+  under a page never schedules the prompt (``PrefillAdder``'s truncation);
 * bad input: geometries SGLang cannot express, a chunk off the page, a
   missing or different SGLang, each named.
 """
@@ -109,11 +110,16 @@ def test_tracked_states_are_served_and_no_kv_past_the_last_is_cached(
 
 
 @settings(max_examples=examples(0.3))
-@given(st.sampled_from([1, 2, 4]), st.integers(1, 60), st.integers(1, 20))
-def test_chunks_are_page_floored_budgets(page: int, prompt: int, budget: int) -> None:
+@given(
+    st.sampled_from([1, 2, 4]),
+    st.sampled_from([1, 2, 4]),
+    st.integers(1, 60),
+    st.integers(1, 20),
+)
+def test_chunks_are_page_floored_budgets(page: int, pages: int, prompt: int, budget: int) -> None:
     geometry = HybridGeometry([GroupSpec.full(page), GroupSpec.mamba(page)], page)
     scenario = Scenario("split", geometry, [tuple(range(prompt))], budget=budget)
-    subject_run = SglangSubject(TreeCore.RUST, page).run(scenario)
+    subject_run = SglangSubject(TreeCore.RUST, page * pages).run(scenario)
     (run,) = subject_run.cache.prefills
     ends = [end for _, end in run.chunks]
     for start, end in run.chunks:  # the protocol's split is the driver's chunk
@@ -125,7 +131,8 @@ def test_chunks_are_page_floored_budgets(page: int, prompt: int, budget: int) ->
     assert not run.stalled and ends[-1] == prompt
     for start, end in run.chunks:
         assert 0 < end - start <= budget
-        assert end == prompt or end % page == 0
+        # A cut is the page-floored budget, even off the Mamba grid (page * pages).
+        assert end == prompt or end - start == budget // page * page
 
 
 def test_a_sliding_window_resend_hits_all_but_the_last_token() -> None:
