@@ -103,6 +103,33 @@ SGLANG_FINDINGS: tuple[SglangFinding, ...] = (
         4,
     ),
     SglangFinding(
+        "off-grid-cut",
+        "A chunk cut off the checkpoint grid loses the junction",
+        (Promise.JUNCTION,),
+        "without DCP a chunk cut is left where the budget puts it "
+        "(`PrefillAdder.floor_chunked_tokens`: `mamba_prefill_chunk_grid` is 1), and each "
+        "chunk tracks its state a whole number of chunks past its own start "
+        "(`_mamba_radix_cache_v2_req_prepare_for_extend`), so a chunk starting off the grid "
+        "leaves a state off it. `finalize_match_result_in_tree_core` puts the branching point "
+        "on the absolute grid, but `prepare_for_extend` tracks it only when it is a whole "
+        "number of chunks past the chunk's start, so a request resuming at such a state (or "
+        "a chunk starting off the grid) never tracks it and tracks a state past it instead",
+        "a third request sharing the prefix hits the previous state, below the branching "
+        "point SGLang computed (here 10 for a junction at 12, full attention 12): the loss "
+        "is up to about one prefill chunk, the distance between two states the first "
+        "prompt tracked. A budget that is not a multiple of the chunk is the "
+        "trigger: a `chunked_prefill_size` off the grid, or the remainder a request is cut "
+        "to when it shares a step with others (the budget the earlier ones left)",
+        Scenario(
+            "junction",
+            _mamba(2),
+            [(*range(13), 101, 0, 0), (*range(13), 102, 0, 0)],
+            (*range(13), 103, 0, 0),
+            6,
+        ),
+        4,
+    ),
+    SglangFinding(
         "state-per-chunk",
         "A state is kept at every chunk of a long prompt",
         (Promise.ECONOMY,),
@@ -132,11 +159,22 @@ def diagnose(violation: Violation, mamba_chunk: int) -> str | None:
             return "chunk-grid"  # as far as the checkpoint grid allows
         if problem.full_attention == bound:
             return "state-at-prompt-end"  # full attention reaches the lookup's bound
+        if _cut_off_grid(scenario, mamba_chunk):
+            return "off-grid-cut"  # a junction a whole number of chunks off no chunk start
         return None
     if isinstance(problem, KeptUnneeded | KeptTooMany):
         group = scenario.geometry.groups[problem.group_id]
         return "state-per-chunk" if group.kind is GroupKind.MAMBA else None
     return None
+
+
+def _cut_off_grid(scenario: Scenario, mamba_chunk: int) -> bool:
+    """Whether some prompt is cut into chunks off the checkpoint grid: the only way a
+    chunk (and the states it tracks) starts off the grid, since admissions resume at
+    states and a first chunk starts at 0."""
+    page = scenario.geometry.hash_block_size
+    cut = scenario.budget // page * page
+    return cut % mamba_chunk != 0 and any(len(p) > scenario.budget for p in scenario.prompts)
 
 
 def _observed(finding: SglangFinding) -> tuple[str, str]:
@@ -224,6 +262,16 @@ COMPARED: tuple[tuple[str, Scenario], ...] = (
             [(*range(12), 101, 0, 0), (*range(12), 102, 0, 0)],
             (*range(12), 103, 0, 0),
             16,
+        ),
+    ),
+    (
+        "third request after two sharing 13 tokens, in 6-token chunks",
+        Scenario(
+            "junction",
+            COMPARED_GEOMETRY,
+            [(*range(13), 101, 0, 0), (*range(13), 102, 0, 0)],
+            (*range(13), 103, 0, 0),
+            6,
         ),
     ),
 )

@@ -12,10 +12,11 @@ readable ones.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
+import hypothesis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,15 +42,20 @@ def violations_are_findings(
     share: float,
     drawn: st.SearchStrategy[Drawn],
     explained: Callable[[Drawn], None],
+    pinned: Sequence[Drawn] = (),
 ) -> Callable[[], None]:
     """A property test named for ``promise``: ``explained`` (which fails on a violation no
-    recorded finding explains) holds on a ``share`` of the profile's examples of ``drawn``."""
+    recorded finding explains) holds on a ``share`` of the profile's examples of ``drawn``,
+    and on every ``pinned`` one (scenarios random draws found once, which the derandomized
+    CI profile would not draw)."""
 
     @settings(max_examples=examples(share))
     @given(drawn)
     def test(example: Drawn) -> None:
         explained(example)
 
+    for pin in pinned:
+        test = hypothesis.example(pin)(test)
     test.__name__ = f"test_{promise.value}_violations_are_recorded_findings"
     return test
 

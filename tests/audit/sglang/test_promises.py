@@ -30,7 +30,7 @@ from junction.audit.sglang.findings import (
     findings_markdown,
 )
 from junction.audit.sglang.subject import SglangSubject, sglang_projection
-from junction.core import GroupKind
+from junction.core import GroupKind, GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, check, scenarios
 
 from ..strategies import violations_are_findings
@@ -66,12 +66,28 @@ def _explained(drawn: tuple[Scenario, int]) -> None:
     )
 
 
-def _property(promise: Promise, share: float) -> Callable[[], None]:
-    return violations_are_findings(promise, share, sglang_scenarios(promise), _explained)
+def _property(
+    promise: Promise, share: float, pinned: tuple[tuple[Scenario, int], ...] = ()
+) -> Callable[[], None]:
+    return violations_are_findings(promise, share, sglang_scenarios(promise), _explained, pinned)
 
+
+# A random draw found it (finding `off-grid-cut`): budget 26 cuts the first prompt at 26,
+# off the 8-token grid, so its second chunk tracks 50; the second prompt resumes there
+# and its branching point 56 is not a multiple of 8 past it, so nothing tracks it.
+OFF_GRID_CUT = (
+    Scenario(
+        "junction",
+        HybridGeometry([GroupSpec.full(2), GroupSpec.mamba(2)], 2),
+        [(*[0] * 63, 101, *[0] * 4), (*[0] * 63, 102, *[0] * 4)],
+        (*[0] * 63, 103, 0),
+        26,
+    ),
+    8,
+)
 
 test_replay = _property(Promise.REPLAY, 0.4)
-test_junction = _property(Promise.JUNCTION, 0.4)
+test_junction = _property(Promise.JUNCTION, 0.4, (OFF_GRID_CUT,))
 test_economy = _property(Promise.ECONOMY, 0.3)
 test_reconciliation = _property(Promise.RECONCILIATION, 0.4)
 test_safety = _property(Promise.SAFETY, 0.3)

@@ -32,6 +32,16 @@ def test_a_resend_of_a_grid_long_prompt() -> None:
     )
 
 
+def test_a_chunk_cut_off_the_grid() -> None:
+    vllm, sglang, policy = _sides("third request after two sharing 13 tokens, in 6-token chunks")
+    assert vllm.hit == policy.hit
+    _said(
+        f"two prompts sharing 13 tokens in 6-token chunks: SGLang hits {sglang.hit} keeping "
+        f"{sglang.states} states, vLLM and the `junction` policy {policy.hit}, keeping "
+        f"{vllm.states} and {policy.states}"
+    )
+
+
 def test_a_state_per_chunk() -> None:
     _, sglang, policy = _sides("resend of a 15-token prompt (budget 4)")
     _said(
