@@ -362,12 +362,11 @@ class MambaManager(GroupManager):
         # where it is: no bookkeeping on most decode steps.
         if not count:
             return
-        rid = request.request_id
         blocks = self.pool.allocate(count)
         if self._writes_checkpoints and (position := self._checkpoint_in(request, num_tokens)):
-            self.checkpoint[rid] = (blocks.pop(), position)
+            self.checkpoint[request.request_id] = (blocks.pop(), position)
         if blocks:
-            self.running[rid] = blocks[0]
+            self.running[request.request_id] = blocks[0]
 
     def after_step(self, request: Request) -> None:
         rid, size = request.request_id, self.block_size
@@ -407,9 +406,10 @@ class MambaManager(GroupManager):
     def free(self, request: Request) -> None:
         rid = request.request_id
         self.num_cached.pop(rid, None)
-        checkpoint = self.checkpoint.pop(rid, None)
-        blocks = (self.running.pop(rid, None), self.latest.pop(rid, None))
-        self.pool.free([b for b in blocks if b] + ([checkpoint[0]] if checkpoint else []))
+        blocks = [b for b in (self.running.pop(rid, None), self.latest.pop(rid, None)) if b]
+        if self._writes_checkpoints and (checkpoint := self.checkpoint.pop(rid, None)):
+            blocks.append(checkpoint[0])  # preempted between allocation and the step
+        self.pool.free(blocks)
 
     def held(self, request_id: int) -> list[Block]:
         checkpoint = self.checkpoint.get(request_id)

@@ -138,7 +138,13 @@ class JunctionPolicy:
             # The backend writes this promised state inside the chunk, if the
             # chunk runs to its end: no other promised position may cut it.
             written = self.prefill_checkpoint(geometry, request, tokens)
-            if stop == written and self._next_stop(geometry, request, written, end) == end:
+            if stop == written and end == checkpoint_stop(
+                geometry,
+                start=written,
+                end=end,
+                num_prompt_tokens=request.num_prompt_tokens,
+                shared_prefix_boundary=self.split_junction(request),
+            ):
                 stop = end
         return stop - start
 
@@ -163,17 +169,6 @@ class JunctionPolicy:
         checkpoints = PrefillCheckpoints(alignment, geometry.hit_grid_tokens)
         return chunk_splitter(grid, unit, eagle, partial, max_prefill_tokens, 0, False, checkpoints)
 
-    def _next_stop(
-        self, geometry: HybridGeometry, request: RequestView, start: int, end: int
-    ) -> int:
-        return checkpoint_stop(
-            geometry,
-            start=start,
-            end=end,
-            num_prompt_tokens=request.num_prompt_tokens,
-            shared_prefix_boundary=self.split_junction(request),
-        )
-
     # The split's parts, one hook each (a variant overrides one).
 
     def chunk_grid(self, geometry: HybridGeometry) -> int:
@@ -187,7 +182,13 @@ class JunctionPolicy:
 
     def stop(self, geometry: HybridGeometry, request: RequestView, end: int) -> int:
         """The chunk's end: the earliest promised position inside it (``core.checkpoint_stop``)."""
-        return self._next_stop(geometry, request, request.num_computed_tokens, end)
+        return checkpoint_stop(
+            geometry,
+            start=request.num_computed_tokens,
+            end=end,
+            num_prompt_tokens=request.num_prompt_tokens,
+            shared_prefix_boundary=self.split_junction(request),
+        )
 
 
 class DensePolicy(JunctionPolicy):
