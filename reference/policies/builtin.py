@@ -122,7 +122,17 @@ class JunctionPolicy:
     ) -> int:
         """Decision 2's split (docs/domain.md) on :meth:`chunk_grid`, then :meth:`stop`."""
         start = request.num_computed_tokens
-        splitter = self._splitter(geometry, max_prefill_tokens)
+        tiles = self.options.prefill_checkpoint_alignment
+        if tiles is not None:
+            splitter = self._checkpoint_splitter(geometry, max_prefill_tokens, tiles)
+        else:
+            splitter = chunk_splitter(
+                self.chunk_grid(geometry),
+                geometry.hash_block_size,
+                geometry.use_eagle,
+                geometry.partial_hits,
+                max_prefill_tokens,
+            )
         tokens = splitter.split(
             num_computed_tokens=start,
             num_new_tokens=num_new_tokens,
@@ -134,7 +144,7 @@ class JunctionPolicy:
             return tokens
         end = start + tokens
         stop = self.stop(geometry, request, end)
-        if self.writes_prefill_checkpoints and stop < end:
+        if tiles is not None and stop < end:
             # The backend writes this promised state inside the chunk, if the
             # chunk runs to its end: no other promised position may cut it.
             written = self.prefill_checkpoint(geometry, request, tokens)
@@ -153,21 +163,30 @@ class JunctionPolicy:
     ) -> int:
         """Where the chunk ``[c, c + n)`` writes the prefill's checkpoint (0: none):
         ``core.ChunkSplitter.written_checkpoint`` keyed on the hit grid."""
-        return self._splitter(geometry, None).written_checkpoint(
+        tiles = self.options.prefill_checkpoint_alignment
+        if tiles is None:
+            return 0
+        return self._checkpoint_splitter(geometry, None, tiles).written_checkpoint(
             num_computed_tokens=request.num_computed_tokens,
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
         )
 
-    def _splitter(self, geometry: HybridGeometry, max_prefill_tokens: int | None) -> ChunkSplitter:
-        grid, unit = self.chunk_grid(geometry), geometry.hash_block_size
-        eagle, partial = geometry.use_eagle, geometry.partial_hits
-        alignment = self.options.prefill_checkpoint_alignment
-        if alignment is None:
-            return chunk_splitter(grid, unit, eagle, partial, max_prefill_tokens)
-        checkpoints = PrefillCheckpoints(alignment, geometry.hit_grid_tokens)
-        return chunk_splitter(grid, unit, eagle, partial, max_prefill_tokens, 0, False, checkpoints)
+    def _checkpoint_splitter(
+        self, geometry: HybridGeometry, max_prefill_tokens: int | None, tiles: int
+    ) -> ChunkSplitter:
+        """The split's binding with the backend's internal checkpoint, keyed on the hit grid."""
+        return chunk_splitter(
+            self.chunk_grid(geometry),
+            geometry.hash_block_size,
+            geometry.use_eagle,
+            geometry.partial_hits,
+            max_prefill_tokens,
+            0,
+            False,
+            PrefillCheckpoints(tiles, geometry.hit_grid_tokens),
+        )
 
     # The split's parts, one hook each (a variant overrides one).
 
