@@ -29,8 +29,11 @@ floor one boundary five ways).
 What is fixed per engine (the Mamba block ``b``, the hash unit, EAGLE,
 partial hits, the prefill budget and the three options) is bound once by :class:`ChunkSplitter`,
 validated at construction; :meth:`ChunkSplitter.split` checks only the
-request's counts. :func:`mamba_block_aligned_split` is a fresh binding's
-call, so the rule exists once.
+request's counts, and :meth:`ChunkSplitter.written_checkpoint` says where
+a chunk's backend writes the internal checkpoint the split relied on (the
+same rule, asked rather than restated by an engine that models it).
+:func:`mamba_block_aligned_split` is a fresh binding's call, so the rule
+exists once.
 """
 
 from __future__ import annotations
