@@ -384,6 +384,13 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "num_computed_tokens=11: the chunk start must be <= num_tokens=10",
     ),
     (
+        "written checkpoint prompt",
+        lambda: ChunkSplitter(4).written_checkpoint(
+            num_computed_tokens=0, num_new_tokens=4, num_prompt_tokens=0, num_tokens=7
+        ),
+        "num_prompt_tokens=0: must be >= 1",
+    ),
+    (
         "written checkpoint tokens",
         lambda: ChunkSplitter(4).written_checkpoint(
             num_computed_tokens=0, num_new_tokens=4, num_prompt_tokens=8, num_tokens=7

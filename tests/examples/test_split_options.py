@@ -181,3 +181,11 @@ def test_the_written_checkpoint_is_where_the_backend_writes_inside_the_chunk() -
     assert eagle.written_checkpoint(**FRESH) == 12
     # A decode chunk writes none (start 18 = the prefill's end).
     assert splitter.written_checkpoint(**{**FRESH, "num_computed_tokens": 18}) == 0
+    # A one-token prompt: no position inside its one chunk.
+    one = ChunkSplitter(1, prefill_checkpoints=PrefillCheckpoints(1, 1))
+    assert (
+        one.written_checkpoint(
+            num_computed_tokens=0, num_new_tokens=1, num_prompt_tokens=1, num_tokens=1
+        )
+        == 0
+    )
