@@ -117,6 +117,20 @@ def test_a_path_cap_of_one_spares_the_previous_chunks_state() -> None:
     assert all(prompt[: len(key)] == key for key in kept)
 
 
+def test_a_cut_off_the_grid_is_what_loses_the_junction() -> None:
+    (finding,) = (f for f in SGLANG_FINDINGS if f.key == "off-grid-cut")
+    scenario, subject = finding.counterexample, SglangSubject(TreeCore.RUST, finding.mamba_chunk)
+    for budget in (4, 8):  # the same prompts cut on the grid keep the promise
+        assert check(attrs.evolve(scenario, budget=budget), subject) is None
+    violation = check(scenario, subject)
+    assert violation is not None
+    # The diagnosis needs both the off-grid cut and the junction promise's probe.
+    on_grid = attrs.evolve(violation, scenario=attrs.evolve(scenario, budget=8))
+    resend = attrs.evolve(violation, scenario=attrs.evolve(scenario, promise=Promise.REPLAY))
+    assert diagnose(on_grid, finding.mamba_chunk) is None
+    assert diagnose(resend, finding.mamba_chunk) is None
+
+
 def test_the_docs_section_is_current() -> None:
     text = FINDINGS_MD.read_text(encoding="utf-8")
     start, end = text.index(SGLANG_BEGIN), text.index(SGLANG_END) + len(SGLANG_END)
