@@ -245,6 +245,11 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "final_segment_end_block=-1: must be >= 0",
     ),
     (
+        "mask final end, a Mamba group under R = 0 (one-block runs: the fast path)",
+        lambda: _mask(retention_interval=0, final_segment_end_block=-1),
+        "final_segment_end_block=-1: must be >= 0",
+    ),
+    (
         "mask final end type",
         lambda: _mask(final_segment_end_block=2.0),
         "final_segment_end_block=2.0: must be an int >= 0",
