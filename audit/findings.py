@@ -239,13 +239,18 @@ FINDINGS: tuple[Finding, ...] = (
     ),
     Finding(
         "lookup-swa_window_of_one_needs_a_block",
-        "A sliding window of one token never serves a hit",
+        "A sliding window of one token serves no hit without the EAGLE drop",
         ("replay", "junction", "reconciliation"),
         "new, cosmetic (no model has `W = 1`)",
-        "with `W = 1` and no EAGLE a hit needs no cached block (`need = 0`, and the mask "
-        "keeps none), but the window's lookup accepts a position only after finding a "
-        "cached block ending there",
-        "every lookup misses, and reports the whole full-attention hit as an uncached shared "
+        "with `W = 1` a lookup without the EAGLE drop needs no cached block (`need = 0`, "
+        "and the mask keeps none), but `SlidingWindowManager.find_longest_cache_hit` "
+        "accepts a position only after finding a cached block ending there. Under EAGLE "
+        "the window is looked up without its drop too: once `find_longest_cache_hit` "
+        "(`HybridKVCacheCoordinator`) has it in `eagle_verified`, a second round, started "
+        "because the first shortened the candidate, asks it again at the candidate it "
+        "proved, without the drop, and it answers 0 (`WINDOW_OF_ONE_UNDER_EAGLE` in "
+        "`tests/audit/test_promises.py`)",
+        "the lookup misses, and reports the whole full-attention hit as an uncached shared "
         "prefix (a junction) to pin",
         _scenario("reconciliation", [_full(2), _swa(2, 1)], 2, [(0, 0), (0, 0, 0)], (0, 0, 0)),
     ),

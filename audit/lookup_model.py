@@ -27,9 +27,12 @@ The departures:
     ``A``, then drops the EAGLE block and trims again: with blocks finer
     than ``A`` it lands one alignment unit below the hit the run serves.
 ``swa_window_of_one_needs_a_block``
-    With ``W = 1`` (and no EAGLE) a hit needs no cached block (``need = 0``;
-    the mask keeps none), but vLLM's search accepts a position only after
-    finding one cached block ending there, so it never serves a hit.
+    With ``W = 1`` a lookup without the EAGLE drop needs no cached block
+    (``need = 0``; the mask keeps none), but vLLM's search accepts a position
+    only after finding one cached block ending there, so it serves no hit.
+    Under EAGLE such a lookup happens too: ``verified_set`` has a second round
+    ask the verified window again, without its drop, at the candidate it
+    proved.
 ``full_probe_below_bound``
     With partial hits full attention counts whole blocks that end within the
     bound, then probes the registered hash units (prompt partial tails) of

@@ -24,7 +24,7 @@ from junction.audit.specs import vllm_geometry
 from junction.audit.subject import VllmSubject
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, Violation, check
-from junction.reference.harness.verdict import OffGrid, ResumeWithoutState
+from junction.reference.harness.verdict import LookupMismatch, OffGrid, ResumeWithoutState
 
 from .strategies import violations_are_findings, vllm_scenarios
 
@@ -44,16 +44,32 @@ def _explained(scenario: Scenario) -> None:
     )
 
 
-def _property(promise: Promise, share: float) -> Callable[[], None]:
-    return violations_are_findings(promise, share, vllm_scenarios(promise), _explained)
+def _property(
+    promise: Promise, share: float, pinned: tuple[Scenario, ...] = ()
+) -> Callable[[], None]:
+    return violations_are_findings(promise, share, vllm_scenarios(promise), _explained, pinned)
 
+
+# A random draw found it (finding `lookup-swa_window_of_one_needs_a_block`, reached under
+# EAGLE): the probe's first round lands on 4 with every group dropping its EAGLE block;
+# the second round asks the verified one-token window again at 4 without the drop, and
+# it finds no cached block ending there (needing none), so vLLM answers (0, 4, 4).
+WINDOW_OF_ONE_UNDER_EAGLE = Scenario(
+    "reconciliation",
+    HybridGeometry(
+        [GroupSpec.full(2), GroupSpec.full(4), GroupSpec.sliding_window(2, 1)], 2, use_eagle=True
+    ),
+    [(0,) * 7, (0,) * 8],
+    (0,) * 8,
+    4,
+)
 
 test_replay = _property(Promise.REPLAY, 0.4)
 test_junction = _property(Promise.JUNCTION, 0.4)
 test_segments = _property(Promise.SEGMENTS, 0.2)
 test_economy = _property(Promise.ECONOMY, 0.3)
 test_split = _property(Promise.SPLIT, 0.4)
-test_reconciliation = _property(Promise.RECONCILIATION, 0.4)
+test_reconciliation = _property(Promise.RECONCILIATION, 0.4, (WINDOW_OF_ONE_UNDER_EAGLE,))
 test_safety = _property(Promise.SAFETY, 0.2)
 
 
@@ -99,3 +115,9 @@ def test_a_chunk_on_the_mamba_block_under_partial_hits_is_the_mamba_grid_finding
     # An end off both grids is not that finding.
     off_both = attrs.evolve(violation.problem, end=5)
     assert diagnose(attrs.evolve(violation, problem=off_both)) is None
+
+
+def test_the_window_of_one_under_eagle_is_the_one_token_window_finding() -> None:
+    violation = check(WINDOW_OF_ONE_UNDER_EAGLE, VLLM)
+    assert violation is not None and violation.problem == LookupMismatch((0, 4, 4), (4, 4, 0))
+    assert diagnose(violation) == "lookup-swa_window_of_one_needs_a_block"
