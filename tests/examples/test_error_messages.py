@@ -389,6 +389,20 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "num_computed_tokens=11: the chunk start must be <= num_tokens=10",
     ),
     (
+        "written checkpoint negative start",
+        lambda: ChunkSplitter(4).written_checkpoint(
+            num_computed_tokens=-1, num_new_tokens=4, num_prompt_tokens=7, num_tokens=7
+        ),
+        "num_computed_tokens=-1: must be >= 0",
+    ),
+    (
+        "written checkpoint new tokens",
+        lambda: ChunkSplitter(4).written_checkpoint(
+            num_computed_tokens=0, num_new_tokens=-1, num_prompt_tokens=7, num_tokens=7
+        ),
+        "num_new_tokens=-1: must be >= 0",
+    ),
+    (
         "written checkpoint prompt",
         lambda: ChunkSplitter(4).written_checkpoint(
             num_computed_tokens=0, num_new_tokens=4, num_prompt_tokens=0, num_tokens=7
