@@ -18,6 +18,7 @@ through a callback, so it stays free of any terminal.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,8 +55,9 @@ SCOPES: dict[str, Callable[[HybridGeometry], bool]] = {
 # The vLLM policies' sections judge the local promises; the tier form has its own.
 LOCAL_PROMISES = tuple(p for p in Promise if p is not Promise.TIER)
 
-AUDIT_BEGIN = "<!-- vllm-audit:begin -->"
-AUDIT_END = "<!-- vllm-audit:end -->"
+# Every engine's audit section (``junction.audit`` writes vLLM's and SGLang's
+# between markers of this form); this module cannot import the audit's names.
+_AUDIT_SECTION = re.compile(r"<!-- ([a-z0-9-]+)-audit:begin -->.*?<!-- \1-audit:end -->", re.DOTALL)
 
 # ``progress(examples_done, status)``: examples since the last call, and what runs now.
 Progress = Callable[[int, str], None]
@@ -221,12 +223,10 @@ def findings_markdown(examples: int = 150, seed: int = 0, progress: Progress | N
 
 
 def write_findings(path: Path, examples: int, seed: int, progress: Progress | None = None) -> None:
-    """Regenerate ``path``, keeping the vLLM audit section (markers included) if present."""
+    """Regenerate ``path``, keeping every audit section (vLLM's, SGLang's; markers included)."""
     audit = ""
     if path.exists():
         text = path.read_text(encoding="utf-8")
-        if AUDIT_BEGIN in text and AUDIT_END in text:
-            start, end = text.index(AUDIT_BEGIN), text.index(AUDIT_END) + len(AUDIT_END)
-            audit = "\n" + text[start:end] + "\n"
+        audit = "".join(f"\n{section.group(0)}\n" for section in _AUDIT_SECTION.finditer(text))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(findings_markdown(examples, seed, progress) + audit, encoding="utf-8")

@@ -128,14 +128,16 @@ def test_a_failed_or_interrupted_run_leaves_the_old_file_and_no_temporary(
     assert files(tmp_path) == {"findings.md": b"old"}
 
 
-def test_a_new_file_in_a_new_folder_keeps_the_audit_section_of_an_old_one(
+def test_a_new_file_in_a_new_folder_keeps_the_audit_sections_of_an_old_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(harness_findings, "findings_markdown", lambda *a: "# policies\n")
     fresh = tmp_path / "a" / "b" / "findings.md"
     code, _ = findings(["--out", str(fresh)], capsys)
     assert code == 0 and files(tmp_path) == {"a/b/findings.md": b"# policies\n"}
-    audit = f"{harness_findings.AUDIT_BEGIN}\naudit\n{harness_findings.AUDIT_END}"
-    fresh.write_text(f"# old policies\n{audit}\n")
+    # Both engines' audit sections survive, in order; what lies outside them does not.
+    vllm = "<!-- vllm-audit:begin -->\nvLLM\n<!-- vllm-audit:end -->"
+    sglang = "<!-- sglang-audit:begin -->\nSGLang\n<!-- sglang-audit:end -->"
+    fresh.write_text(f"# old policies\n{vllm}\n\nbetween\n\n{sglang}\n")
     code, _ = findings(["--out", str(fresh)], capsys)
-    assert code == 0 and fresh.read_text() == f"# policies\n\n{audit}\n"
+    assert code == 0 and fresh.read_text() == f"# policies\n\n{vllm}\n\n{sglang}\n"
