@@ -4,10 +4,11 @@ Runs the promise harness on ``vllm-0.33`` and ``vllm-pr47782`` in four
 scopes (plain; EAGLE; partial hits; both) and writes ``docs/findings.md``:
 every promise each violates, the minimal counterexample as a replayable
 scenario, and the upstream report it matches (or "new"). Deterministic: the
-same seed and example count give the same file. The section between the
-``vllm-audit`` markers belongs to ``python -m junction.audit findings`` and
-is kept as it is. A progress line on standard error shows the examples run
-(a promise stops at its first violation, so the run ends below the total).
+same seed and example count give the same file. The sections between the
+``vllm-audit`` and ``sglang-audit`` markers belong to ``python -m
+junction.audit findings`` and are kept as they are. A progress line on
+standard error shows the examples run (a promise stops at its first
+violation, so the run ends below the total).
 ``--out`` is checked before the run (a folder, a read-only file or an
 uncreatable folder exits with status 2) and replaced at the end in one move
 (``cli.outputs``): an interrupted or failed run leaves the old file.
