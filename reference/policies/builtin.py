@@ -123,17 +123,7 @@ class JunctionPolicy:
         """Decision 2's split (docs/domain.md) on :meth:`chunk_grid`, then :meth:`stop`."""
         start = request.num_computed_tokens
         tiles = self.options.prefill_checkpoint_alignment
-        if tiles is not None:
-            splitter = self._checkpoint_splitter(geometry, max_prefill_tokens, tiles)
-        else:
-            splitter = chunk_splitter(
-                self.chunk_grid(geometry),
-                geometry.hash_block_size,
-                geometry.use_eagle,
-                geometry.partial_hits,
-                max_prefill_tokens,
-            )
-        tokens = splitter.split(
+        tokens = self.splitter(geometry, max_prefill_tokens).split(
             num_computed_tokens=start,
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
@@ -189,6 +179,20 @@ class JunctionPolicy:
         )
 
     # The split's parts, one hook each (a variant overrides one).
+
+    def splitter(self, geometry: HybridGeometry, max_prefill_tokens: int) -> ChunkSplitter:
+        """The split's core binding on :meth:`chunk_grid` (with the backend's
+        internal checkpoint when the options ask for it)."""
+        tiles = self.options.prefill_checkpoint_alignment
+        if tiles is not None:
+            return self._checkpoint_splitter(geometry, max_prefill_tokens, tiles)
+        return chunk_splitter(
+            self.chunk_grid(geometry),
+            geometry.hash_block_size,
+            geometry.use_eagle,
+            geometry.partial_hits,
+            max_prefill_tokens,
+        )
 
     def chunk_grid(self, geometry: HybridGeometry) -> int:
         """The scheduler block ``L``: a chunk end there is a Mamba block end that

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, prefill_end
+from junction.core import ChunkSplitter, GroupKind, GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.policy import CheckedPolicy, PolicyError, RequestView
 from junction.reference.harness import Promise, Scenario, replay, scenarios
@@ -108,15 +108,8 @@ class ExactJunctionStop(JunctionPolicy):
 
     name = "junction-exact-stop"
 
-    def split(
-        self,
-        geometry: HybridGeometry,
-        request: RequestView,
-        num_new_tokens: int,
-        max_prefill_tokens: int,
-    ) -> int:
-        start = request.num_computed_tokens
-        splitter = chunk_splitter(
+    def splitter(self, geometry: HybridGeometry, max_prefill_tokens: int) -> ChunkSplitter:
+        return chunk_splitter(
             self.chunk_grid(geometry),
             geometry.hash_block_size,
             geometry.use_eagle,
@@ -125,16 +118,6 @@ class ExactJunctionStop(JunctionPolicy):
             0,
             True,
         )
-        tokens = splitter.split(
-            num_computed_tokens=start,
-            num_new_tokens=num_new_tokens,
-            num_prompt_tokens=request.num_prompt_tokens,
-            num_tokens=request.num_tokens,
-            shared_prefix_boundary=request.shared_prefix_boundary,
-        )
-        if start >= prefill_end(request.num_prompt_tokens, request.num_tokens):
-            return tokens
-        return self.stop(geometry, request, start + tokens) - start
 
 
 def test_the_exact_junction_stop_makes_a_chunk_end_no_lookup_reads() -> None:
