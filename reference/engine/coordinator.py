@@ -78,9 +78,13 @@ class Coordinator:
             return
         if needed > self.pool.num_free:
             raise NoFreeBlocks(f"{request} needs {needed} blocks, {self.pool.num_free} free")
+        # One pool call for every group (the same blocks, in the same order, as
+        # one call per group would take).
+        blocks, taken = self.pool.allocate(needed), 0
         for manager, count in zip(self.managers, counts, strict=True):
             if count:
-                manager.allocate(request, num_tokens, count)
+                manager.allocate(request, num_tokens, blocks[taken : taken + count])
+                taken += count
 
     def after_step(self, request: Request) -> None:
         rid, end = request.request_id, request.num_computed_tokens

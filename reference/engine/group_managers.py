@@ -124,10 +124,9 @@ class GroupManager:
         held = len(self.blocks[request.request_id])
         return max(-(-num_tokens // self.block_size) - held, 0)  # cdiv, inlined
 
-    def allocate(self, request: Request, num_tokens: int, count: int) -> None:
-        """Take ``count`` (:meth:`blocks_needed`) new blocks, the pool having them."""
-        if count:
-            self.blocks[request.request_id] += self.pool.allocate(count)
+    def allocate(self, request: Request, num_tokens: int, blocks: list[Block]) -> None:
+        """Take ``blocks``, the :meth:`blocks_needed` new blocks the pool gave for this chunk."""
+        self.blocks[request.request_id] += blocks
 
     # -- after a step ---------------------------------------------------------
     def cache_full_blocks(self, request: Request) -> None:
@@ -357,12 +356,9 @@ class MambaManager(GroupManager):
     def quiet_state(self, request: Request) -> Block | None:
         return self.latest.get(request.request_id)
 
-    def allocate(self, request: Request, num_tokens: int, count: int) -> None:
-        # A chunk continuing in place (count 0) runs in the latest block, left
-        # where it is: no bookkeeping on most decode steps.
-        if not count:
-            return
-        blocks = self.pool.allocate(count)
+    def allocate(self, request: Request, num_tokens: int, blocks: list[Block]) -> None:
+        # Not asked for a chunk continuing in place (no block): it runs in the
+        # latest block, left where it is, with no bookkeeping.
         if self._writes_checkpoints and (position := self._checkpoint_in(request, num_tokens)):
             self.checkpoint[request.request_id] = (blocks.pop(), position)
         if blocks:
