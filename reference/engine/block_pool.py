@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat, takewhile
+from operator import countOf, or_
 
 from junction.reference.engine.eviction import EvictionOrder, LruOrder
 from junction.reference.engine.hash_chain import unit_hashes
@@ -242,6 +244,31 @@ class BlockPool:
             return key in cached or (inner and key in inner_units)
 
         return is_cached
+
+    def lookup_run(
+        self, group_id: int, hashes: Sequence[int], *, inner: bool = False
+    ) -> Callable[[int], int]:
+        """``cached_run(limit)``: how many of ``hashes`` from the first on are cached,
+        at most ``limit`` (``core.finders.CachedRun``), for a full-attention finder.
+
+        The lookups :meth:`lookup_predicate`'s scan asks from index 0 until the
+        first uncached one or ``limit``, run in C (a finder asks one call, not
+        one per block): one operation per index asked inside ``hashes`` (the
+        first uncached one too), none past the end, as there.
+        """
+        cached, inner_units = self.cached, self.inner
+
+        def cached_run(limit: int) -> int:
+            asked = hashes[:limit]
+            found: Iterable[bool] = map(cached.__contains__, zip(repeat(group_id), asked))
+            if inner:
+                units = map(inner_units.__contains__, zip(repeat(group_id), asked))
+                found = map(or_, found, units)
+            run = countOf(takewhile(bool, found), True)
+            self.operations += min(run + 1, len(asked))
+            return run
+
+        return cached_run
 
     def lookup_unit(self, group_id: int, unit_hash: int) -> Block | None:
         """The cached block holding the prefix that ends at this hash unit, if any."""

@@ -11,8 +11,9 @@
 
 Caching goes through the retention policy (``reference.engine.policy``): its
 reachable boundaries for the group and the request, then its block mask;
-lookups go through ``core.GroupLookup``, bound once per group. The managers hold no decision
-arithmetic of their own.
+lookups go through ``core.GroupLookup``, bound once per group (full attention's
+also handed the pool's count of its leading cached run, one call instead of
+one per block). The managers hold no decision arithmetic of their own.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class GroupManager:
         self.blocks: dict[int, list[Block]] = {}
         self.num_cached: dict[int, int] = {}
         sub_block_sizes = geometry.sub_block_full_attention_sizes
+        self._full = spec.kind is GroupKind.FULL
         self._sub_block_hits = spec.kind is GroupKind.FULL and spec.block_size in sub_block_sizes
         # core's lookup bound once (validated here, not per admission). With
         # sub-block hits it matches hash units: a full-attention group of them.
@@ -83,14 +85,16 @@ class GroupManager:
         inner = self._sub_block_hits
         hashes = chain.hashes if inner else chain.block_hashes(self.block_size)
         is_cached = self.pool.lookup_predicate(self.group_id, hashes, inner=inner)
-        if also is not None:
-            local, elsewhere = is_cached, also.lookup_predicate(self.group_id, hashes, inner=inner)
+        if also is None:
+            # Full attention's leading run, counted in C (the other kinds ask a few blocks).
+            run = self.pool.lookup_run(self.group_id, hashes, inner=inner) if self._full else None
+            return self._lookup.finder(is_cached, run)
+        local, elsewhere = is_cached, also.lookup_predicate(self.group_id, hashes, inner=inner)
 
-            def either(index: int) -> bool:
-                return local(index) or elsewhere(index)
+        def either(index: int) -> bool:
+            return local(index) or elsewhere(index)
 
-            is_cached = either
-        return self._lookup.finder(is_cached)
+        return self._lookup.finder(either)
 
     @property
     def sub_block_hits(self) -> bool:

@@ -494,6 +494,26 @@ def test_group_lookup_rejects_bad_attributes_and_predicates(
     bad_predicate = data.draw(st.one_of(st.none(), st.integers(), st.just({1})))
     lookup = GroupLookup(spec, alignment)
     assert_rejects(lambda: lookup.finder(bad_predicate), "is_cached", bad_predicate)
+    bad_run = data.draw(st.one_of(st.integers(), st.just({1}), st.just("run")))
+    assert_rejects(lambda: lookup.finder(bool, bad_run), "cached_run", bad_run)
+
+
+@given(st.integers(1, 16), st.integers(1, 16), st.integers(1, 200), st.data())
+def test_a_full_attention_finder_rejects_a_cached_run_outside_its_limit(
+    block: int, alignment: int, bound: int, data: st.DataObject
+) -> None:
+    limit = -(-bound // block)  # the blocks reaching into [0, bound)
+    bad = data.draw(
+        st.one_of(
+            st.integers(max_value=-1),
+            st.integers(min_value=limit + 1),
+            st.just(float(limit)),
+            st.just(None),
+            st.just(True),
+        )
+    )
+    finder = GroupLookup(GroupSpec.full(block), alignment).finder(bool, lambda asked: bad)
+    assert_rejects(lambda: finder(bound, False), "cached_run", bad)
 
 
 @given(st.one_of(st.none(), st.integers(), st.just([GroupSpec.full(4)])))

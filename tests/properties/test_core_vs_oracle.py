@@ -23,6 +23,9 @@ from junction.reference.oracle.first_principles import (
 )
 
 from .core_under_test import (
+    GroupKind,
+    GroupLookup,
+    HitReconciler,
     cdiv,
     last_cacheable_position,
     longest_full_attention_hit,
@@ -70,6 +73,39 @@ def test_reconciliation_matches_oracle(case: tuple[Any, list[frozenset[int]], in
     got = reconcile_hits(geometry, finders_for(geometry, cached), max_hit, limit)
     want = oracle_hits(geometry, cached, max_hit, limit)
     event("junction" if got.shared_prefix_boundary else "no junction")
+    assert (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary) == want, (
+        f"{geometry} cached={cached} M={max_hit} limit={limit}: core={got} oracle={want}"
+    )
+
+
+def _leading_run(cached: frozenset[int]) -> Any:
+    """A ``CachedRun`` over ``cached``, answering only within its limit."""
+
+    def cached_run(limit: int) -> int:
+        return next((index for index in range(limit) if index not in cached), limit)
+
+    return cached_run
+
+
+def _never_asked(index: int) -> bool:
+    raise AssertionError(f"is_cached({index}) asked: a full-attention finder given a run asks it")
+
+
+@given(reconcile_inputs())
+def test_reconciliation_with_cached_runs_matches_oracle(
+    case: tuple[Any, list[frozenset[int]], int, int],
+) -> None:
+    """Full-attention finders handed ``cached_run`` (and an ``is_cached`` that
+    fails if asked) reconcile as the oracle: the run replaces the per-block scan."""
+    geometry, cached, max_hit, limit = case
+    finders = [
+        GroupLookup(spec, geometry.alignment_tokens).finder(_never_asked, _leading_run(blocks))
+        if spec.kind is GroupKind.FULL
+        else GroupLookup(spec, geometry.alignment_tokens).finder(blocks.__contains__, None)
+        for spec, blocks in zip(geometry.groups, cached, strict=True)
+    ]
+    got = HitReconciler(geometry).reconcile(finders, max_hit, limit)
+    want = oracle_hits(geometry, cached, max_hit, limit)
     assert (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary) == want, (
         f"{geometry} cached={cached} M={max_hit} limit={limit}: core={got} oracle={want}"
     )
