@@ -133,20 +133,21 @@ class BlockPool:
         block.state_position = None
         self.evictions += 1
 
-    def touch(self, blocks: Iterable[Block]) -> None:
+    def touch(self, blocks: Sequence[Block]) -> None:
         """Take a reference to cached blocks (a hit); a free one leaves the queue."""
-        null, hashed, touched = self.null_block, self.free_hashed, 0
+        null, hashed, skipped = self.null_block, self.free_hashed, 0
         observes = self.order.observes
         for block in blocks:
-            if block is null:
-                continue
-            if not block.ref_count:
+            if block.ref_count:  # held already (never the null block: it is never held)
+                block.ref_count += 1
+            elif block is null:
+                skipped += 1
+            else:
                 del hashed[block.block_id]
                 if observes:
                     self.order.revived(block)
-            block.ref_count += 1
-            touched += 1
-        self.operations += touched
+                block.ref_count = 1
+        self.operations += len(blocks) - skipped
 
     def free(self, blocks: Iterable[Block]) -> None:
         """Drop one reference each; a block reaching 0 joins the back of its free queue."""
@@ -219,10 +220,9 @@ class BlockPool:
         return self.cached.get((group_id, block_hash))
 
     def lookup_many(self, group_id: int, hashes: Sequence[int]) -> list[Block | None]:
-        """:meth:`lookup` of each hash, in one call (one operation each)."""
+        """:meth:`lookup` of each hash, in one call (one operation each), run in C."""
         self.operations += len(hashes)
-        get = self.cached.get
-        return [get((group_id, block_hash)) for block_hash in hashes]
+        return list(map(self.cached.get, zip(repeat(group_id), hashes)))
 
     def lookup_predicate(
         self, group_id: int, hashes: Sequence[int], *, inner: bool = False
