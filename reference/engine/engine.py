@@ -138,6 +138,8 @@ class Engine:
         # Finished in the last step: their tokens are released at the next one
         # (request.py: what a finished request keeps).
         self._finished: list[Request] = []
+        # What submit refuses, bound once: the peak is a function of the length alone.
+        self._longest_fitting = self._longest_fitting_request()
 
     # -- requests -------------------------------------------------------------
     def submit(self, prompt: tuple[int, ...], max_output_tokens: int) -> int:
@@ -148,11 +150,12 @@ class Engine:
         is refused up front, with the count (:meth:`blocks_at_peak`).
         """
         request = Request(self._next_id, prompt, max_output_tokens, self.geometry.hash_block_size)
-        needed = self.blocks_at_peak(len(prompt) + max_output_tokens - 1)
-        if needed > self.pool.num_usable:
+        num_tokens = len(prompt) + max_output_tokens - 1
+        longest = self._longest_fitting
+        if longest is not None and num_tokens > longest:
+            needed = self.blocks_at_peak(num_tokens)
             per_group = " + ".join(
-                str(self._group_peak(g, len(prompt) + max_output_tokens - 1))
-                for g in self.geometry.groups
+                str(self._group_peak(g, num_tokens)) for g in self.geometry.groups
             )
             raise ValueError(
                 f"request {request.request_id} ({len(prompt)} prompt + {max_output_tokens} output "
@@ -173,6 +176,30 @@ class Engine:
         blocks lets the request, alone, allocate every chunk and finish.
         """
         return sum(self._group_peak(group, num_tokens) for group in self.geometry.groups)
+
+    def _longest_fitting_request(self) -> int | None:
+        """The most tokens a request may compute with :meth:`blocks_at_peak` within the
+        pool (0: none; None: any), so :meth:`submit` compares a length, once per request.
+
+        Each group's peak never decreases as the tokens grow (a count of
+        blocks, capped or constant), so the requests that fit are exactly those
+        up to this length, found by bisection. Past ``usable * B_max`` tokens
+        a full-attention group alone needs more than the pool and a window's
+        count has reached its cap: if the peak there still fits, every length
+        fits.
+        """
+        usable = self.pool.num_usable
+        high = usable * max(group.block_size for group in self.geometry.groups) + 1
+        if self.blocks_at_peak(high) <= usable:
+            return None
+        low = 0  # fits (or 0: nothing does); high does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.blocks_at_peak(middle) <= usable:
+                low = middle
+            else:
+                high = middle
+        return low
 
     def _group_peak(self, group: GroupSpec, num_tokens: int) -> int:
         """The most blocks ``group`` holds for a request computing ``num_tokens`` tokens.

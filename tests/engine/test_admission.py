@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.policies.options import JunctionOptions
 
 
 def test_a_request_larger_than_the_pool_is_refused_with_the_numbers() -> None:
@@ -135,3 +136,51 @@ def test_admitted_requests_sharing_a_tight_pool_all_finish(
     for request_id, max_output in admitted.items():
         assert engine.requests[request_id].num_output_tokens == max_output
     engine.check()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["full", "sliding_window", "mamba"]),
+            st.sampled_from([1, 2, 4]),
+            st.integers(1, 12),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.integers(2, 12),
+    st.integers(1, 16),
+    st.booleans(),
+)
+def test_submit_refuses_exactly_the_lengths_whose_peak_exceeds_the_pool(
+    kinds: list[tuple[str, int, int]], num_blocks: int, chunk: int, checkpoints: bool
+) -> None:
+    """Every length from 1 to past ``usable * B_max`` (where the peak stops
+    growing unless full attention is there): refused iff ``blocks_at_peak``
+    exceeds the pool, with or without full attention."""
+    groups = [
+        GroupSpec.full(size)
+        if kind == "full"
+        else GroupSpec.sliding_window(size, window)
+        if kind == "sliding_window"
+        else GroupSpec.mamba(size)
+        for kind, size, window in kinds
+    ]
+    options = JunctionOptions(prefill_checkpoint_alignment=1 if checkpoints else None)
+    engine = Engine(
+        EngineConfig(
+            HybridGeometry(groups, 1),
+            num_blocks=num_blocks,
+            max_num_batched_tokens=chunk,
+            policy=JunctionPolicy(options),
+        )
+    )
+    usable = engine.pool.num_usable
+    for length in range(1, usable * max(g.block_size for g in groups) + 6):
+        fits = engine.blocks_at_peak(length) <= usable
+        try:
+            engine.submit((1,) * length, 1)
+        except ValueError:
+            assert not fits, length
+        else:
+            assert fits, length
