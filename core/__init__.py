@@ -9,7 +9,8 @@ imports only: copy this package into an engine unchanged.
   :func:`prefill_end`, where its prefill ends).
 * Decision 3, reachable-block mask: :func:`reachable_block_mask`.
 * The one source of truth behind all three: :func:`promised_positions` and
-  :func:`checkpoint_stop`.
+  :func:`checkpoint_stop` (:func:`promised_stop` for a caller holding the
+  request's reachable boundaries already).
 
 Every function raises :class:`InvalidArgument` (a ``ValueError``) naming the
 argument, the value and the rule when its input is invalid.
@@ -22,7 +23,7 @@ The free functions are these calls on a fresh binding: one copy of each rule.
 """
 
 from .boundaries import reachable_boundaries, replay_boundary
-from .checkpoints import checkpoint_stop, promised_positions, segment_boundaries
+from .checkpoints import checkpoint_stop, promised_positions, promised_stop, segment_boundaries
 from .errors import InvalidArgument
 from .finders import (
     Finder,
@@ -72,6 +73,7 @@ __all__ = [
     "next_grid_point",
     "prefill_end",
     "promised_positions",
+    "promised_stop",
     "reachable_block_mask",
     "reachable_boundaries",
     "reconcile_hits",

@@ -18,16 +18,23 @@ Rejected: letting the split stop only at vLLM's own candidates (grid, last
 cacheable position, partial tail, junction floored from the start): under
 ``R > 0`` a segment the mask marks then has no chunk ending there (#53479),
 and under EAGLE with partial hits the whole-block landing point has none.
+
+:func:`promised_stop` is :func:`checkpoint_stop` on reachable boundaries the
+caller holds already (a policy memoizes them per request for its masks), so
+a split per chunk does not derive them again; ``checkpoint_stop`` is that
+call on freshly derived ones, so the rule exists once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .boundaries import reachable_boundaries
-from .errors import require_int
+from .errors import int_error, require_int
 from .geometry import HybridGeometry
 from .grid import floor_to, next_grid_point
 
-__all__ = ["checkpoint_stop", "promised_positions"]
+__all__ = ["checkpoint_stop", "promised_positions", "promised_stop"]
 
 
 def _boundaries(geometry: HybridGeometry, prompt: int, junction: int) -> tuple[int, ...]:
@@ -91,10 +98,38 @@ def checkpoint_stop(
     """
     require_int("start", start, 0)
     require_int("end", end, start, "start")
+    return promised_stop(
+        geometry,
+        _boundaries(geometry, num_prompt_tokens, shared_prefix_boundary),
+        start=start,
+        end=end,
+    )
+
+
+def promised_stop(
+    geometry: HybridGeometry, reachable_boundaries: Iterable[int], *, start: int, end: int
+) -> int:
+    """:func:`checkpoint_stop` of a request whose :func:`reachable_boundaries`
+    (on ``geometry``'s hit grid) the caller has already.
+
+    For a policy that asks them for every mask of a request and memoizes
+    them: the split then does not derive them again per chunk. The earliest
+    of each boundary floored to the hit grid and of the segment boundaries,
+    strictly inside ``(start, end)``, else ``end``. Raises
+    :class:`InvalidArgument` when ``start < 0``, ``end < start`` or a
+    boundary is not an int ``>= 0``.
+    """
+    # Tested inline (a policy's split asks this on every chunk); only a failed
+    # test builds the error, naming the argument (and the boundary's index).
+    if type(start) is not int or type(end) is not int or not 0 <= start <= end:
+        require_int("start", start, 0)
+        require_int("end", end, start, "start")
     grid = geometry.hit_grid_tokens
     stop = end
-    for boundary in _boundaries(geometry, num_prompt_tokens, shared_prefix_boundary):
-        position = floor_to(boundary, grid)
+    for index, boundary in enumerate(reachable_boundaries):
+        if type(boundary) is not int or boundary < 0:
+            raise int_error(f"reachable_boundaries[{index}]", boundary, 0)
+        position = boundary // grid * grid  # floor_to, inlined
         if start < position < stop:
             stop = position
     interval = geometry.retention_interval

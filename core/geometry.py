@@ -58,7 +58,7 @@ def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> 
         raise InvalidArgument(attribute.name, value, "must be a bool")
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class GroupSpec:
     """One KV-cache group: its kind, block size ``B_g``, (SWA only) window ``W``
     and whether it is an EAGLE group.
@@ -76,6 +76,11 @@ class GroupSpec:
     Default ``True``: every group drops, which is what EAGLE meant before
     groups carried the flag (and vLLM's choice when no group is marked).
     Meaningless for Mamba, which never drops.
+
+    Its hash is cached on the instance: an engine may look up its group's
+    :class:`GroupMask` by the spec on every call, and attrs' hash of four
+    fields is Python code. A pickle carries no cached hash (a
+    process with other string hashes computes its own).
     """
 
     kind: GroupKind = attrs.field(validator=_kind)

@@ -62,8 +62,12 @@ def prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
     Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1`` or
     ``num_tokens < num_prompt_tokens``.
     """
-    require_int("num_prompt_tokens", num_prompt_tokens, 1)
-    require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+    # Tested inline (a policy asks this on every chunk); the named checks raise.
+    if type(num_prompt_tokens) is not int or type(num_tokens) is not int or num_prompt_tokens < 1:
+        require_int("num_prompt_tokens", num_prompt_tokens, 1)
+        require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+    elif num_tokens < num_prompt_tokens:
+        require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
     return _prefill_end(num_prompt_tokens, num_tokens)
 
 
@@ -271,14 +275,35 @@ class ChunkSplitter:
         last_cacheable: int | None = None,
     ) -> int:
         """:func:`mamba_block_aligned_split` of one request for this engine."""
-        require_int("num_computed_tokens", num_computed_tokens, 0)
-        require_int("num_new_tokens", num_new_tokens, 0)
-        require_int("num_prompt_tokens", num_prompt_tokens, 1)
-        require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
-        require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
-        require_int("num_new_local_computed_tokens", num_new_local_computed_tokens, 0)
-        require_int("num_external_computed_tokens", num_external_computed_tokens, 0)
-        require_optional_int("last_cacheable", last_cacheable, 0)
+        # The counts tested inline, in one expression (a policy splits every
+        # chunk); only a failed test runs the named checks, which raise.
+        if not (
+            type(num_computed_tokens) is int
+            and type(num_new_tokens) is int
+            and type(num_prompt_tokens) is int
+            and type(num_tokens) is int
+            and type(shared_prefix_boundary) is int
+            and type(num_new_local_computed_tokens) is int
+            and type(num_external_computed_tokens) is int
+            and (last_cacheable is None or (type(last_cacheable) is int and last_cacheable >= 0))
+            and min(
+                num_computed_tokens,
+                num_new_tokens,
+                shared_prefix_boundary,
+                num_new_local_computed_tokens,
+                num_external_computed_tokens,
+            )
+            >= 0
+            and 1 <= num_prompt_tokens <= num_tokens
+        ):
+            require_int("num_computed_tokens", num_computed_tokens, 0)
+            require_int("num_new_tokens", num_new_tokens, 0)
+            require_int("num_prompt_tokens", num_prompt_tokens, 1)
+            require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
+            require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
+            require_int("num_new_local_computed_tokens", num_new_local_computed_tokens, 0)
+            require_int("num_external_computed_tokens", num_external_computed_tokens, 0)
+            require_optional_int("last_cacheable", last_cacheable, 0)
         start = num_computed_tokens + num_new_local_computed_tokens + num_external_computed_tokens
         if start > num_tokens:
             raise InvalidArgument(

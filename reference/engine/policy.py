@@ -39,6 +39,13 @@ in a worker process that ignores SIGINT, so there it cannot. An answer is
 judged by cheap checks first (``len`` before iterating, at most one position
 per token) and rendered bounded (``reprlib``) on one line, so a
 10-million-element answer is rejected at once instead of printed.
+
+The wrapper runs on every mask and split of every chunk, so a correct answer
+costs its checks and nothing more: the call's description (the policy's
+arguments, rendered) is built only once a call failed, never per call (a
+closure per call cost a third of the wrapper). Rejected: checking a tuple
+of positions with ``all(map(...))`` in C (slower than the loop for the one to
+four positions a request has: the iterators cost more than they save).
 """
 
 from __future__ import annotations
@@ -159,6 +166,24 @@ def _is_sequence(answer: object) -> TypeGuard[Sequence[Any]]:
     return not isinstance(answer, (str, bytes)) and isinstance(answer, Sequence)
 
 
+# A call as an error names it, built only once the call failed (a closure or a
+# string per call would cost every call on the engine's hot path).
+
+
+def _positions_call(group: GroupSpec | None, request: RequestView) -> str:
+    if group is None:
+        return f"checkpoint_positions({describe_request(request)})"
+    return f"reachable_boundaries({group}, {describe_request(request)})"
+
+
+def _block_mask_call(group: GroupSpec, request: RequestView, start: int, end: int) -> str:
+    return f"block_mask({group}, {describe_request(request)}, {start}, {end})"
+
+
+def _chunk_call(call: str, request: RequestView, num_new_tokens: int) -> str:
+    return f"{call}({describe_request(request)}, n={num_new_tokens})"
+
+
 class CheckedPolicy:
     """Wraps a policy; every answer is validated and every failure named.
 
@@ -217,52 +242,47 @@ class CheckedPolicy:
         return PolicyError(self.name, call, _raised(error))
 
     def _positions(
-        self, call: Callable[[], str], answer: object, minimum: int, request: RequestView
+        self, answer: object, minimum: int, request: RequestView, group: GroupSpec | None
     ) -> tuple[int, ...]:
-        if not _is_sequence(answer):
-            raise PolicyError(
-                self.name, call(), f"must return a sequence of ints, got {_show(answer)}"
-            )
-        most = request.num_tokens + 1
-        if len(answer) > most:
-            raise PolicyError(
-                self.name,
-                call(),
+        """``answer`` as a tuple, if it is positions ``>= minimum`` of ``request``.
+
+        ``group``: the reachable boundaries' group, ``None`` for the
+        checkpoint positions; with the request it names the call, which is
+        described only on failure (this is on the engine's hot path).
+        """
+        if type(answer) is not tuple and not _is_sequence(answer):
+            problem = f"must return a sequence of ints, got {_show(answer)}"
+        elif len(answer) > request.num_tokens + 1:
+            problem = (
                 f"returned {len(answer)} positions; a request of {request.num_tokens} tokens "
-                f"has at most {most}",
+                f"has at most {request.num_tokens + 1}"
             )
-        for index, value in enumerate(answer):
-            if type(value) is not int or value < minimum:
-                raise PolicyError(
-                    self.name,
-                    call(),
-                    f"element {index} is {_show(value)}; must be an int >= {minimum}",
-                )
-        return tuple(answer)
+        else:
+            for index, value in enumerate(answer):
+                if type(value) is not int or value < minimum:
+                    problem = f"element {index} is {_show(value)}; must be an int >= {minimum}"
+                    break
+            else:
+                return tuple(answer)
+        raise PolicyError(self.name, _positions_call(group, request), problem)
 
     def checkpoint_positions(
         self, geometry: HybridGeometry, request: RequestView
     ) -> tuple[int, ...]:
-        def call() -> str:  # described only on failure: this is on the engine's hot path
-            return f"checkpoint_positions({describe_request(request)})"
-
         try:
             answer = self.policy.checkpoint_positions(geometry, request)
         except BaseException as error:
-            raise self._call_failed(call(), error) from error
-        return self._positions(call, answer, 1, request)
+            raise self._call_failed(_positions_call(None, request), error) from error
+        return self._positions(answer, 1, request, None)
 
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
     ) -> tuple[int, ...]:
-        def call() -> str:
-            return f"reachable_boundaries({group}, {describe_request(request)})"
-
         try:
             answer = self.policy.reachable_boundaries(geometry, group, request)
         except BaseException as error:
-            raise self._call_failed(call(), error) from error
-        return self._positions(call, answer, 0, request)
+            raise self._call_failed(_positions_call(group, request), error) from error
+        return self._positions(answer, 0, request, group)
 
     def block_mask(
         self,
@@ -273,27 +293,27 @@ class CheckedPolicy:
         end_block: int,
         boundaries: Sequence[int],
     ) -> Sequence[bool] | None:
-        def call() -> str:
-            return f"block_mask({group}, {describe_request(request)}, {start_block}, {end_block})"
-
         try:
             answer = self.policy.block_mask(
                 geometry, group, request, start_block, end_block, boundaries
             )
         except BaseException as error:
-            raise self._call_failed(call(), error) from error
+            call = _block_mask_call(group, request, start_block, end_block)
+            raise self._call_failed(call, error) from error
         if answer is None:
             return None
         length = end_block - start_block
         if (
-            not _is_sequence(answer)
+            (type(answer) is not list and not _is_sequence(answer))
             or len(answer) != length
             # isinstance is type-exact here (bool cannot be subclassed), and mapped
             # it runs in C: a mask has a flag per block of the chunk.
             or not all(map(isinstance, answer, repeat(bool)))
         ):
             raise PolicyError(
-                self.name, call(), f"must return None or {length} bools, got {_show(answer)}"
+                self.name,
+                _block_mask_call(group, request, start_block, end_block),
+                f"must return None or {length} bools, got {_show(answer)}",
             )
         return answer
 
@@ -304,17 +324,14 @@ class CheckedPolicy:
         num_new_tokens: int,
         max_prefill_tokens: int,
     ) -> int:
-        def call() -> str:
-            return f"split({describe_request(request)}, n={num_new_tokens})"
-
         try:
             answer = self.policy.split(geometry, request, num_new_tokens, max_prefill_tokens)
         except BaseException as error:
-            raise self._call_failed(call(), error) from error
+            raise self._call_failed(_chunk_call("split", request, num_new_tokens), error) from error
         if type(answer) is not int or not 0 <= answer <= num_new_tokens:
             raise PolicyError(
                 self.name,
-                call(),
+                _chunk_call("split", request, num_new_tokens),
                 f"must return an int in [0, {num_new_tokens}], got {_show(answer)}",
             )
         return answer
@@ -330,19 +347,16 @@ class CheckedPolicy:
         ask = self._prefill_checkpoint
         if ask is None:
             return 0
-
-        def call() -> str:
-            return f"prefill_checkpoint({describe_request(request)}, n={num_new_tokens})"
-
         try:
             answer = ask(geometry, request, num_new_tokens)
         except BaseException as error:
-            raise self._call_failed(call(), error) from error
+            call = _chunk_call("prefill_checkpoint", request, num_new_tokens)
+            raise self._call_failed(call, error) from error
         start = request.num_computed_tokens
         if type(answer) is not int or not (answer == 0 or start < answer < start + num_new_tokens):
             raise PolicyError(
                 self.name,
-                call(),
+                _chunk_call("prefill_checkpoint", request, num_new_tokens),
                 f"must return 0 or an int in ({start}, {start + num_new_tokens}), "
                 f"got {_show(answer)}",
             )

@@ -11,7 +11,8 @@ every policy instance and every engine with the same setting shares one.
 
 A request's reachable boundaries are a pure function of its prompt length,
 its junction and three numbers of the geometry, and a policy hands them to
-every mask of every group of the request's chunks: :func:`boundaries`
+every mask of every group of the request's chunks, and its split stops at
+them on every chunk (``core.promised_stop``): :func:`boundaries`
 memoizes ``core.reachable_boundaries`` by those values, typed (so a ``True``
 is not served the answer for ``1``: it reaches the core, which rejects it;
 an exception is not cached, so a bad argument raises at every call).

@@ -33,9 +33,9 @@ from junction.core import (
     HybridGeometry,
     InvalidArgument,
     PrefillCheckpoints,
-    checkpoint_stop,
     prefill_end,
     promised_positions,
+    promised_stop,
 )
 from junction.reference.engine.policy import Policy, PolicyError, RequestView
 
@@ -88,15 +88,7 @@ class JunctionPolicy:
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
     ) -> tuple[int, ...]:
-        # On the hit grid the mask floors to: none floors to 0 (core leaves
-        # those out; they promise nothing, yet would keep an EAGLE peek block).
-        return boundaries(
-            request.num_prompt_tokens,
-            self.junction(request),
-            geometry.eagle_drop_tokens,
-            geometry.sub_block_full_attention_sizes,
-            geometry.hit_grid_tokens,
-        )
+        return self.promised(geometry, request, self.junction(request))
 
     def block_mask(
         self,
@@ -138,13 +130,8 @@ class JunctionPolicy:
             # The backend writes this promised state inside the chunk, if the
             # chunk runs to its end: no other promised position may cut it.
             written = self.prefill_checkpoint(geometry, request, tokens)
-            if stop == written and end == checkpoint_stop(
-                geometry,
-                start=written,
-                end=end,
-                num_prompt_tokens=request.num_prompt_tokens,
-                shared_prefix_boundary=self.split_junction(request),
-            ):
+            promised = self.promised(geometry, request, self.split_junction(request))
+            if stop == written and end == promised_stop(geometry, promised, start=written, end=end):
                 stop = end
         return stop - start
 
@@ -204,13 +191,24 @@ class JunctionPolicy:
         return self.junction(request)
 
     def stop(self, geometry: HybridGeometry, request: RequestView, end: int) -> int:
-        """The chunk's end: the earliest promised position inside it (``core.checkpoint_stop``)."""
-        return checkpoint_stop(
-            geometry,
-            start=request.num_computed_tokens,
-            end=end,
-            num_prompt_tokens=request.num_prompt_tokens,
-            shared_prefix_boundary=self.split_junction(request),
+        """The chunk's end: the earliest promised position inside it
+        (``core.checkpoint_stop``, on the memoized boundaries: ``core.promised_stop``)."""
+        promised = self.promised(geometry, request, self.split_junction(request))
+        return promised_stop(geometry, promised, start=request.num_computed_tokens, end=end)
+
+    def promised(
+        self, geometry: HybridGeometry, request: RequestView, junction: int
+    ) -> tuple[int, ...]:
+        """``core.reachable_boundaries`` of the request with this junction, memoized
+        (``bound.boundaries``): the mask's boundaries and the split's stops."""
+        # On the hit grid the mask floors to: none floors to 0 (core leaves
+        # those out; they promise nothing, yet would keep an EAGLE peek block).
+        return boundaries(
+            request.num_prompt_tokens,
+            junction,
+            geometry.eagle_drop_tokens,
+            geometry.sub_block_full_attention_sizes,
+            geometry.hit_grid_tokens,
         )
 
 

@@ -6,6 +6,11 @@ one token, and the whole-block landing point of partial hits.
 
 from __future__ import annotations
 
+import os
+import pickle
+import subprocess
+import sys
+
 from junction.core import (
     ChunkSplitter,
     GroupSpec,
@@ -210,3 +215,27 @@ def test_finders_ask_only_about_the_chains_blocks_by_int_index() -> None:
     # Every block cached: full attention's run stops at the bound, not one block past.
     whole = [True] * 4
     assert group_finder(GroupSpec.full(4), whole.__getitem__, alignment_tokens=4)(16, False) == 16
+
+
+def test_a_geometry_sent_to_another_process_hashes_as_one_built_there() -> None:
+    # GroupSpec caches its hash (a policy's mask bindings are keyed by it on
+    # every call); the cache must not travel in a pickle (the fuzz worker
+    # receives one) to a process whose string hashes are seeded differently.
+    geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.sliding_window(4, 8)], 4)
+    hash(geometry), hash(geometry.groups[1])  # fill both caches before pickling
+    there = """
+import pickle, sys
+from junction.core import GroupSpec, HybridGeometry
+got = pickle.loads(sys.stdin.buffer.read())
+built = HybridGeometry([GroupSpec.full(4), GroupSpec.sliding_window(4, 8)], 4)
+print(hash(got) == hash(built), hash(got.groups[1]) == hash(built.groups[1]))
+"""
+    seed = {"PYTHONHASHSEED": "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"}
+    result = subprocess.run(
+        [sys.executable, "-c", there],
+        input=pickle.dumps(geometry),
+        capture_output=True,
+        check=True,
+        env={**os.environ, **seed},
+    )
+    assert result.stdout.split() == [b"True", b"True"], result.stderr

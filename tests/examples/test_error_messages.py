@@ -28,6 +28,7 @@ from junction.core import (
     mask_plan,
     prefill_end,
     promised_positions,
+    promised_stop,
     reachable_block_mask,
     reachable_boundaries,
     reconcile_hits,
@@ -103,6 +104,26 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "checkpoint end",
         lambda: checkpoint_stop(GEOMETRY, start=5, end=4, num_prompt_tokens=8),
         "end=4: must be >= start (5)",
+    ),
+    (
+        "promised stop start",
+        lambda: promised_stop(GEOMETRY, (3,), start=-1, end=4),
+        "start=-1: must be >= 0",
+    ),
+    (
+        "promised stop end",
+        lambda: promised_stop(GEOMETRY, (3,), start=5, end=4),
+        "end=4: must be >= start (5)",
+    ),
+    (
+        "promised stop boundary",
+        lambda: promised_stop(GEOMETRY, (3, -2), start=0, end=4),
+        "reachable_boundaries[1]=-2: must be >= 0",
+    ),
+    (
+        "promised stop boundary type",
+        lambda: promised_stop(GEOMETRY, (True,), start=0, end=4),  # type: ignore[arg-type]
+        "reachable_boundaries[0]=True: must be an int >= 0",
     ),
     # finders
     (

@@ -33,6 +33,7 @@ from .core_under_test import (
     mamba_block_aligned_split,
     prefill_end,
     promised_positions,
+    promised_stop,
     reachable_block_mask,
     reachable_boundaries,
     reconcile_hits,
@@ -338,6 +339,13 @@ def test_checkpoints_reject_bad_positions(
     assert_rejects(
         lambda: checkpoint_stop(geometry, start=-back, end=start, num_prompt_tokens=prompt),
         "start",
+        -back,
+    )
+    assert_rejects(lambda: promised_stop(geometry, (), start=start, end=bad), "end", bad)
+    assert_rejects(lambda: promised_stop(geometry, (), start=-back, end=start), "start", -back)
+    assert_rejects(
+        lambda: promised_stop(geometry, (prompt, -back), start=0, end=start),
+        "reachable_boundaries[1]",
         -back,
     )
 

@@ -1,7 +1,9 @@
 """The promised positions: where lookups land, and the split's stop among them.
 
 * ``checkpoint_stop`` is the earliest of ``promised_positions`` strictly inside
-  the chunk (the direct segment arithmetic agrees with the enumeration).
+  the chunk (the direct segment arithmetic agrees with the enumeration), and
+  ``promised_stop`` the earliest of any boundaries floored to the hit grid
+  and the segment boundaries.
 * Core alone, wired as an engine that vendors only ``core`` wires it
   (``reachable_boundaries`` into ``reachable_block_mask`` on the hit grid),
   keeps only blocks the oracle says some promised position needs (economy).
@@ -27,7 +29,9 @@ from .core_under_test import (
     GroupKind,
     HybridGeometry,
     checkpoint_stop,
+    floor_to,
     promised_positions,
+    promised_stop,
     reachable_block_mask,
     reachable_boundaries,
 )
@@ -64,6 +68,21 @@ def test_checkpoint_stop_is_the_earliest_promised_position_inside(
         geometry, start=start, end=end, num_prompt_tokens=prompt, shared_prefix_boundary=junction
     )
     assert got == min(inside, default=end), (promised, got)
+
+
+@given(geometries_with_retention(), st.lists(st.integers(0, 80), max_size=4), st.data())
+def test_promised_stop_is_the_earliest_floored_boundary_or_segment_inside(
+    geometry: HybridGeometry, boundaries: list[int], data: st.DataObject
+) -> None:
+    start = data.draw(st.integers(0, 80))
+    end = data.draw(st.integers(start, 81))
+    grid, interval = geometry.hit_grid_tokens, geometry.retention_interval
+    candidates = {floor_to(x, grid) for x in boundaries}
+    if interval:
+        candidates.update(range(interval, end, interval))
+    inside = [p for p in candidates if start < p < end]
+    got = promised_stop(geometry, boundaries, start=start, end=end)
+    assert got == min(inside, default=end), (candidates, got)
 
 
 @given(geometries(), st.integers(1, 80), st.booleans())
