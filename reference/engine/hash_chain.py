@@ -61,9 +61,14 @@ class HashChain:
         rest = iter(tokens[done:] if done else tokens)
         # unit_hash of each unit, inlined: zip cuts the units in C (each one the
         # tuple unit_hash would build), and this loop runs once per unit of a trace.
+        # Collected in a list and stored at once: array.append costs more per
+        # hash than a list's append and one fromlist (13% of a prompt's hashing).
+        found: list[int] = []
+        add = found.append
         for unit_tokens in zip(*[rest] * unit, strict=False):
             parent = hash((parent, unit_tokens))
-            hashes.append(parent)
+            add(parent)
+        hashes.fromlist(found)
 
     @property
     def num_hashed_tokens(self) -> int:
