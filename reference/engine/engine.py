@@ -26,9 +26,11 @@ Speed (``make bench-engine``): the policy's split is asked only for prefill
 chunks (a decode step computes one token, which no split may cut; vLLM asks
 its own only during prefill too), a step that needs no new slot allocates
 nothing, a Mamba chunk that continues in its latest block moves nothing,
-lookups walk a group's block hashes sliced from the chain in C, and full
+lookups walk a group's block hashes sliced from the chain in C, full
 attention's run of cached blocks is counted by the pool in C (one call per
-admission, the same operations as a call per block).
+admission, the same operations as a call per block), and submission
+compares a length with the longest request the pool fits alone, found once
+per engine (``blocks_at_peak`` is computed only for a refusal's message).
 """
 
 from __future__ import annotations
