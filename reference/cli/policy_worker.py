@@ -140,6 +140,12 @@ class WatchedPolicy:
         self._board = board
         self.name = name
 
+    @property
+    def fixed_boundaries(self) -> object:
+        """The policy's optional declaration, read (and judged) by ``CheckedPolicy``:
+        fuzzed with it, a false one is found by the engine's check."""
+        return getattr(self._policy, "fixed_boundaries", False)
+
     def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> Any:
         self._board.begin(f"checkpoint_positions({describe_request(request)})")
         try:

@@ -380,7 +380,10 @@ class Engine:
         """Every engine invariant, from scratch.
 
         Raises :class:`InvariantViolation` naming the invariant and the numbers,
-        carrying :meth:`dump` (the pool's and every queued request).
+        carrying :meth:`dump` (the pool's and every queued request), and
+        :class:`PolicyError` when a policy declaring ``fixed_boundaries``
+        now answers a running request's boundaries otherwise than the ones
+        the engine reuses.
         """
         try:
             self._check()
@@ -415,6 +418,8 @@ class Engine:
                     f"{request}: computed {request.num_computed_tokens}, "
                     f"tokens {request.num_tokens}",
                 )
+            for manager in self.coordinator.managers:  # the policy's declaration holds
+                manager.check_boundaries(request)
             for manager in self.coordinator.managers:
                 if not isinstance(manager, MambaManager):
                     # Every computed token has its slot (the quiet steps skip allocation).

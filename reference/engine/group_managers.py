@@ -10,7 +10,9 @@
   state that may be cached, and the next chunk continues in a fresh block.
 
 Caching goes through the retention policy (``reference.engine.policy``): its
-reachable boundaries for the group and the request, then its block mask;
+reachable boundaries for the group and the request (asked once per request
+and junction when the policy declares them fixed, ``fixed_boundaries``; on
+every mask otherwise), then its block mask;
 lookups go through ``core.GroupLookup``, bound once per group (full attention's
 also handed the pool's count of its leading cached run, one call instead of
 one per block). The managers hold no decision arithmetic of their own.
@@ -69,6 +71,11 @@ class GroupManager:
         self.pool = pool
         self.blocks: dict[int, list[Block]] = {}
         self.num_cached: dict[int, int] = {}
+        # A policy declaring fixed boundaries is asked once per request and
+        # junction: per request, the prompt length and junction it was asked
+        # with and its answer (Engine.check asks again).
+        self._fixed_boundaries = policy.fixed_boundaries
+        self.known_boundaries: dict[int, tuple[int, int, tuple[int, ...]]] = {}
         sub_block_sizes = geometry.sub_block_full_attention_sizes
         self._full = spec.kind is GroupKind.FULL
         self._sub_block_hits = spec.kind is GroupKind.FULL and spec.block_size in sub_block_sizes
@@ -182,7 +189,17 @@ class GroupManager:
     def mask(self, request: Request, start_block: int, end_block: int) -> Sequence[bool] | None:
         """The policy's mask for blocks ``[start_block, end_block)`` of this group."""
         geometry, spec, policy = self.geometry, self.spec, self.policy
-        boundaries = policy.reachable_boundaries(geometry, spec, request)
+        if not self._fixed_boundaries:
+            boundaries = policy.reachable_boundaries(geometry, spec, request)
+        else:
+            rid = request.request_id
+            prompt, junction = request.num_prompt_tokens, request.shared_prefix_boundary
+            known = self.known_boundaries.get(rid)
+            if known is not None and known[0] == prompt and known[1] == junction:
+                boundaries = known[2]
+            else:
+                boundaries = policy.reachable_boundaries(geometry, spec, request)
+                self.known_boundaries[rid] = (prompt, junction, boundaries)
         return policy.block_mask(geometry, spec, request, start_block, end_block, boundaries)
 
     def cache_block(self, request: Request, block: Block, index: int) -> None:
@@ -206,9 +223,21 @@ class GroupManager:
             end=(index + 1) * size,
         )
 
+    def check_boundaries(self, request: Request) -> None:
+        """The policy's fixed boundaries for this request, if reused, asked again
+        (``CheckedPolicy.check_fixed_boundaries``: :class:`PolicyError` if they changed)."""
+        known = self.known_boundaries.get(request.request_id)
+        if (
+            known is not None
+            and known[0] == request.num_prompt_tokens
+            and known[1] == request.shared_prefix_boundary
+        ):
+            self.policy.check_fixed_boundaries(self.geometry, self.spec, request, known[2])
+
     def free(self, request: Request) -> None:
         blocks = self.blocks.pop(request.request_id, [])
         self.num_cached.pop(request.request_id, None)
+        self.known_boundaries.pop(request.request_id, None)
         self.pool.free(reversed(blocks))  # tail first: evicted first
 
     def held(self, request_id: int) -> list[Block]:
@@ -406,6 +435,7 @@ class MambaManager(GroupManager):
     def free(self, request: Request) -> None:
         rid = request.request_id
         self.num_cached.pop(rid, None)
+        self.known_boundaries.pop(rid, None)
         blocks = [b for b in (self.running.pop(rid, None), self.latest.pop(rid, None)) if b]
         if self._writes_checkpoints and (checkpoint := self.checkpoint.pop(rid, None)):
             blocks.append(checkpoint[0])  # preempted between allocation and the step

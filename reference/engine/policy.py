@@ -18,6 +18,17 @@ engine's backend writes a Mamba state there and offers it to the mask, as
 vLLM's backend writes into the checkpoint block its scheduler allocated. A
 policy without the attribute gets none, and the engine asks nothing.
 
+One declaration is optional too: a policy whose ``reachable_boundaries``
+depends on the request only through ``num_prompt_tokens`` and
+``shared_prefix_boundary`` (every built-in policy's: the promised positions
+are the prompt's and the junction's) says so with ``fixed_boundaries =
+True``. The engine then asks once per request, group and junction and hands
+that answer to the request's later masks, instead of asking on every mask
+of every chunk. A policy without the attribute is asked on every mask, as
+before. A false declaration is found, not trusted: the engine's ``check()``
+(run after every step of a conformance run) asks again and raises
+:class:`PolicyError` naming ``fixed_boundaries`` when an answer changed.
+
 Lookup (the finders and reconciliation) is not a policy decision: it is
 exact by first principles (``core.reconcile_hits``) and every policy is
 judged by what that lookup finds in the cache the policy left.
@@ -230,10 +241,18 @@ class CheckedPolicy:
             raise PolicyError(
                 name, "prefill_checkpoint", "writes_prefill_checkpoints is True: must be a method"
             )
+        try:
+            fixed = getattr(policy, "fixed_boundaries", False)
+        except BaseException as error:
+            raise PolicyError(name, "fixed_boundaries", _raised(error)) from None
+        if fixed is not True and fixed is not False:
+            raise PolicyError(name, "fixed_boundaries", f"must be a bool, got {_show(fixed)}")
         self.policy: Policy = checked
         self.name = name
         #: Whether the engine asks :meth:`prefill_checkpoint` (the optional question).
         self.writes_prefill_checkpoints: bool = writes
+        #: Whether the engine may reuse a request's reachable boundaries (the declaration).
+        self.fixed_boundaries: bool = fixed
         self._prefill_checkpoint: Callable[[HybridGeometry, RequestView, int], object] | None = (
             answer
         )
@@ -283,6 +302,26 @@ class CheckedPolicy:
         except BaseException as error:
             raise self._call_failed(_positions_call(group, request), error) from error
         return self._positions(answer, 0, request, group)
+
+    def check_fixed_boundaries(
+        self,
+        geometry: HybridGeometry,
+        group: GroupSpec,
+        request: RequestView,
+        known: tuple[int, ...],
+    ) -> None:
+        """Raise :class:`PolicyError` unless the policy, asked again, still answers
+        ``known``, its reachable boundaries for this group, prompt and junction:
+        what the engine reuses for a policy declaring ``fixed_boundaries``."""
+        answer = self.reachable_boundaries(geometry, group, request)
+        if answer != known:
+            raise PolicyError(
+                self.name,
+                "fixed_boundaries",
+                f"declared True, but {_positions_call(group, request)} answered "
+                f"{_show(answer)}, and {_show(known)} when first asked with this prompt "
+                "and junction",
+            )
 
     def block_mask(
         self,

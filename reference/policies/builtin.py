@@ -64,6 +64,9 @@ class JunctionPolicy:
     name = "junction"
     options = DEFAULT_OPTIONS
     writes_prefill_checkpoints = False
+    # The reachable boundaries are the prompt's and the junction's (the
+    # protocol's declaration): a subclass whose junction() reads more says False.
+    fixed_boundaries = True
 
     def __init__(self, options: JunctionOptions = DEFAULT_OPTIONS) -> None:
         if not isinstance(options, JunctionOptions):

@@ -112,6 +112,7 @@ class VllmPolicy:
     """vLLM 0.33.0's boundaries, mask and split (the split with ``split_options``)."""
 
     name = "vllm-0.33"
+    fixed_boundaries = True  # vLLM's boundaries: the prompt's, the junction's, the group's
 
     def __init__(self, split_options: VllmSplitOptions = VLLM_DEFAULT_SPLIT) -> None:
         self.split_options = split_options

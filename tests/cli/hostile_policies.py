@@ -85,3 +85,15 @@ class HugePositions(JunctionPolicy):
 
     def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> list[int]:
         return list(range(1, 10_000_001))
+
+
+class FalselyFixed(JunctionPolicy):
+    """Declares fixed boundaries (inherited) but repeats the first on odd
+    computed counts: harmless to every mask, so only the declaration's check
+    can find it."""
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        boundaries = super().reachable_boundaries(geometry, group, request)
+        return boundaries + boundaries[:1] if request.num_computed_tokens % 2 else boundaries

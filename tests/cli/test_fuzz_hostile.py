@@ -70,6 +70,7 @@ def _fuzz(policy: str, *more: str, seconds: float = 3.0) -> tuple[int, str, str]
         ("Interrupts", r"checkpoint_positions\(P=\d+.*\): raised KeyboardInterrupt"),
         ("HugeMask", r"block_mask\(.*\): must return None or \d+ bools, got \[True, True"),
         ("HugePositions", r"checkpoint_positions\(.*\): returned 10000000 positions"),
+        ("FalselyFixed", r"fixed_boundaries: declared True, but reachable_boundaries\(Group"),
     ],
 )
 def test_a_policy_that_raises_or_answers_absurdly_is_an_error(policy: str, message: str) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pytest
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.engine.policy import PolicyError, RequestView
+from junction.reference.engine.policy import CheckedPolicy, PolicyError, RequestView
 from junction.reference.harness import Promise, Scenario, Verdict, replay, run_conformance
 from junction.reference.policies.builtin import (
     DensePolicy,
@@ -99,6 +99,42 @@ def test_a_broken_policy_is_an_error_naming_policy_and_call(
     assert verdict.status is Verdict.ERROR and verdict.violation is None
     assert f"policy {policy.name!r}" in verdict.message
     assert call in verdict.message and problem in verdict.message
+
+
+class FalselyFixed(JunctionPolicy):
+    """Declares fixed boundaries (inherited), yet its answer changes as the
+    request runs: the first boundary repeated on odd computed counts, which
+    no mask notices, so no promise can."""
+
+    name = "falsely fixed"
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        boundaries = super().reachable_boundaries(geometry, group, request)
+        return boundaries + boundaries[:1] if request.num_computed_tokens % 2 else boundaries
+
+
+def test_a_false_fixed_boundaries_declaration_is_an_error_naming_it() -> None:
+    report = run_conformance(FalselyFixed(), examples=20, promises=["replay"], fail_fast=True)
+    verdict = report.violated[0]
+    assert verdict.status is Verdict.ERROR and verdict.violation is None
+    assert "policy 'falsely fixed': fixed_boundaries: declared True" in verdict.message
+    assert "reachable_boundaries(" in verdict.message
+    # Undeclared, the same answers are asked for on every mask: nothing to find.
+    honest = FalselyFixed()
+    honest.fixed_boundaries = False
+    assert run_conformance(honest, examples=20, promises=["replay"]).passed
+
+
+@pytest.mark.parametrize(
+    ("declared", "problem"), [(1, "must be a bool, got 1"), ("yes", "must be a bool")]
+)
+def test_a_fixed_boundaries_declaration_must_be_a_bool(declared: object, problem: str) -> None:
+    policy = JunctionPolicy()
+    policy.fixed_boundaries = declared  # type: ignore[assignment]
+    with pytest.raises(PolicyError, match=f"fixed_boundaries: {problem}"):
+        CheckedPolicy(policy)
 
 
 def test_an_object_without_the_protocol_is_refused_up_front() -> None:
