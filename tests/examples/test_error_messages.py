@@ -17,6 +17,7 @@ import pytest
 from junction.core import (
     ChunkSplitter,
     GroupKind,
+    GroupLookup,
     GroupSpec,
     HybridGeometry,
     InvalidArgument,
@@ -39,6 +40,7 @@ from junction.core import (
 )
 
 MAMBA4 = GroupSpec.mamba(4)
+FULL4 = GroupSpec.full(4)
 GEOMETRY = HybridGeometry([GroupSpec.full(4), MAMBA4], 4)
 NOT_CALLABLE = 7
 SPLIT = dict(
@@ -140,6 +142,16 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "finder A",
         lambda: group_finder(MAMBA4, set().__contains__, alignment_tokens=0),
         "alignment_tokens=0: must be >= 1",
+    ),
+    (
+        "finder cached_run",
+        lambda: GroupLookup(FULL4, 4).finder(bool, NOT_CALLABLE),  # type: ignore[arg-type]
+        "cached_run=7: must be None or callable: limit -> leading cached blocks",
+    ),
+    (
+        "finder cached_run's answer",
+        lambda: GroupLookup(FULL4, 4).finder(bool, lambda limit: limit + 1)(8, False),
+        "cached_run=3: asked for the cached run of at most 2 blocks: must return an int in [0, 2]",
     ),
     # geometry
     ("spec block", lambda: GroupSpec.mamba(0), "block_size=0: must be an int >= 1"),
