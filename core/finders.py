@@ -39,8 +39,8 @@ properties hold it to the oracle), and an answer outside ``[0, limit]`` is
 refused. Only full attention takes one: the window and Mamba scans ask a few
 blocks right to left (about ``need``, and often one: 8 and 1 calls per
 admission in the engine's benchmark, against full attention's 40), where a
-run would save a few calls each. Rejected: a run for every kind,
-with bounds (a second contract per kind for a few calls each).
+run would save a few calls each. Rejected: a run for every kind, with
+bounds (a second contract per kind for a few calls each).
 """
 
 from __future__ import annotations
