@@ -147,8 +147,10 @@ def oracle_reachable_block_mask(
         # promises alone need every block (then keep them all).
         repeat = math.lcm(segment, alignment_tokens, block_size) // block_size
         horizon = max(end_block, 3 * repeat + 2 + (window or 0))
-        # A position past this needs only blocks at or after the horizon.
-        last_position = (horizon + 1) * block_size + (window or 0)
+        # A position past this needs only blocks at or after the horizon: it
+        # lands up to A - 1 tokens lower (an off-grid R), reads its window below
+        # that, and its own block's end is a block past it.
+        last_position = (horizon + 1) * block_size + (window or 0) + alignment_tokens - 1
         for position in range(segment, last_position + 1, segment):
             periodic |= needed(_largest_multiple_at_most(position, alignment_tokens))
         first = 1 if use_eagle and kind == SLIDING_WINDOW else 0

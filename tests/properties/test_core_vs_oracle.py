@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import event, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from junction.reference.oracle.first_principles import (
@@ -25,6 +25,7 @@ from junction.reference.oracle.first_principles import (
 from .core_under_test import (
     GroupKind,
     GroupLookup,
+    GroupSpec,
     HitReconciler,
     cdiv,
     last_cacheable_position,
@@ -42,6 +43,21 @@ from .strategies import group_specs, mask_inputs, reconcile_inputs, split_inputs
 
 
 @given(mask_inputs())
+# An off-grid interval's segment end past the range (k * R = 160, the range's
+# blocks end at token 156) floors into it (to 156, block 51's state): the
+# oracle once stopped looking at the range's end and dropped that state.
+@example(
+    {
+        "start_block": 0,
+        "end_block": 52,
+        "alignment_tokens": 6,
+        "spec": GroupSpec.mamba(3),
+        "use_eagle": False,
+        "retention_interval": 5,
+        "reachable_boundaries": [],
+        "final_segment_end_block": None,
+    }
+)
 def test_reachable_block_mask_matches_oracle(args: dict[str, Any]) -> None:
     got = reachable_block_mask(**args)
     want = oracle_mask(args)
