@@ -85,9 +85,13 @@ def _ends_on_the_mamba_block(geometry: HybridGeometry, problem: object) -> bool:
     return isinstance(problem, OffGrid) and problem.end % block == 0 and block < problem.grid
 
 
-def _eagle_drops_a_hash_unit(geometry: HybridGeometry) -> bool:
-    """EAGLE with partial hits: full attention drops one hash unit, not ``L``."""
-    return geometry.use_eagle and geometry.partial_hits
+def _eagle_drops_less_than_the_grid(geometry: HybridGeometry) -> bool:
+    """EAGLE, and the lookup drops less than ``L``: one hash unit with partial hits,
+    else the EAGLE groups' own blocks when every one is below ``L`` (EAGLE per group
+    can leave the largest blocks to groups that do not drop)."""
+    if not geometry.use_eagle:
+        return False
+    return geometry.partial_hits or geometry.eagle_drop_tokens < geometry.scheduler_block_size
 
 
 def _sub_block_boundary(scenario: Scenario) -> bool:
@@ -169,6 +173,6 @@ def diagnose(violation: Violation) -> str | None:
         return "eagle-zero-boundary"
     if promise in (Promise.REPLAY, Promise.JUNCTION) and _target_window_under_a_junction(scenario):
         return "eagle-junction-target-group"
-    if promise is not Promise.RECONCILIATION and _eagle_drops_a_hash_unit(geometry):
+    if promise is not Promise.RECONCILIATION and _eagle_drops_less_than_the_grid(geometry):
         return "eagle-landing"
     return None

@@ -94,11 +94,15 @@ FINDINGS: tuple[Finding, ...] = (
         ("replay", "junction"),
         "new; the mirror of #53945/#54713 (state kept where no lookup lands)",
         "`replay_boundaries` keeps `floor_L(P - 1) - L` and `floor_L(P) - L`, and "
-        "`cache_blocks` adds `J - B` for the junction, but with partial hits full "
-        "attention's EAGLE lookup drops one hash unit (`eagle_proof_margin`) and re-floors "
-        "to `A = H`, so it lands above the kept positions. (Without partial hits the drop "
-        "`B_f` can also be below `L`, but the audit found no case where that loses a hit: "
-        "a sliding window's own peek block or the Mamba grid limits the landing first)",
+        "`cache_blocks` adds `J - B` for the junction, but the EAGLE lookup can drop less "
+        "than `L`, and then it lands above the kept positions: with partial hits full "
+        "attention drops one hash unit (`eagle_proof_margin`) and re-floors to `A = H`; "
+        "without them each EAGLE group drops its own block, below `L` when every EAGLE "
+        "group's block is: with EAGLE per group (`is_eagle_group`) when the groups with the "
+        "largest blocks are not EAGLE groups (a resend of 18 tokens with full attention of 2 "
+        "as the only EAGLE group and `L = 8` lands at 16, the windows keep their tails at "
+        "8); with every group an EAGLE group only when a Mamba block sets `L`, whose grid "
+        "then limits the landing first",
         "under `R = 0` the sliding-window tail or Mamba state a resend needs is not kept: the "
         "resend misses what dense retention would hit",
         _scenario(

@@ -64,7 +64,30 @@ WINDOW_OF_ONE_UNDER_EAGLE = Scenario(
     4,
 )
 
-test_replay = _property(Promise.REPLAY, 0.4)
+# A random draw found it (finding `eagle-landing`, without partial hits): full attention of
+# 2 is the only EAGLE group, so the resend of 18 tokens drops 2 and lands at 16 (L = 8);
+# vLLM's EAGLE replay boundary floor_L(P - 1) - L = 8 is where the target-model window
+# (no peek block) keeps its tail, so the resend hits 8, dense retention 16.
+SMALL_EAGLE_DROP = Scenario(
+    "replay",
+    vllm_geometry(
+        [
+            GroupSpec.full(2),
+            attrs.evolve(GroupSpec.full(4), eagle_group=False),
+            attrs.evolve(GroupSpec.full(8), eagle_group=False),
+            attrs.evolve(GroupSpec.sliding_window(2, 2), eagle_group=False),
+        ],
+        2,
+        use_eagle=True,
+        retention_interval=0,
+    ),
+    [(0,) * 18],
+    (0,) * 18,
+    4,
+    max_output_tokens=2,
+)
+
+test_replay = _property(Promise.REPLAY, 0.4, (SMALL_EAGLE_DROP,))
 test_junction = _property(Promise.JUNCTION, 0.4)
 test_segments = _property(Promise.SEGMENTS, 0.2)
 test_economy = _property(Promise.ECONOMY, 0.3)
@@ -121,3 +144,13 @@ def test_the_window_of_one_under_eagle_is_the_one_token_window_finding() -> None
     violation = check(WINDOW_OF_ONE_UNDER_EAGLE, VLLM)
     assert violation is not None and violation.problem == LookupMismatch((0, 4, 4), (4, 4, 0))
     assert diagnose(violation) == "lookup-swa_window_of_one_needs_a_block"
+
+
+def test_a_resend_past_a_drop_below_the_grid_is_the_eagle_landing_finding() -> None:
+    violation = check(SMALL_EAGLE_DROP, VLLM)
+    assert violation is not None and violation.promise is Promise.REPLAY
+    assert diagnose(violation) == "eagle-landing"
+    # With every group an EAGLE group, full attention of 8 drops L: vLLM's boundary holds.
+    groups = [attrs.evolve(g, eagle_group=True) for g in SMALL_EAGLE_DROP.geometry.groups]
+    every = attrs.evolve(SMALL_EAGLE_DROP.geometry, groups=groups)
+    assert check(attrs.evolve(SMALL_EAGLE_DROP, geometry=every), VLLM) is None
