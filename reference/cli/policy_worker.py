@@ -146,6 +146,26 @@ class WatchedPolicy:
         fuzzed with it, a false one is found by the engine's check."""
         return getattr(self._policy, "fixed_boundaries", False)
 
+    @property
+    def writes_prefill_checkpoints(self) -> object:
+        """The policy's optional question, read (and judged) by ``CheckedPolicy``:
+        fuzzed without it, a policy whose split relies on the backend's internal
+        checkpoint would be judged on an engine that never writes one."""
+        return getattr(self._policy, "writes_prefill_checkpoints", False)
+
+    def prefill_checkpoint(
+        self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int
+    ) -> Any:
+        """Asked only when the policy declares ``writes_prefill_checkpoints``; a policy
+        declaring it without the method raises here, which ``CheckedPolicy`` names."""
+        self._board.begin(f"prefill_checkpoint({describe_request(request)}, n={num_new_tokens})")
+        try:
+            return self._policy.prefill_checkpoint(  # type: ignore[attr-defined]
+                geometry, request, num_new_tokens
+            )
+        finally:
+            self._board.end()
+
     def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> Any:
         self._board.begin(f"checkpoint_positions({describe_request(request)})")
         try:

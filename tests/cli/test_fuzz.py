@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import re
 from pathlib import Path
 
 import pytest
 
+from junction.core import GroupSpec, HybridGeometry
 from junction.reference.cli.main import main as reference
+from junction.reference.cli.policy_worker import CallBoard, WatchedPolicy
+from junction.reference.engine.policy import CheckedPolicy
+from junction.reference.engine.request import Request
+from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.policies.options import JunctionOptions
 
 
 def test_a_conforming_policy_exits_0_with_a_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,3 +71,21 @@ def test_bad_options_exit_2(
         reference(["fuzz", *argv])
     assert info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_worker_asks_the_optional_prefill_checkpoint_question() -> None:
+    # fuzz runs the policy behind the worker's WatchedPolicy: a policy whose split
+    # relies on the backend writing its prefill checkpoint inside a chunk must be
+    # judged on an engine that writes it, so the declaration and the question pass.
+    policy = JunctionPolicy(JunctionOptions(prefill_checkpoint_alignment=4))
+    board = CallBoard(multiprocessing.get_context("spawn"))
+    watched = CheckedPolicy(WatchedPolicy(policy, policy.name, board))
+    direct = CheckedPolicy(policy)
+    assert watched.writes_prefill_checkpoints
+    geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
+    request = Request(0, (0,) * 30, 1, 4)
+    answers = [watched.prefill_checkpoint(geometry, request, n) for n in range(1, 31)]
+    assert answers == [direct.prefill_checkpoint(geometry, request, n) for n in range(1, 31)]
+    assert any(answers) and board.read()[0] == 0.0
+    plain = CheckedPolicy(WatchedPolicy(JunctionPolicy(), "junction", board))
+    assert not plain.writes_prefill_checkpoints
