@@ -118,6 +118,16 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "end=4: must be >= start (5)",
     ),
     (
+        "promised stop start type",
+        lambda: promised_stop(GEOMETRY, (3,), start=True, end=4),
+        "start=True: must be an int >= 0",
+    ),
+    (
+        "promised stop end type",
+        lambda: promised_stop(GEOMETRY, (3,), start=1, end=4.0),  # type: ignore[arg-type]
+        "end=4.0: must be an int >= start (1)",
+    ),
+    (
         "promised stop boundary",
         lambda: promised_stop(GEOMETRY, (3, -2), start=0, end=4),
         "reachable_boundaries[1]=-2: must be >= 0",
@@ -352,6 +362,11 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "prefill_end N",
         lambda: prefill_end(5, 4),
         "num_tokens=4: must be >= num_prompt_tokens (5)",
+    ),
+    (
+        "prefill_end N type",
+        lambda: prefill_end(5, 6.0),  # type: ignore[arg-type]
+        "num_tokens=6.0: must be an int >= num_prompt_tokens (5)",
     ),
     ("split N", lambda: _split(num_tokens=9), "num_tokens=9: must be >= num_prompt_tokens (10)"),
     ("split b", lambda: _split(block_size=0), "block_size=0: must be >= 1"),
