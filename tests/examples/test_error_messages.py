@@ -375,6 +375,11 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         lambda: _split(shared_prefix_boundary=-1),
         "shared_prefix_boundary=-1: must be >= 0",
     ),
+    (
+        "split J type",
+        lambda: _split(shared_prefix_boundary=1.5),
+        "shared_prefix_boundary=1.5: must be an int >= 0",
+    ),
     ("split limit", lambda: _split(max_prefill_tokens=0), "max_prefill_tokens=0: must be >= 1"),
     (
         "split local",
