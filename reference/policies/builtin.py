@@ -146,17 +146,18 @@ class JunctionPolicy:
         tiles = self.options.prefill_checkpoint_alignment
         if tiles is None:
             return 0
-        return self._checkpoint_splitter(geometry, None, tiles).written_checkpoint(
+        return self._split_binding(geometry, None, tiles).written_checkpoint(
             num_computed_tokens=request.num_computed_tokens,
             num_new_tokens=num_new_tokens,
             num_prompt_tokens=request.num_prompt_tokens,
             num_tokens=request.num_tokens,
         )
 
-    def _checkpoint_splitter(
-        self, geometry: HybridGeometry, max_prefill_tokens: int | None, tiles: int
+    def _split_binding(
+        self, geometry: HybridGeometry, max_prefill_tokens: int | None, tiles: int | None
     ) -> ChunkSplitter:
-        """The split's binding with the backend's internal checkpoint, keyed on the hit grid."""
+        """The split's binding on :meth:`chunk_grid`, with the backend's internal
+        checkpoint keyed on the hit grid when ``tiles`` is given."""
         return chunk_splitter(
             self.chunk_grid(geometry),
             geometry.hash_block_size,
@@ -165,7 +166,7 @@ class JunctionPolicy:
             max_prefill_tokens,
             0,
             False,
-            PrefillCheckpoints(tiles, geometry.hit_grid_tokens),
+            None if tiles is None else PrefillCheckpoints(tiles, geometry.hit_grid_tokens),
         )
 
     # The split's parts, one hook each (a variant overrides one).
@@ -174,15 +175,7 @@ class JunctionPolicy:
         """The split's core binding on :meth:`chunk_grid` (with the backend's
         internal checkpoint when the options ask for it)."""
         tiles = self.options.prefill_checkpoint_alignment
-        if tiles is not None:
-            return self._checkpoint_splitter(geometry, max_prefill_tokens, tiles)
-        return chunk_splitter(
-            self.chunk_grid(geometry),
-            geometry.hash_block_size,
-            geometry.use_eagle,
-            geometry.partial_hits,
-            max_prefill_tokens,
-        )
+        return self._split_binding(geometry, max_prefill_tokens, tiles)
 
     def chunk_grid(self, geometry: HybridGeometry) -> int:
         """The scheduler block ``L``: a chunk end there is a Mamba block end that
