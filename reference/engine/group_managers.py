@@ -25,7 +25,7 @@ from typing import Protocol
 
 from junction.core import Finder, GroupKind, GroupLookup, GroupSpec, HybridGeometry
 from junction.reference.engine.block_pool import Block, BlockPool
-from junction.reference.engine.invariants import InvariantViolation
+from junction.reference.engine.invariants import InvariantViolation, MambaStateMissing
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
 
@@ -38,10 +38,6 @@ class BlockIndex(Protocol):
     def lookup_predicate(
         self, group_id: int, hashes: Sequence[int], *, inner: bool = False
     ) -> Callable[[int], bool]: ...
-
-
-class MambaStateMissing(InvariantViolation):
-    """A hit would resume a Mamba group without the state saved exactly there."""
 
 
 class GroupManager:
@@ -169,8 +165,9 @@ class GroupManager:
         self.pool.cache_many(self.group_id, entries, chain.unit, self._sub_block_hits)
         self.num_cached[rid] = full
 
-    # Full attention does nothing else after a step (one call per chunk, not two).
-    after_step = cache_full_blocks
+    def after_step(self, request: Request) -> None:
+        """Full attention does nothing else after a step."""
+        self.cache_full_blocks(request)
 
     def quiet_until(self, request: Request) -> int:
         """The furthest chunk end that needs no new block here and makes no block full.

@@ -13,7 +13,7 @@ the conformance harness) keep catching it.
 
 from __future__ import annotations
 
-__all__ = ["InvariantViolation"]
+__all__ = ["InvariantViolation", "MambaStateMissing"]
 
 
 class InvariantViolation(AssertionError):
@@ -35,3 +35,7 @@ class InvariantViolation(AssertionError):
     def with_state(self, state: str) -> InvariantViolation:
         """The same violation, carrying ``state`` (a wider dump) instead."""
         return InvariantViolation(self.invariant, self.found, state)
+
+
+class MambaStateMissing(InvariantViolation):
+    """A hit would resume a Mamba group without the state saved exactly there."""
