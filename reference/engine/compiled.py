@@ -19,6 +19,8 @@ source file it copied. :func:`environment` gives the environment a child
 process runs that tree in, after :func:`check_fresh` confirmed that every
 source still matches the working tree: a stale build raises
 :class:`StaleBuild` naming the first file that differs, it is never run.
+``python -m junction.reference.engine.compiled run MODULE ARGS`` runs
+``python -m MODULE ARGS`` that way (the simulator, say, on a long trace).
 The child's own :func:`assert_compiled` confirms the extension modules,
 not the ``.py`` files, were imported (an extension built for another
 Python is silently skipped by the import system).
@@ -77,7 +79,9 @@ COMPILED_MODULES = (
     "junction.reference.engine.request",
 )
 
-ROOT = Path(__file__).resolve().parents[2]  # the checkout (reference/ is linked from junction/)
+# The checkout (reference/ is linked from junction/). In a built tree this is the
+# tree itself: only assert_compiled runs there.
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "junction"
 DEFAULT_DIRECTORY = ROOT / "build" / "compiled-engine"
 MANIFEST = "junction-manifest.json"
@@ -164,14 +168,36 @@ def assert_compiled() -> None:
             raise StaleBuild(f"{name} was imported from {origin}, not from its compiled build")
 
 
+# What `run` hands the child: confirm the build was imported, then run the module.
+_RUN_MODULE = (
+    "import runpy, sys; from junction.reference.engine.compiled import assert_compiled; "
+    "assert_compiled(); sys.argv = sys.argv[1:]; "
+    "runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"
+)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["build", "check"])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="run MODULE [ARGS...]: python -m MODULE ARGS on the compiled engine, "
+        "e.g. `run junction.reference simulate --trace FILE`",
+    )
+    parser.add_argument("command", choices=["build", "check", "run"])
     parser.add_argument("--directory", type=Path, default=DEFAULT_DIRECTORY)
+    parser.add_argument("module", nargs="?", help="with run: the module to run")
+    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="with run: its arguments")
     args = parser.parse_args()
+    if (args.command == "run") != (args.module is not None):
+        parser.error("a module to run goes with `run`, and only with it")
     if args.command == "build":
         build(args.directory)
-    check_fresh(args.directory)
+    try:
+        check_fresh(args.directory)
+    except StaleBuild as stale:
+        raise SystemExit(f"compiled engine: {stale}") from None
+    if args.command == "run":
+        argv = [sys.executable, "-P", "-c", _RUN_MODULE, args.module, *args.arguments]
+        os.execve(sys.executable, argv, environment(args.directory))
     print(f"compiled engine: {args.directory} is fresh ({len(COMPILED_MODULES)} modules)")
 
 

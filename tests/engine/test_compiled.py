@@ -150,6 +150,27 @@ def test_the_compiled_engine_runs_step_for_step_like_the_interpreted_one() -> No
     assert not differ, f"the compiled engine's runs {differ} differ from the interpreted ones"
 
 
+def test_run_runs_a_module_on_the_compiled_engine() -> None:
+    """``compiled run MODULE ARGS``: the child confirms the build before the module runs."""
+    try:
+        compiled.check_fresh()
+    except StaleBuild as missing:
+        if os.environ.get("JUNCTION_REQUIRE_COMPILED"):
+            raise
+        pytest.skip(str(missing))
+    bench = ["benchmarks.bench_engine", "--engine=compiled", "--requests=40", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "junction.reference.engine.compiled", "run", *bench],
+        cwd=compiled.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["operations"] > 0
+
+
 def manifest(directory: Path, sources: dict[str, str], python: str = sys.version) -> Path:
     (directory / compiled.MANIFEST).write_text(json.dumps({"python": python, "sources": sources}))
     return directory
