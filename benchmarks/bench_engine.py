@@ -6,7 +6,8 @@ align mode, and counts block-pool operations (allocations, frees, hit
 references, cachings, lookups: ``BlockPool.operations``). Prints operations,
 the time (wall clock, and this process's CPU time, which another process on
 a shared machine disturbs less), the rates, and the run's metrics. Run:
-``make bench-engine``; ``--profile`` prints the top of a cProfile.
+``make bench-engine``; ``--profile`` (with one ``--engine``) prints the top of a
+cProfile.
 
 ``--engine`` chooses what runs: the engine as interpreted, as compiled by
 mypyc (``junction.reference.engine.compiled``: the same source, built by

@@ -8,7 +8,10 @@ windows, Mamba groups, EAGLE, partial hits and retention intervals, pools
 tight enough to evict and preempt, aborts, an external tier, and
 ``check()`` after every step. Each run hashes every step's chunks, metrics,
 cache map and operation count, then every request's end state; the two
-lists must be equal, and the compiled child first confirms that its
+lists must be equal. Each child also runs the promise harness (every
+promise on ``junction``, which keeps them all; the junction promise on
+``interval``, which breaks it): the same verdicts on the same examples, and
+the same shrunk counterexample. The compiled child first confirms that its
 engine modules are extension modules, not the ``.py`` files.
 
 Without a fresh build the comparison skips, unless
@@ -26,6 +29,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +38,9 @@ from junction.reference.engine import compiled
 from junction.reference.engine.compiled import StaleBuild
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.tier import ExternalTier
-from junction.reference.policies.builtin import builtin_policies
+from junction.reference.harness.promise import Promise
+from junction.reference.harness.runner import run_conformance
+from junction.reference.policies.builtin import IntervalPolicy, JunctionPolicy, builtin_policies
 
 GEOMETRIES = [
     HybridGeometry(
@@ -114,14 +120,29 @@ def digests() -> list[str]:
     ]
 
 
+def conformance() -> list[object]:
+    """The promise harness on two policies: ``junction`` keeps every promise,
+    ``interval`` (no pinning) breaks the junction promise, found and shrunk."""
+    verdicts: list[object] = []
+    for report in (
+        run_conformance(JunctionPolicy(), examples=25, seed=0),
+        run_conformance(IntervalPolicy(), examples=200, seed=0, promises=["junction"]),
+    ):
+        for verdict in report.verdicts:
+            example = verdict.counterexample
+            shrunk = None if example is None else example.to_json()
+            verdicts.append([verdict.promise.value, verdict.status.value, verdict.examples, shrunk])
+    return verdicts
+
+
 def main() -> None:
     """In a child process: ``compiled`` as the argument first checks it runs the build."""
     if sys.argv[1:] == ["compiled"]:
         compiled.assert_compiled()
-    print(json.dumps(digests()))
+    print(json.dumps({"digests": digests(), "conformance": conformance()}))
 
 
-def child(environment: dict[str, str], engine: str) -> list[str]:
+def child(environment: dict[str, str], engine: str) -> dict[str, Any]:
     code = "import sys; from tests.engine.test_compiled import main; main()"
     done = subprocess.run(
         [sys.executable, "-P", "-c", code, engine],
@@ -132,7 +153,7 @@ def child(environment: dict[str, str], engine: str) -> list[str]:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    result: list[str] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
@@ -145,9 +166,15 @@ def test_the_compiled_engine_runs_step_for_step_like_the_interpreted_one() -> No
         pytest.skip(str(missing))
     interpreted = {**os.environ, "PYTHONPATH": str(compiled.ROOT)}
     expected, found = child(interpreted, "interpreted"), child(environment, "compiled")
-    assert len(expected) == len(GEOMETRIES) * len(builtin_policies()) * 2
-    differ = [i for i, (a, b) in enumerate(zip(expected, found, strict=True)) if a != b]
+    runs = zip(expected["digests"], found["digests"], strict=True)
+    differ = [i for i, (a, b) in enumerate(runs) if a != b]
     assert not differ, f"the compiled engine's runs {differ} differ from the interpreted ones"
+    assert len(expected["digests"]) == len(GEOMETRIES) * len(builtin_policies()) * 2
+    # The same examples, the same verdicts, the same shrunk counterexample.
+    assert found["conformance"] == expected["conformance"]
+    statuses = {(name, status) for name, status, _, _ in found["conformance"]}
+    assert ("junction", "violated") in statuses  # interval's, the last verdict
+    assert sum(status == "kept" for _, status, _, _ in found["conformance"]) == len(Promise)
 
 
 def test_run_runs_a_module_on_the_compiled_engine() -> None:
