@@ -12,9 +12,10 @@ cProfile.
 ``--engine`` chooses what runs: the engine as interpreted, as compiled by
 mypyc (``junction.reference.engine.compiled``: the same source, built by
 ``make compiled-engine``, refused when stale), or ``both`` (the default):
-each in its own child process, alternating, ``--rounds`` times, then the
-median CPU rate of each and their ratio. ``both`` fails unless the two
-engines did exactly the same operations and steps with the same metrics.
+each in its own child process, alternating, ``--rounds`` times (5 by
+default), then the median CPU rate of each and their ratio. ``both`` fails
+unless the two engines did exactly the same operations and steps with the
+same metrics.
 
 ``--trace N`` instead replays the first N requests of the committed Mooncake
 conversation trace (``examples/traces``), one at a time with their recorded
@@ -206,7 +207,7 @@ def main() -> None:
         default="both",
         help="both (default: side by side in child processes), or one, in this process",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each engine with both")
+    parser.add_argument("--rounds", type=int, default=5, help="runs of each engine with both")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
