@@ -135,17 +135,20 @@ def trace(args: argparse.Namespace) -> None:
 
 def side_by_side(args: argparse.Namespace) -> None:
     """Both engines in child processes, alternating; their medians and ratio."""
-    compiled.check_fresh()  # before any run: a stale build names what changed
+    # Once, before any run: a stale build names what changed.
+    environments = {
+        "interpreted": compiled.interpreted_environment(),
+        "compiled": compiled.environment(),
+    }
     runs: dict[str, list[dict[str, Any]]] = {"interpreted": [], "compiled": []}
     flags = [f"--requests={args.requests}", f"--turns={args.turns}", "--json"]
     flags.append(f"--retention={'none' if args.retention is None else args.retention}")
     for _ in range(args.rounds):
         for engine in runs:
             command = [sys.executable, "-P", "-m", "benchmarks.bench_engine", *flags]
-            environment = compiled.environment() if engine == "compiled" else _interpreted()
             done = subprocess.run(
                 [*command, f"--engine={engine}"],
-                env=environment,
+                env=environments[engine],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -172,19 +175,17 @@ def side_by_side(args: argparse.Namespace) -> None:
     )
 
 
-def _interpreted() -> dict[str, str]:
-    """A child's environment that imports the checkout's own (interpreted) ``junction``."""
-    return {**os.environ, "PYTHONPATH": str(compiled.ROOT)}
-
-
 def in_this_process(args: argparse.Namespace) -> None:
     """``--engine interpreted`` or ``compiled`` here (compiled: re-run in its environment)."""
     if args.engine == "compiled":
         try:
             compiled.assert_compiled()
         except compiled.StaleBuild:
+            environment = compiled.environment()
+            if os.environ.get("PYTHONPATH") == environment["PYTHONPATH"]:
+                raise  # already run in the build's environment: again would loop
             argv = [sys.executable, "-P", "-m", "benchmarks.bench_engine", *sys.argv[1:]]
-            os.execve(sys.executable, argv, compiled.environment())
+            os.execve(sys.executable, argv, environment)
     if args.trace:
         trace(args)
     else:

@@ -65,6 +65,7 @@ __all__ = [
     "build",
     "check_fresh",
     "environment",
+    "interpreted_environment",
     "source_digests",
 ]
 
@@ -157,6 +158,12 @@ def environment(directory: Path = DEFAULT_DIRECTORY) -> dict[str, str]:
     check_fresh(directory)
     path = os.pathsep.join([str(directory), str(ROOT)])
     return {**os.environ, "PYTHONPATH": path}
+
+
+def interpreted_environment() -> dict[str, str]:
+    """The environment of a child process (``python -P``) that imports the checkout's
+    own, interpreted ``junction``: what :func:`environment` is compared against."""
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def assert_compiled() -> None:

@@ -164,7 +164,7 @@ def test_the_compiled_engine_runs_step_for_step_like_the_interpreted_one() -> No
         if os.environ.get("JUNCTION_REQUIRE_COMPILED"):
             raise
         pytest.skip(str(missing))
-    interpreted = {**os.environ, "PYTHONPATH": str(compiled.ROOT)}
+    interpreted = compiled.interpreted_environment()
     expected, found = child(interpreted, "interpreted"), child(environment, "compiled")
     runs = zip(expected["digests"], found["digests"], strict=True)
     differ = [i for i, (a, b) in enumerate(runs) if a != b]
