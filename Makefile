@@ -1,5 +1,6 @@
-# Junction: `make demo` (the simulation), `make setup`, `make verify` (what CI
-# runs), `make fuzz`, `make bench`.
+# Junction: `make demo` (the simulation), `make setup`, `make check` (the fast
+# tier), `make verify` (the whole proof; what CI runs), `make fuzz`, `make bench`.
+# tests/README.md says which tests run where.
 #
 # Two installs into the same .venv, each with its own stamp:
 # * $(DEMO_STAMP): `make demo` alone: the `demo` extra (attrs, hypothesis, rich,
@@ -19,7 +20,7 @@ COMPILED_MANIFEST := build/compiled-engine/junction-manifest.json
 # Every source the compiled tree copies: a change to any of them rebuilds it.
 JUNCTION_SOURCES := $(shell find -L junction -name '*.py' -not -path '*/__pycache__/*')
 
-.PHONY: compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
+.PHONY: check compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -66,12 +67,24 @@ compiled-engine: $(COMPILED_MANIFEST)
 $(COMPILED_MANIFEST): $(STAMP) $(JUNCTION_SOURCES)
 	$(PY) -m junction.reference.engine.compiled build
 
+# REQUIRE=1 (CI): a missing vLLM, SGLang or Ray fails the tests that need it
+# instead of skipping them (pytest's --require-* options, tests/conftest.py).
+REQUIRE ?=
+REQUIRED = $(if $(REQUIRE),--require-vllm --require-sglang --require-ray)
+
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP) $(COMPILED_MANIFEST)
-	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --hypothesis-show-statistics
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --hypothesis-show-statistics $(REQUIRED)
 
 # vllm-suite last: vLLM's own tests with the core swapped in (see its target).
 verify: lint typecheck test vllm-suite
+
+# The fast tier (under 2 minutes here): lint, types, then the unit and example
+# tests and every property at the `check` Hypothesis profile (20 examples), the
+# exhaustive walk at bound 2, without the tests marked slow. tests/README.md.
+CHECK_TESTS = tests/examples tests/properties tests/conformance tests/engine tests/workloads
+check: lint typecheck
+	HYPOTHESIS_PROFILE=check $(PY) -m pytest -q -m "not slow" --exhaustive-bound 2 $(CHECK_TESTS)
 
 # On a GPU machine, with its own torch and triton plus pytest, hypothesis and attrs.
 verify-gpu:
@@ -89,7 +102,7 @@ ifdef POLICY
 	$(PY) -m junction.reference fuzz --policy $(POLICY) --seconds $(SECONDS) \
 		$(if $(CALL_SECONDS),--call-seconds $(CALL_SECONDS))
 else
-	HYPOTHESIS_PROFILE=fuzz JUNCTION_EXHAUSTIVE_BOUND=$(BOUND) $(PY) -m pytest -s \
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -s --exhaustive-bound $(BOUND) \
 		--hypothesis-show-statistics tests/properties tests/engine
 endif
 
@@ -158,12 +171,12 @@ sweep: $(STAMP)
 	$(PY) -m junction.reference sweep --out out/sweep $(ARGS)
 
 # Mutation testing of core/ (config in pyproject.toml [tool.mutmut]) with one
-# worker, a small Hypothesis profile and exhaustive bound 2; not part of
+# worker, a small Hypothesis profile and exhaustive bound 2 ([tool.mutmut]); not part of
 # verify/CI (slow: see BENCHMARKS.md). Starts from scratch, then prints the
 # score and every mutant not killed (explained in docs/mutmut-survivors.md).
 mutmut: $(STAMP)
 	rm -rf mutants
-	HYPOTHESIS_PROFILE=mutmut JUNCTION_EXHAUSTIVE_BOUND=2 $(VENV)/bin/mutmut run --max-children 1
+	HYPOTHESIS_PROFILE=mutmut $(VENV)/bin/mutmut run --max-children 1
 	$(VENV)/bin/mutmut export-cicd-stats
 	$(PY) -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
 		print('mutation score: {d} detected (killed {killed} + timeout {timeout}) / {total} ' \
@@ -178,7 +191,7 @@ audit-setup: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps $(AUDIT_PACKAGES)
 
 audit-vllm: $(STAMP)
-	JUNCTION_REQUIRE_VLLM=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s \
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --require-vllm \
 		--hypothesis-show-statistics tests/audit
 
 audit-findings: $(STAMP)
@@ -190,12 +203,12 @@ audit-findings: $(STAMP)
 # failure's reason, and exits 1 unless every counted test passes or differs
 # where its expectation encodes a recorded finding (audit/vllm_suite/suite.py;
 # a refusal of an option the core cannot express is a failure). Part of
-# `verify`: without vLLM it skips, unless JUNCTION_REQUIRE_VLLM is set (CI),
+# `verify`: without vLLM it skips, unless REQUIRE is set (CI),
 # where that is an error. The sdist (fetched from pip's configured index on
 # the first run), the unpacked tests and the reports are cached in
 # .vllm-suite/ (git-ignored). About 2.5 min of CPU (BENCHMARKS.md, "vLLM suite").
 vllm-suite: $(STAMP)
-	$(PY) -m junction.audit.vllm_suite --cache .vllm-suite
+	$(PY) -m junction.audit.vllm_suite --cache .vllm-suite $(if $(REQUIRE),--require-vllm)
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit
@@ -209,7 +222,7 @@ audit-sglang-setup: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps $(AUDIT_SGLANG_PACKAGES)
 
 audit-sglang: $(STAMP)
-	JUNCTION_REQUIRE_VLLM=1 JUNCTION_REQUIRE_SGLANG=1 HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s \
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --require-vllm --require-sglang \
 		--hypothesis-show-statistics tests/audit/sglang
 
 clean:

@@ -1,6 +1,12 @@
-"""Hypothesis profiles: ``dev`` (default), ``ci`` (derandomized, no deadline), ``fuzz``,
-``mutmut`` (``make mutmut``: derandomized, few examples, no shrinking).
+"""The suite's options and Hypothesis profiles (tests/README.md says what runs where).
 
+Options (``pytest --help``, group "junction"): ``--require-vllm``,
+``--require-sglang``, ``--require-ray`` turn a missing optional install into
+an error instead of a skip (CI passes all three); ``--core MODULE`` and
+``--exhaustive-bound N`` (:mod:`tests.options`); ``--whole-trace`` runs the
+tests marked ``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
+check``: few examples), ``ci`` (derandomized, no deadline), ``fuzz``,
+``mutmut`` (``make mutmut``: derandomized, few examples, no shrinking).
 ``CI`` in the environment selects ``ci``; ``HYPOTHESIS_PROFILE`` overrides.
 """
 
@@ -8,9 +14,20 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from tests import options
+
 settings.register_profile("dev", max_examples=200, deadline=None)
+# `make check`: the fast tier; every property runs, on few examples.
+settings.register_profile(
+    "check",
+    max_examples=20,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile(
     "ci",
     max_examples=500,
@@ -39,3 +56,49 @@ settings.register_profile(
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+REQUIRABLE = ("vllm", "sglang", "ray")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("junction")
+    for name in REQUIRABLE:
+        group.addoption(
+            f"--require-{name}",
+            action="store_true",
+            help=f"fail, instead of skipping, the tests that need {name} where it is missing",
+        )
+    group.addoption(
+        "--core",
+        default=options.core_module,
+        metavar="MODULE",
+        help="the core the properties judge, by module name (a vendored copy); "
+        "default junction.core",
+    )
+    group.addoption(
+        "--exhaustive-bound",
+        type=int,
+        default=options.exhaustive_bound,
+        metavar="N",
+        help="the bound of the bounded-exhaustive walk (default 3)",
+    )
+    group.addoption(
+        "--whole-trace",
+        action="store_true",
+        help="also run the tests marked whole_trace (tens of minutes)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    options.core_module = config.getoption("--core")
+    options.exhaustive_bound = config.getoption("--exhaustive-bound")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--whole-trace"):
+        return
+    skip = pytest.mark.skip(reason="whole_trace: run with --whole-trace (tens of minutes)")
+    for item in items:
+        if "whole_trace" in item.keywords:
+            item.add_marker(skip)

@@ -1,7 +1,7 @@
 """The one error the drop-in raises of its own: vLLM asked what the core cannot say.
 
 vLLM 0.33.0 decides a few things the core has no input for (docs/domain.md,
-the vLLM section; ``../shared/SPEC.md`` §9b). An adapter that met one could
+the vLLM section). An adapter that met one could
 either answer with vLLM's own code or refuse. Falling back would make a run
 with the core swapped in silently part-vLLM, so every test that passed would
 prove less than it says; the adapters refuse instead, with this error, which

@@ -13,15 +13,13 @@ tests, the offline model configuration and the run reports (git-ignored;
 reused).
 
 Without vLLM installed it prints why and exits 0, as the audit's tests skip,
-unless ``JUNCTION_REQUIRE_VLLM`` is set (CI, ``make audit-vllm``): there
-its absence exits 1. It is part of ``make verify``.
+unless ``--require-vllm`` is given (CI): there its absence exits 1. It is part of ``make verify``.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 from pathlib import Path
 
@@ -45,12 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--cache", type=Path, default=Path(".vllm-suite"), metavar="DIR")
     parser.add_argument("--jobs", type=_jobs, default=2, help="test processes side by side")
+    parser.add_argument(
+        "--require-vllm", action="store_true", help="a missing vLLM exits 1 instead of skipping"
+    )
     args = parser.parse_args(argv)
     if (missing := vllm_missing_reason()) is not None:
-        required = bool(os.environ.get("JUNCTION_REQUIRE_VLLM"))
+        required = args.require_vllm
         print(
-            f"vllm-suite: {'JUNCTION_REQUIRE_VLLM is set but ' if required else 'skipped: '}"
-            f"{missing}",
+            f"vllm-suite: {'--require-vllm is given but ' if required else 'skipped: '}{missing}",
             file=sys.stderr,
         )
         return 1 if required else 0

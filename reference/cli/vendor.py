@@ -23,8 +23,8 @@ here: their strategies are test code (``tests/properties``); copying them
 into the package would make two sets to keep in step. The walk needs only
 the oracle, which ships with the ``reference`` extra, so a team checks its
 copy with no checkout. The full properties run against a copy from a
-checkout at the stamped commit: ``JUNCTION_CORE=myengine.retention_core
-pytest tests/properties``. ``verify`` takes the copy's folder, not the
+checkout at the stamped commit: ``pytest tests/properties --core
+myengine.retention_core``. ``verify`` takes the copy's folder, not the
 engine's module name: the engine's own package need not import where the
 check runs (GPU libraries, configuration), and the copy imports itself by
 relative imports only.

@@ -1,7 +1,7 @@
 """The vLLM audit tests run only where vLLM 0.33.0 is installed (``make audit-setup``).
 
 Without it every test here is skipped with the reason (pytest's ``-ra``
-summary prints it), unless ``JUNCTION_REQUIRE_VLLM`` is set (CI and
+summary prints it), unless ``--require-vllm`` is given (CI and
 ``make audit-vllm``), where its absence is an error. With another version
 installed they error too: the audit's facts are about 0.33.0.
 """
@@ -16,5 +16,5 @@ from tests.audit.installed import skip_unless_installed
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_unless_installed(
-        items, "tests/audit/", "vLLM", vllm_missing_reason(), "JUNCTION_REQUIRE_VLLM"
+        config, items, "tests/audit/", "vLLM", vllm_missing_reason(), "--require-vllm"
     )

@@ -12,7 +12,7 @@ writes them (JSON lines), read back, and judged. What must hold:
   failure that passes, an unrecorded one, a table entry the count run did
   not select and a test skipped with the core all fail it;
 * the report's count line is ``N passed, M failed (of T ...)``;
-* without vLLM the suite skips, unless ``JUNCTION_REQUIRE_VLLM`` is set.
+* without vLLM the suite skips, unless ``--require-vllm`` is given.
 """
 
 from __future__ import annotations
@@ -182,19 +182,19 @@ def test_an_expected_difference_names_a_recorded_finding() -> None:
     assert not set(expected.EXPECTED_TO_DIFFER) & set(expected.FAILS_WITHOUT_THE_CORE)
 
 
-@pytest.mark.parametrize(("required", "status"), [("", 0), ("1", 1)])
+@pytest.mark.parametrize(("required", "status"), [(False, 0), (True, 1)])
 def test_without_vllm_the_suite_skips_unless_it_is_required(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
-    required: str,
+    required: bool,
     status: int,
 ) -> None:
     monkeypatch.setattr(cli, "vllm_missing_reason", lambda: "vLLM 0.33.0 is not installed")
-    monkeypatch.setenv("JUNCTION_REQUIRE_VLLM", required)
-    assert cli.main(["--cache", str(tmp_path / "cache")]) == status
+    flags = ["--require-vllm"] if required else []
+    assert cli.main(["--cache", str(tmp_path / "cache"), *flags]) == status
     said = capsys.readouterr().err
     assert said.startswith(
-        "vllm-suite: JUNCTION_REQUIRE_VLLM is set but" if required else "vllm-suite: skipped:"
+        "vllm-suite: --require-vllm is given but" if required else "vllm-suite: skipped:"
     )
     assert not (tmp_path / "cache").exists()  # nothing fetched

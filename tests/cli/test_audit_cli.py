@@ -4,8 +4,8 @@
 (status 2, one line, nothing touched), and the file is replaced in one move.
 These cases need no engine: the sections are stubbed. The end-to-end case
 runs the real audits, so it needs vLLM 0.33.0 and SGLang 0.5.23: skipped with
-the reason where one is absent, an error where ``JUNCTION_REQUIRE_VLLM`` /
-``JUNCTION_REQUIRE_SGLANG`` is set (as in ``tests/audit/conftest.py``).
+the reason where one is absent, an error under ``--require-vllm`` /
+``--require-sglang`` (as in ``tests/audit/conftest.py``).
 """
 
 from __future__ import annotations
@@ -107,14 +107,16 @@ def test_a_write_that_fails_leaves_the_file_and_no_temporary(
     assert files(tmp_path) == {"findings.md": b"old"}
 
 
-def test_end_to_end_the_real_audit_writes_its_sections(tmp_path: Path) -> None:
+def test_end_to_end_the_real_audit_writes_its_sections(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
     for reason, required in (
-        (vllm_missing_reason(), "JUNCTION_REQUIRE_VLLM"),
-        (sglang_missing_reason(), "JUNCTION_REQUIRE_SGLANG"),
+        (vllm_missing_reason(), "--require-vllm"),
+        (sglang_missing_reason(), "--require-sglang"),
     ):
         if reason is not None:
-            if os.environ.get(required):
-                pytest.fail(f"{required} is set but {reason}")
+            if pytestconfig.getoption(required):
+                pytest.fail(f"{required} is given but {reason}")
             pytest.skip(f"audit: {reason}")
     (tmp_path / "docs").mkdir()
     command = [sys.executable, "-m", "junction.audit", "findings", "--write"]

@@ -63,9 +63,9 @@ def test_processes_write_what_one_process_writes(
 
 
 def test_ray_writes_what_one_process_writes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pytestconfig: pytest.Config
 ) -> None:
-    require_ray()
+    require_ray(pytestconfig)
     one = sweep(tmp_path, "one", ["--jobs", "1"], capsys)
     assert sweep(tmp_path, "ray", ["--ray", "auto"], capsys) == one
 
@@ -101,9 +101,9 @@ def test_bad_usage_exits_2_with_one_line(
 
 
 def test_an_unreachable_ray_exits_2_at_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pytestconfig: pytest.Config
 ) -> None:
-    require_ray()
+    require_ray(pytestconfig)
     with pytest.raises(SystemExit) as info:
         reference(["sweep", "--ray", "127.0.0.1:1", "--out", str(tmp_path)])
     assert info.value.code == 2

@@ -31,6 +31,7 @@ def test_a_conforming_policy_gets_a_clean_report() -> None:
     assert "junction" in report.table()
 
 
+@pytest.mark.slow
 def test_a_violation_comes_back_shrunk_and_replayable() -> None:
     # No pinning: the junction promise cannot hold (the behaviour before #47782).
     report = run_conformance(IntervalPolicy(), examples=200, promises=["junction"])
@@ -169,6 +170,7 @@ def test_scenarios_reject_unknown_promises() -> None:
         run_conformance(JunctionPolicy(), promises=["eleven"])
 
 
+@pytest.mark.slow
 def test_where_narrows_the_geometries_and_marks_empty_scopes() -> None:
     seen: list[HybridGeometry] = []
 

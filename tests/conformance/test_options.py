@@ -58,7 +58,7 @@ TIER_FOUND = Scenario(  # the tier's save path once offered chunk ends' states o
 )
 
 
-@settings(max_examples=120)
+@settings(max_examples=min(120, settings.default.max_examples))
 @given(promised, options)
 @example(TIER_FOUND, JunctionOptions(1))
 def test_every_promise_holds_with_an_internal_prefill_checkpoint(

@@ -11,6 +11,8 @@ fraction of the states dense retention keeps.
 
 from __future__ import annotations
 
+import pytest
+
 from junction.core import GroupKind, GroupSpec, HybridGeometry, floor_to
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.policies.builtin import JunctionPolicy
@@ -47,6 +49,7 @@ def run(retention_interval: int | None) -> Engine:
     return engine
 
 
+@pytest.mark.slow
 def test_sessions_after_the_first_two_reuse_the_system_prompt() -> None:
     sparse, dense = run(0), run(None)
     aligned = floor_to(SYSTEM_PROMPT, BLOCK)

@@ -94,7 +94,8 @@ def test_promise_7_safety_under_pressure(scenario: Scenario) -> None:
     assert_holds(scenario)
 
 
-@settings(max_examples=100)  # each example runs two engine instances
+# Each example runs two engine instances: at most 100, fewer where the profile says so.
+@settings(max_examples=min(100, settings.default.max_examples))
 @given(scenarios("tier"))
 def test_promise_8_tier(scenario: Scenario) -> None:
     assert_holds(scenario)

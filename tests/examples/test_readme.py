@@ -178,7 +178,7 @@ def test_every_output_claim_of_an_example_is_checked(
 ) -> None:
     source = BLOCKS[index]
     if "junction.audit" in source:
-        pytest.importorskip("vllm")  # CI installs it (JUNCTION_REQUIRE_VLLM); elsewhere optional
+        pytest.importorskip("vllm")  # CI installs it (--require-vllm); elsewhere optional
     namespace, printed = run_block(source, monkeypatch)
     claims = output_claims(source)
     assert claims, "a README example that claims no output"

@@ -1,7 +1,7 @@
-"""The core the properties judge: ``junction.core``, or the module ``JUNCTION_CORE`` names.
+"""The core the properties judge: ``junction.core``, or the module ``--core`` names.
 
 A team that vendored the core runs this project's properties against its own
-copy: ``JUNCTION_CORE=myengine.retention_core pytest tests/properties`` (the
+copy: ``pytest tests/properties --core myengine.retention_core`` (the
 copy importable by that name). Every property module and strategy imports
 core's names from here, so they all judge the same module, and the walk gets
 it as ``core``. Unset, this is ``junction.core`` itself, the same module
@@ -15,8 +15,9 @@ core's classes at import time, before any fixture exists).
 from __future__ import annotations
 
 import importlib
-import os
 
-NAME = os.environ.get("JUNCTION_CORE") or "junction.core"
+from tests import options
+
+NAME = options.core_module
 core = importlib.import_module(NAME)
 globals().update({name: getattr(core, name) for name in core.__all__})

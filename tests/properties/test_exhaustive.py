@@ -1,19 +1,18 @@
 """Bounded-exhaustive: every input up to a bound, core against the oracle.
 
 ``make verify`` runs bound 3 (about 3.6 million inputs); ``make fuzz`` raises
-it through ``JUNCTION_EXHAUSTIVE_BOUND``. The count is printed so a reader can
+it with ``--exhaustive-bound``. The count is printed so a reader can
 see what "exhaustive" covered.
 """
 
 from __future__ import annotations
 
-import os
-
 from junction.reference.oracle.exhaustive import check_exhaustively
+from tests import options
 
 from .core_under_test import core
 
-BOUND = int(os.environ.get("JUNCTION_EXHAUSTIVE_BOUND", "3"))
+BOUND = options.exhaustive_bound
 MINIMUM_INPUTS = 200_000
 
 

@@ -154,8 +154,8 @@ def test_bad_arguments_are_named(jobs: int, ray: str | None, message: str) -> No
 
 
 @pytest.fixture(scope="module")
-def local_ray() -> Iterator[ModuleType]:
-    ray = require_ray()
+def local_ray(pytestconfig: pytest.Config) -> Iterator[ModuleType]:
+    ray = require_ray(pytestconfig)
     ray.init(num_cpus=2, include_dashboard=False)
     yield ray
     ray.shutdown()
@@ -183,7 +183,9 @@ def test_ray_gives_the_sequential_results_in_order(
         ("host:port", "'host:port' is not HOST:PORT"),
     ],
 )
-def test_an_unreachable_ray_fails_at_once(address: str, message: str) -> None:
-    require_ray()
+def test_an_unreachable_ray_fails_at_once(
+    address: str, message: str, pytestconfig: pytest.Config
+) -> None:
+    require_ray(pytestconfig)
     with pytest.raises(RayUnreachable, match=message):
         run_all([], ray=address)

@@ -1,5 +1,5 @@
 """A vendored copy, renamed, judged by the oracle: ``vendor verify`` (the walk) and the
-project's properties through ``JUNCTION_CORE`` (a subprocess: the properties import the
+project's properties through ``--core`` (a subprocess: the properties import the
 core they judge once, at collection)."""
 
 from __future__ import annotations
@@ -62,12 +62,14 @@ def test_verify_reports_a_copy_that_does_not_import(
 def properties(engine_root: Path, *pytest_args: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
-        "JUNCTION_CORE": "myengine.hybrid_retention",
         "PYTHONPATH": os.pathsep.join([str(engine_root), str(ROOT)]),
         "HYPOTHESIS_PROFILE": "mutmut",  # few examples, derandomized
-        "JUNCTION_EXHAUSTIVE_BOUND": "2",
     }
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_args]
+    command = [
+        *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+        *("--core", "myengine.hybrid_retention", "--exhaustive-bound", "2"),
+        *pytest_args,
+    ]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 

@@ -10,14 +10,13 @@ blocks of 16) and a pool that never evicts, must hit exactly that.
 The whole trace replayed sequentially decodes its 4.1 million output tokens
 one step each (tens of minutes here), so ``make verify`` replays its first
 :data:`CI_REQUESTS` requests and compares the exact figure on that prefix;
-``JUNCTION_WHOLE_TRACE=1`` runs the whole trace (``make demo-trace`` also
+``pytest --whole-trace`` runs the whole trace (``make demo-trace`` also
 prints both figures for it). On the whole trace the direct figure is the
 trace README's 54,097,440 of 144,793,823 prompt tokens (0.3736).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,6 @@ from junction.reference.workloads.tracefile import load_any_trace
 
 CONVERSATION = Path(__file__).parents[2] / "examples" / "traces" / "mooncake-conversation.jsonl.gz"
 CI_REQUESTS = 400
-WHOLE = os.environ.get("JUNCTION_WHOLE_TRACE") == "1"
 
 
 def conversation(limit: int | None) -> list[HashTraceRequest]:
@@ -65,11 +63,11 @@ def test_the_whole_trace_figure_is_the_readmes() -> None:
 @pytest.mark.parametrize(
     "limit",
     [
-        pytest.param(CI_REQUESTS, id=f"first-{CI_REQUESTS}"),
+        pytest.param(CI_REQUESTS, id=f"first-{CI_REQUESTS}", marks=pytest.mark.slow),
         pytest.param(
             None,
             id="whole-trace",
-            marks=pytest.mark.skipif(not WHOLE, reason="JUNCTION_WHOLE_TRACE=1 (tens of minutes)"),
+            marks=pytest.mark.whole_trace,
         ),
     ],
 )

@@ -1,7 +1,7 @@
 """The SGLang audit tests run only where SGLang 0.5.23 is installed (``make audit-sglang-setup``).
 
 Without it every test here is skipped with the reason (pytest's ``-ra``
-summary prints it), unless ``JUNCTION_REQUIRE_SGLANG`` is set (CI and
+summary prints it), unless ``--require-sglang`` is given (CI and
 ``make audit-sglang``), where its absence is an error. SGLang's import graph
 reaches vLLM's, so ``tests/audit/conftest.py``'s rule for vLLM applies too.
 """
@@ -16,5 +16,10 @@ from tests.audit.installed import skip_unless_installed
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip_unless_installed(
-        items, "tests/audit/sglang/", "SGLang", sglang_missing_reason(), "JUNCTION_REQUIRE_SGLANG"
+        config,
+        items,
+        "tests/audit/sglang/",
+        "SGLang",
+        sglang_missing_reason(),
+        "--require-sglang",
     )
