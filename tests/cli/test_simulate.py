@@ -250,9 +250,9 @@ def test_trace_sessions_and_defaults() -> None:
         parse_trace("\n \n", "t.jsonl")
 
 
-def test_readme_shows_the_demo_table_that_make_demo_wrote() -> None:
+def test_the_results_show_the_demo_table_that_make_demo_wrote() -> None:
     table = (ROOT / "docs" / "demo" / "simulate.txt").read_text()
-    assert table in (ROOT / "README.md").read_text()
+    assert table in (ROOT / "docs" / "results.md").read_text()
     report = json.loads((ROOT / "docs" / "demo" / "simulate.json").read_text())
     pinned = by_label(report, "full+mamba")["R=0 pinned"]
     assert f"{pinned['token_hit_rate']:.3f}" in table
@@ -260,9 +260,9 @@ def test_readme_shows_the_demo_table_that_make_demo_wrote() -> None:
 
 
 @pytest.mark.parametrize("preset", ["gpt-oss", "gemma3", "nemotron-h", "qwen3-next"])
-def test_readme_shows_the_trace_tables_that_make_demo_trace_wrote(preset: str) -> None:
+def test_the_results_show_the_trace_tables_that_make_demo_trace_wrote(preset: str) -> None:
     folder = ROOT / "docs" / "demo-trace" / preset
-    assert (folder / "simulate.txt").read_text() in (ROOT / "README.md").read_text()
+    assert (folder / "simulate.txt").read_text() in (ROOT / "docs" / "results.md").read_text()
     report = json.loads((folder / "simulate.json").read_text())
     assert report["settings"]["arrivals"] == "trace"
     assert report["workload"]["requests"] == 4000  # the Makefile's TRACE_REQUESTS
@@ -272,10 +272,10 @@ def test_readme_shows_the_trace_tables_that_make_demo_trace_wrote(preset: str) -
         assert (folder / name).read_bytes()[:4] == b"\x89PNG"
 
 
-def test_readme_shows_the_whole_trace_rows_of_its_report() -> None:
+def test_the_results_show_the_whole_trace_rows_of_its_report() -> None:
     report = json.loads((ROOT / "docs" / "demo-trace" / "gpt-oss-whole-trace.json").read_text())
     assert report["workload"]["requests"] == 12_031
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "results.md").read_text()
     for run in report["runs"]:
         ttft = run["ttft_ms"]
         row = (

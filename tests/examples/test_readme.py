@@ -1,27 +1,16 @@
-"""Every claim the README prints is checked against what the code and the demo output say.
+"""Every Python example of the README and docs/usage.md runs, and every output claim is checked.
 
-The README is the first thing a reader trusts, so a claim it prints that no
-test checks is a claim that can silently go stale. Three kinds:
-
-* the Python examples: each runs, and each output claim in a comment
-  (``print(x)  # ...`` or a ``# -> ...`` line after a print) is parsed and
-  checked exactly. A claim no checker recognises fails the test: adding a
-  claim means adding its check.
-* the demo table: the block after "It prints this table" is
-  ``docs/demo/simulate.txt`` verbatim, and the workload it names is the one
-  ``docs/demo/simulate.json`` records.
-* the figures the prose derives from that table (ratios, differences,
-  percentages): each is recomputed from the table.
-
-Rejected: matching claims as substrings of the output (one regex silently
-matched nothing, so three of four claims went unchecked).
+Each output claim in a comment (``print(x)  # ...`` or a ``# -> ...`` line
+after a print) is parsed and checked exactly; a claim no checker recognises
+fails the test, so adding a claim means adding its check. A block that
+claims no output must assert something. The results and the figures derived
+from them are ``test_results.py``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -38,11 +27,12 @@ from junction.core import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
-DEMO_TXT = ROOT / "docs" / "demo" / "simulate.txt"
-DEMO_JSON = ROOT / "docs" / "demo" / "simulate.json"
-BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
-PROSE = " ".join(README.split())  # claims wrap across lines
+DOCUMENTS = ("README.md", "docs/usage.md")
+BLOCKS = [
+    (name, block)
+    for name in DOCUMENTS
+    for block in re.findall(r"```python\n(.*?)```", (ROOT / name).read_text(), flags=re.DOTALL)
+]
 
 
 def output_claims(source: str) -> list[str]:
@@ -52,8 +42,10 @@ def output_claims(source: str) -> list[str]:
     return claims
 
 
-def run_block(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], list[str]]:
-    """Run a README block; returns its namespace (with ``kernel_calls``) and printed lines."""
+def run_block(
+    name: str, source: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], list[str]]:
+    """Run a document's block; returns its namespace (with ``kernel_calls``) and printed lines."""
     calls: list[dict[str, Any]] = []
     real_split = kernels.mamba_block_aligned_split
 
@@ -65,7 +57,7 @@ def run_block(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, A
     namespace: dict[str, Any] = {"kernel_calls": calls, "__source__": source}
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
-        exec(compile(source, str(ROOT / "README.md"), "exec"), namespace)
+        exec(compile(source, str(ROOT / name), "exec"), namespace)
     return namespace, output.getvalue().splitlines()
 
 
@@ -89,9 +81,9 @@ def check_hits(claim: re.Match[str], ns: dict[str, Any], printed: list[str]) -> 
 
 
 def check_step(claim: re.Match[str], ns: dict[str, Any], printed: list[str]) -> None:
-    step = int(claim["step"])
-    assert printed[1] == str(step) and ns["step"] == step
-    assert ns["hits"].hit_length + step == ns["hits"].shared_prefix_boundary  # at the junction
+    step, start, end = (int(claim[k]) for k in ("step", "start", "end"))
+    assert printed[1] == str(step) and ns["step"] == step == end - start
+    assert (start, end) == (ns["hits"].hit_length, ns["hits"].shared_prefix_boundary)
 
 
 def check_mask(claim: re.Match[str], ns: dict[str, Any], printed: list[str]) -> None:
@@ -151,7 +143,8 @@ CHECKERS: list[tuple[str, Check]] = [
         check_hits,
     ),
     (
-        r"(?P<step>\d+): the chunk stops at the junction so its Mamba state is materialised$",
+        r"(?P<step>\d+) tokens: the chunk \[(?P<start>\d+), (?P<end>\d+)\) ends at the junction, "
+        r"so its Mamba state is saved$",
         check_step,
     ),
     (
@@ -172,16 +165,19 @@ CHECKERS: list[tuple[str, Check]] = [
 ]
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"block{i}" for i in range(len(BLOCKS))])
+@pytest.mark.parametrize(
+    ("name", "source"), BLOCKS, ids=[f"{name}-block{i}" for i, (name, _) in enumerate(BLOCKS)]
+)
 def test_every_output_claim_of_an_example_is_checked(
-    index: int, monkeypatch: pytest.MonkeyPatch
+    name: str, source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = BLOCKS[index]
     if "junction.audit" in source:
         pytest.importorskip("vllm")  # CI installs it (--require-vllm); elsewhere optional
-    namespace, printed = run_block(source, monkeypatch)
+    namespace, printed = run_block(name, source, monkeypatch)
     claims = output_claims(source)
-    assert claims, "a README example that claims no output"
+    if not claims:
+        assert re.search(r"^assert ", source, flags=re.MULTILINE), f"{name}: claims nothing"
+        return
     checked = 0
     for claim in claims:
         matches = [(m, check) for p, check in CHECKERS if (m := re.match(p, claim))]
@@ -193,140 +189,5 @@ def test_every_output_claim_of_an_example_is_checked(
 
 
 def test_the_examples_carry_the_claims_the_checkers_know() -> None:
-    # A block or claim dropped from the README must be noticed too.
-    assert sum(len(output_claims(source)) for source in BLOCKS) == len(CHECKERS)
-
-
-# -- the demo table and the figures derived from it ---------------------------
-
-ROW = re.compile(r"^(?P<policy>\S.*?)\s{2,}(?P<numbers>\d[\d.,%e+\s]*)$")
-COLUMNS = ["hit", "sys", "prefill", "saved", "steps", "peak", "final", "evictions", "flops"]
-
-
-def demo_table() -> str:
-    match = re.search(r"It prints this table.*?```\n(.*?)```", README, flags=re.DOTALL)
-    assert match, "the README no longer introduces the demo table"
-    return match[1]
-
-
-def parse_table(text: str) -> dict[str, dict[str, dict[str, float]]]:
-    """``{geometry: {policy: {column: value}}}`` of the hit-rate tables (``saved`` as a share).
-
-    The sections after them (the step-time model's line, the modelled times)
-    are not hit-rate tables and are skipped.
-    """
-    tables: dict[str, dict[str, dict[str, float]]] = {}
-    for section in text.strip().split("\n\n"):
-        lines = section.splitlines()
-        if len(lines) < 2 or lines[1].split()[:3] != ["policy", "hit", "rate"]:
-            continue
-        title, _, *rows = lines
-        table = tables.setdefault(title.split(":")[0], {})
-        for line in rows:
-            row = ROW.match(line)
-            assert row, line
-            numbers = [
-                float(n.rstrip("%").replace(",", "")) / (100 if n.endswith("%") else 1)
-                for n in row["numbers"].split()
-            ]
-            table[row["policy"]] = dict(zip(COLUMNS, numbers, strict=True))
-    return tables
-
-
-TABLE = parse_table(DEMO_TXT.read_text())
-MAMBA, SWA = TABLE["full+mamba"], TABLE["full+swa"]
-DENSE, PINNED, UNPINNED = "dense", "R=0 pinned", "R=0 unpinned"
-
-
-def test_the_readme_prints_the_demo_output_verbatim() -> None:
-    assert demo_table() == DEMO_TXT.read_text()
-
-
-def test_the_workload_the_readme_describes_is_the_one_the_demo_ran() -> None:
-    demo = json.loads(DEMO_JSON.read_text())
-    workload, settings = demo["workload"], demo["settings"]
-    match = re.search(
-        r"(?P<sessions>\d+) sessions of (?P<turns>\d+) turns, (?P<open>\d+) sessions open at a "
-        r"time, every session starting with the same (?P<system>[\d,]+)-token system prompt",
-        PROSE,
-    )
-    assert match
-    assert int(match["sessions"]) == workload["sessions"]
-    assert int(match["sessions"]) * int(match["turns"]) == workload["requests"]
-    assert int(match["open"]) == settings["concurrency"]
-    assert int(match["system"].replace(",", "")) == workload["system_prompt_tokens"]
-    assert "interval R=256" in TABLE["full+mamba"] and settings["interval"] == 256
-    sweep = re.search(r"sweeps the retention interval `R` over ([\d, and]+) tokens", PROSE)
-    assert sweep
-    assert [int(r) for r in re.findall(r"\d+", sweep[1])] == [0, *settings["intervals"]]
-
-
-def _pair(match: re.Match[str], first: int) -> tuple[float, float]:
-    return float(match[first]), float(match[first + 1])
-
-
-PROSE_CLAIMS: list[tuple[str, Callable[[re.Match[str]], None]]] = [
-    (
-        r"pinned policy reuses the system prompt as dense retention does \((\d\.\d+) vs "
-        r"(\d\.\d+) with Mamba, (\d\.\d+) vs (\d\.\d+) with sliding window\)",
-        lambda m: (
-            _check_equal(_pair(m, 1), (MAMBA[PINNED]["sys"], MAMBA[DENSE]["sys"])),
-            _check_equal(_pair(m, 3), (SWA[PINNED]["sys"], SWA[DENSE]["sys"])),
-        ),
-    ),
-    (
-        r"holding (\d+\.\d)x fewer Mamba blocks and (\d+\.\d)x fewer sliding-window blocks",
-        lambda m: _check_equal(
-            _pair(m, 1),
-            tuple(
-                round(t[DENSE][column] / t[PINNED][column], 1)
-                for t in (MAMBA, SWA)
-                for column in ("final",)
-            ),
-            also=tuple(round(t[DENSE]["peak"] / t[PINNED]["peak"], 1) for t in (MAMBA, SWA)),
-        ),
-    ),
-    (
-        r"Without pinning the system-prompt hit rate drops to (\d\.\d+)",
-        lambda m: _check_equal(
-            (float(m[1]), float(m[1])), (MAMBA[UNPINNED]["sys"], SWA[UNPINNED]["sys"])
-        ),
-    ),
-    (
-        r"prefill grows by (\d+)-(\d+)%",
-        lambda m: _check_equal(
-            _pair(m, 1),
-            tuple(
-                sorted(
-                    round(100 * (t[UNPINNED]["prefill"] / t[PINNED]["prefill"] - 1))
-                    for t in (MAMBA, SWA)
-                )
-            ),
-        ),
-    ),
-    (
-        r"Pinning trails dense by (\d\.\d+)",
-        lambda m: _check_equal(
-            (float(m[1]), float(m[1])),
-            tuple(round(t[DENSE]["sys"] - t[PINNED]["sys"], 3) for t in (MAMBA, SWA)),
-        ),
-    ),
-]
-
-
-def _check_equal(
-    claimed: tuple[float, ...], computed: tuple[float, ...], also: tuple[float, ...] = ()
-) -> None:
-    assert claimed == computed, f"README says {claimed}, the table gives {computed}"
-    assert not also or claimed == also, f"README says {claimed}, the table gives {also}"
-
-
-@pytest.mark.parametrize(
-    ("pattern", "check"), PROSE_CLAIMS, ids=[f"claim{i}" for i in range(len(PROSE_CLAIMS))]
-)
-def test_each_figure_the_prose_derives_from_the_table_is_right(
-    pattern: str, check: Callable[[re.Match[str]], None]
-) -> None:
-    match = re.search(pattern, PROSE)
-    assert match, f"the README no longer states {pattern!r}; update this test with it"
-    check(match)
+    # A block or claim dropped from the documents must be noticed too.
+    assert sum(len(output_claims(source)) for _, source in BLOCKS) == len(CHECKERS)

@@ -1,8 +1,8 @@
-"""The README's "Auditing SGLang" figures, recomputed from the side-by-side runs.
+"""The SGLang audit's figures in docs/results.md, recomputed from the side-by-side runs.
 
-Each figure the README prints about vLLM, SGLang and the ``junction`` policy
-is a cell of the side-by-side (``audit.sglang.findings.side_by_side``, which
-docs/findings.md prints): the sentence must be in the README and its numbers
+Each figure docs/results.md prints about vLLM, SGLang and the ``junction``
+policy is a cell of the side-by-side (``audit.sglang.findings.side_by_side``,
+which docs/findings.md prints): the sentence must be there and its numbers
 must be what the engines decide now.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from junction.audit.sglang.findings import COMPARED, Side, side_by_side
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+RESULTS = Path(__file__).resolve().parents[3] / "docs" / "results.md"
 
 
 def _sides(title: str) -> tuple[Side, Side, Side]:
@@ -20,8 +20,8 @@ def _sides(title: str) -> tuple[Side, Side, Side]:
 
 
 def _said(text: str) -> None:
-    prose = " ".join(README.read_text(encoding="utf-8").split())
-    assert text in prose, f"the README no longer says {text!r}"
+    prose = " ".join(RESULTS.read_text(encoding="utf-8").split())
+    assert text in prose, f"docs/results.md no longer says {text!r}"
 
 
 def test_a_resend_of_a_grid_long_prompt() -> None:
