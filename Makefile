@@ -20,7 +20,7 @@ COMPILED_MANIFEST := build/compiled-engine/junction-manifest.json
 # Every source the compiled tree copies: a change to any of them rebuilds it.
 JUNCTION_SOURCES := $(shell find -L junction -name '*.py' -not -path '*/__pycache__/*')
 
-.PHONY: check compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
+.PHONY: check results compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -94,10 +94,11 @@ verify-gpu:
 # on one policy (a built-in name or module:attribute) in a worker process:
 # SECONDS is a hard deadline, CALL_SECONDS the limit of one policy call;
 # non-zero on a violation, an error, a timeout or an unchecked promise.
+# With POLICY it needs only the demo install (DEMO_STAMP: no torch, no vLLM).
 # Without POLICY: the whole property suite with many more examples (the engine
 # state machine runs far longer) and a larger exhaustive bound; about an hour.
 SECONDS ?= 60
-fuzz: $(STAMP)
+fuzz: $(if $(POLICY),$(DEMO_STAMP),$(STAMP))
 ifdef POLICY
 	$(PY) -m junction.reference fuzz --policy $(POLICY) --seconds $(SECONDS) \
 		$(if $(CALL_SECONDS),--call-seconds $(CALL_SECONDS))
@@ -124,7 +125,14 @@ demo: $(DEMO_STAMP)
 	$(PY) -m junction.reference simulate --out docs/demo && \
 	echo "make demo: simulated in $$(( $$(date +%s) - start )) s (docs/demo/: simulate.txt, .json, .png)"
 
+# docs/results.md: `make demo`, then every table it shows copied from the file
+# that holds it (the trace tables from docs/demo-trace/: `make demo-trace` first
+# to refresh those, about an hour). tests/examples/test_results.py checks them.
+results: demo
+	$(PY) -m junction.reference.cli.results docs/results.md
+
 # The Mooncake conversation trace (examples/traces/) on the four model presets,
+# OVERWRITING the committed docs/demo-trace/ (about an hour here; it says so),
 # each request at its timestamp on the modelled clock, a pool of half the working
 # set, the four policies: docs/demo-trace/<preset>/ gets simulate.txt, .json and
 # the two figures. TRACE_REQUESTS=N replays the first N requests (the committed
@@ -135,6 +143,8 @@ TRACE_REQUESTS ?= 4000
 TRACE_POOL ?= 0.5
 DEMO_TRACE_PRESETS = gpt-oss:256 gemma3:256 nemotron-h:528 qwen3-next:544
 demo-trace: $(DEMO_STAMP)
+	@echo "make demo-trace: overwrites the 16 committed files of docs/demo-trace/<preset>/;" \
+		"about an hour here at TRACE_REQUESTS=4000 (tens of minutes a preset with all)"
 	@start=$$(date +%s); \
 	for preset in $(DEMO_TRACE_PRESETS); do \
 		$(PY) -m junction.reference simulate \

@@ -1,9 +1,9 @@
 """What a promise check needs of a prefix cache: the subject protocol.
 
-The seven promises are checked once (:mod:`.promises`) against this small
-protocol; the reference engine (:mod:`.engine_subject`) and vLLM 0.33.0's own
-code (``junction.audit.subject``) are two adapters of it, and another engine
-(SGLang) is meant to be a third. A :class:`Subject` runs a scenario's prompts
+The eight promises are checked once (:mod:`.promises`) against this small
+protocol; the reference engine (:mod:`.engine_subject`), vLLM 0.33.0's own
+code (``junction.audit.subject``) and SGLang 0.5.23's
+(``junction.audit.sglang.subject``) are its adapters. A :class:`Subject` runs a scenario's prompts
 with its policy and configuration; the :class:`Run` it returns is then asked
 what the promises are about: lookups, the cached sets the first-principles
 oracle reads, chunk ends, the blocks kept per group, and the split's answer

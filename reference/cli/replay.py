@@ -1,0 +1,96 @@
+"""``python -m junction.reference replay FILE [--policy NAME]``: re-run saved counterexamples.
+
+FILE holds what ``fuzz`` printed or wrote: one scenario (the JSON printed
+under a violation) or a ``fuzz --json`` report, whose every counterexample
+is replayed. Each scenario runs once on ``--policy`` (a built-in name or
+``module:attribute``, default ``junction``) in this process, through the
+same check the harness ran, and prints whether its promise holds now. Exit
+status 0 when every promise holds; 1 when one is violated or the policy
+raised (the line names the call); 2 for a file that is not a scenario or a
+report, or a policy that cannot be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from junction.reference.engine.policy import PolicyError
+from junction.reference.harness import Scenario, replay
+from junction.reference.policies.builtin import resolve_policy
+
+__all__ = ["add_parser", "scenarios_in"]
+
+
+class NotAScenario(ValueError):
+    """The file holds no scenario; the message names the file and what was found."""
+
+
+def scenarios_in(path: Path) -> list[Scenario]:
+    """The scenarios of a saved scenario or ``fuzz --json`` report (:class:`NotAScenario`)."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise NotAScenario(f"{path}: cannot read a JSON document: {error}") from None
+    if isinstance(data, dict) and isinstance(data.get("verdicts"), list):
+        found = [v.get("counterexample") for v in data["verdicts"] if isinstance(v, dict)]
+        saved = [c for c in found if c]
+        if not saved:
+            raise NotAScenario(f"{path}: a fuzz report without a counterexample")
+    elif isinstance(data, dict) and "promise" in data and "geometry" in data:
+        saved = [data]
+    else:
+        raise NotAScenario(f"{path}: neither a scenario nor a fuzz --json report")
+    try:
+        return [Scenario.from_json(item) for item in saved]
+    except (KeyError, TypeError, ValueError) as error:
+        raise NotAScenario(
+            f"{path}: not a valid scenario: {type(error).__name__}: {error}"
+        ) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    prog = "replay"
+    try:
+        scenarios = scenarios_in(args.file)
+        policy = resolve_policy(args.policy)
+    except (NotAScenario, PolicyError) as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    status = 0
+    for scenario in scenarios:
+        promise = scenario.promise.value
+        try:
+            violation = replay(scenario, policy)
+        except PolicyError as error:
+            print(f"{promise}: error: {error}")
+            status = 1
+            continue
+        if violation is None:
+            print(f"{promise}: holds")
+        else:
+            print(f"{promise}: VIOLATED: {violation}")
+            status = 1
+    return status
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``replay`` on ``python -m junction.reference``'s subcommands."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "replay",
+        help="re-run a saved counterexample (or a fuzz --json report) on a policy",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", type=Path, metavar="FILE", help="a scenario or fuzz report (JSON)")
+    parser.add_argument(
+        "--policy",
+        default="junction",
+        metavar="NAME",
+        help="built-in policy name or module:attribute (default junction)",
+    )
+    parser.set_defaults(run=_run)
+    return parser
