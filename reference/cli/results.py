@@ -53,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     if fresh != text:
-        outputs.rewrite(document, lambda path: path.write_text(fresh, encoding="utf-8"))
+
+        def write(path: Path) -> None:
+            path.write_text(fresh, encoding="utf-8")
+
+        outputs.rewrite(document, write)
     blocks = len(generated_blocks(fresh))
     print(f"{document}: {blocks} generated blocks, {'rewritten' if fresh != text else 'current'}")
     return 0
