@@ -25,13 +25,14 @@ from collections.abc import Hashable, Sequence
 import attrs
 
 from junction.core import HybridGeometry
+from junction.reference.errors import PoolExhausted
 from junction.reference.harness import Hits, Prefill, RequestState, Resume, Scenario
 from junction.reference.oracle.first_principles import OracleGroup
 from junction.reference.policies.vllm import VllmPolicy
 
 from .lookup import oracle_groups
 from .split import vllm_split
-from .vllm_engine import Lookup, PoolExhausted, VllmEngine
+from .vllm_engine import Lookup, VllmEngine
 from .vllm_env import vllm
 
 __all__ = ["POLICY", "VllmRun", "VllmSubject"]

@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from junction.core import GroupKind, HitReconciliation, HybridGeometry
+from junction.reference.errors import PoolExhausted
 from junction.reference.harness.verdict import RequestState
 
 from .lookup import GroupView, core_reconcile, pool_views
@@ -42,16 +43,11 @@ from .vllm_env import vllm
 __all__ = [
     "Lookup",
     "MaskCall",
-    "PoolExhausted",
     "Prefill",
     "RequestState",
     "SplitCall",
     "VllmEngine",
 ]
-
-
-class PoolExhausted(RuntimeError):
-    """``allocate_slots`` refused a chunk: the prompt cannot fit the pool."""
 
 
 @attrs.frozen

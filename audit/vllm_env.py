@@ -22,6 +22,8 @@ import types
 import warnings
 from typing import Any
 
+from junction.reference.errors import JunctionError
+
 from .pins import Pin
 
 __all__ = ["PINNED_VERSION", "VllmMissing", "VllmModules", "vllm", "vllm_missing_reason"]
@@ -30,7 +32,7 @@ PINNED_VERSION = "0.33.0"
 _PIN = Pin("vllm", "vLLM", PINNED_VERSION, "audit")
 
 
-class VllmMissing(RuntimeError):
+class VllmMissing(JunctionError, RuntimeError):
     """vLLM is not installed; the message says how to install it."""
 
 

@@ -56,6 +56,7 @@ from typing import Literal
 import attrs
 
 from junction import core
+from junction.reference.errors import JunctionError
 
 __all__ = [
     "STAMP_NAME",
@@ -82,7 +83,7 @@ _NOTE = (
 )
 
 
-class NotVendorable(Exception):
+class NotVendorable(JunctionError):
     """A target the command refuses (bad usage): the message names the path and the rule."""
 
 

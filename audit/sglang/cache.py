@@ -53,12 +53,12 @@ from typing import Any
 import attrs
 
 from junction.core import GroupKind, HybridGeometry
+from junction.reference.errors import JunctionError, PoolExhausted
 
 from .env import publish_server_args, sglang
 
 __all__ = [
     "Admission",
-    "PoolExhausted",
     "SglangCache",
     "SglangLayout",
     "TreeCore",
@@ -76,12 +76,8 @@ class TreeCore(enum.Enum):
     RUST = "rust"
 
 
-class Unsupported(ValueError):
+class Unsupported(JunctionError, ValueError):
     """A geometry SGLang's unified cache cannot express (the message says why)."""
-
-
-class PoolExhausted(RuntimeError):
-    """A prompt's KV or Mamba slots could not be found, even after eviction."""
 
 
 @attrs.frozen

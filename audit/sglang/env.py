@@ -35,6 +35,8 @@ import types
 import warnings
 from typing import Any
 
+from junction.reference.errors import JunctionError
+
 from ..pins import Pin
 
 __all__ = [
@@ -50,7 +52,7 @@ PINNED_VERSION = "0.5.23"
 _PIN = Pin("sglang", "SGLang", PINNED_VERSION, "audit-sglang")
 
 
-class SglangMissing(RuntimeError):
+class SglangMissing(JunctionError, RuntimeError):
     """SGLang is not installed; the message says how to install it."""
 
 

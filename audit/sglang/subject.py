@@ -45,11 +45,12 @@ from math import lcm
 import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.errors import PoolExhausted
 from junction.reference.harness import Hits, Prefill, RequestState, Resume, Scenario
 from junction.reference.oracle.first_principles import OracleGroup
 from junction.reference.policies.builtin import JunctionPolicy
 
-from .cache import PoolExhausted, SglangCache, TreeCore, Unsupported
+from .cache import SglangCache, TreeCore, Unsupported
 
 __all__ = ["POLICY", "Projection", "SglangRun", "SglangSubject", "sglang_projection"]
 

@@ -45,10 +45,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from junction.reference.errors import JunctionError
+
 __all__ = ["OutputError", "check_file", "check_folder", "commit", "rewrite", "write_set"]
 
 
-class OutputError(Exception):
+class OutputError(JunctionError):
     """An output that cannot be written; the message names the option or path and why."""
 
 

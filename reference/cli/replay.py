@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from junction.reference.engine.policy import PolicyError
+from junction.reference.errors import JunctionError
 from junction.reference.harness import Scenario, replay
 from junction.reference.policies.builtin import resolve_policy
 
 __all__ = ["add_parser", "scenarios_in"]
 
 
-class NotAScenario(ValueError):
+class NotAScenario(JunctionError, ValueError):
     """The file holds no scenario; the message names the file and what was found."""
 
 

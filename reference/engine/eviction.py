@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.errors import InvalidValue
 
 if TYPE_CHECKING:  # the pool imports this module; a block is only read here
     from junction.reference.engine.block_pool import Block
@@ -358,4 +359,4 @@ def eviction_policy(name: str, model: FlopModel) -> EvictionPolicy:
         return LeastRecentlyUsed()
     if name == "flop-aware":
         return FlopAware(model)
-    raise ValueError(f"eviction={name!r}: expected one of {', '.join(EVICTION_POLICIES)}")
+    raise InvalidValue("eviction", name, f"expected one of {', '.join(EVICTION_POLICIES)}")

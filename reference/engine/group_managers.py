@@ -28,6 +28,7 @@ from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.invariants import InvariantViolation, MambaStateMissing
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
+from junction.reference.errors import InvalidValue
 
 __all__ = ["BlockIndex", "GroupManager", "MambaStateMissing", "make_manager"]
 
@@ -258,7 +259,7 @@ class SlidingWindowManager(GroupManager):
     ):
         super().__init__(group_id, spec, geometry, pool, policy)
         if spec.window is None:
-            raise ValueError(f"spec={spec!r}: a sliding-window manager needs a window")
+            raise InvalidValue("spec", spec, "a sliding-window manager needs a window")
         self.window = spec.window
         self.released: dict[int, int] = {}
 

@@ -13,10 +13,12 @@ the conformance harness) keep catching it.
 
 from __future__ import annotations
 
+from junction.reference.errors import JunctionError
+
 __all__ = ["InvariantViolation", "MambaStateMissing"]
 
 
-class InvariantViolation(AssertionError):
+class InvariantViolation(JunctionError, AssertionError):
     """An engine invariant does not hold.
 
     Attributes:

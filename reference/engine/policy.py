@@ -32,12 +32,13 @@ from typing import Any, TypeGuard
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.protocol import Policy, RequestView
+from junction.reference.errors import JunctionError
 
 # Policy and RequestView are re-exported: callers import the protocol with its checker.
 __all__ = ["CheckedPolicy", "Policy", "PolicyError", "RequestView", "describe_request"]
 
 
-class PolicyError(Exception):
+class PolicyError(JunctionError):
     """A policy raised, or answered something malformed; names the policy and the call."""
 
     def __init__(self, policy: str, call: str, problem: str) -> None:

@@ -53,6 +53,7 @@ from junction.reference.engine.hash_chain import unit_hashes
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
+from junction.reference.errors import InvalidValue
 
 __all__ = ["ExternalTier", "StoredBlock", "TierConnector", "TierSaving"]
 
@@ -94,7 +95,7 @@ class ExternalTier:
 
     def __init__(self, capacity: int) -> None:
         if type(capacity) is not int or capacity < 1:
-            raise ValueError(f"capacity={capacity!r}: a tier holds at least one block")
+            raise InvalidValue("capacity", capacity, "a tier holds at least one block")
         self.capacity = capacity
         self.blocks: OrderedDict[tuple[int, int], StoredBlock] = OrderedDict()
         # Hash units strictly inside stored blocks (sub-block hits), to the block's key.

@@ -15,6 +15,8 @@ import enum
 
 import attrs
 
+from junction.reference.errors import InvalidValue
+
 __all__ = ["Promise", "Retention"]
 
 
@@ -47,7 +49,7 @@ class Promise(enum.Enum):
             return cls(name)
         except ValueError:
             choices = ", ".join(p.value for p in cls)
-            raise ValueError(f"promise={name!r}: must be one of {choices}") from None
+            raise InvalidValue("promise", name, f"must be one of {choices}") from None
 
     @property
     def number(self) -> int:

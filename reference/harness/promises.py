@@ -26,6 +26,7 @@ from junction.core import (
     last_cacheable_position,
     next_grid_point,
 )
+from junction.reference.errors import InvalidValue
 from junction.reference.oracle.first_principles import oracle_blocks_needed, oracle_reconcile
 
 from .promise import Promise
@@ -115,7 +116,7 @@ def _segments(scenario: Scenario, run: Run) -> Problem | None:
     """Promise 3: the probe hits the last segment boundary a chunk end materialised."""
     interval = scenario.geometry.retention_interval
     if not interval:
-        raise ValueError(f"retention_interval={interval!r}: the segments promise needs R > 0")
+        raise InvalidValue("retention_interval", interval, "the segments promise needs R > 0")
     (prompt,) = scenario.prompts
     probe = scenario.probe
     hit = run.lookup(probe).hit

@@ -83,6 +83,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from junction.reference.errors import JunctionError
 from junction.reference.workloads.mooncake import HashTraceRequest
 from junction.reference.workloads.trace import TraceRequest
 from junction.reference.workloads.tracefile import load_any_trace
@@ -196,11 +197,11 @@ class RunSpec:
     )
 
 
-class RayUnreachable(ConnectionError):
+class RayUnreachable(JunctionError, ConnectionError):
     """No Ray cluster answers at the address given; the message names it and why."""
 
 
-class NotTimestamped(ValueError):
+class NotTimestamped(JunctionError, ValueError):
     """``trace`` arrivals asked of a workload whose requests have no times (names it)."""
 
 

@@ -36,6 +36,7 @@ import attrs
 
 from junction.reference.engine.engine import Engine, Metrics
 from junction.reference.engine.request import RequestStatus
+from junction.reference.errors import JunctionError
 
 from .sessions import Arrival, Turn
 from .step_time import StepTimeModel
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 
-class PoolTooSmall(Exception):
+class PoolTooSmall(JunctionError):
     """The engine's pool cannot hold a request, so a replay cannot finish.
 
     The message names the request, what it needs, and the pool's size.

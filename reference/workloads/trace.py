@@ -44,6 +44,8 @@ from typing import Any, TypeVar
 
 import attrs
 
+from junction.reference.errors import JunctionError
+
 Line = TypeVar("Line")
 
 __all__ = [
@@ -69,7 +71,7 @@ DEFAULT_OUTPUT_TOKENS = 16
 _FIELDS = ("prompt", "output_tokens", "session")
 
 
-class TraceError(ValueError):
+class TraceError(JunctionError, ValueError):
     """A malformed trace; the message names the source, the line and the field."""
 
     def __init__(self, source: str, line: int, field: str | None, problem: str) -> None:
