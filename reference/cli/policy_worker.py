@@ -47,7 +47,7 @@ from junction.reference.engine.policy import (
     describe_request,
 )
 from junction.reference.harness import Promise, PromiseVerdict, Scenario, run_conformance
-from junction.reference.policies.builtin import resolve_policy
+from junction.reference.policies.registry import resolve_policy
 
 __all__ = [
     "CallBoard",

@@ -21,7 +21,7 @@ from typing import Any
 from junction.reference.engine.policy import PolicyError
 from junction.reference.errors import JunctionError
 from junction.reference.harness import Scenario, replay
-from junction.reference.policies.builtin import resolve_policy
+from junction.reference.policies.registry import resolve_policy
 
 __all__ = ["add_parser", "scenarios_in"]
 

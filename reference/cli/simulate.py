@@ -25,11 +25,14 @@ import argparse
 import importlib.util
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
+from junction.reference.engine.policy import PolicyError
 from junction.reference.engine.tier import TierSaving
+from junction.reference.policies.registry import resolve_policy
 from junction.reference.simulator.latency_plot import render_ttft_plot
 from junction.reference.simulator.parallel import (
     BuiltinSource,
@@ -43,7 +46,7 @@ from junction.reference.simulator.report import report
 from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import Settings, simulate
 from junction.reference.simulator.table import format_table, format_tier, format_times
-from junction.reference.simulator.variants import sweep_variants, table_variants
+from junction.reference.simulator.variants import Variant, sweep_variants, table_variants
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.step_time import StepTimeModel
 
@@ -62,6 +65,17 @@ __all__ = ["add_parser"]
 
 JSON, TEXT, PLOT = "simulate.json", "simulate.txt", "simulate.png"
 TTFT_PLOT = "simulate-ttft.png"
+
+
+def policy_rows(names: Sequence[str], parser: argparse.ArgumentParser) -> tuple[Variant, ...]:
+    """``--policy``: each policy a row at R = 0 (dense: every block); one that does not load
+    is a usage error (exit 2), before anything runs."""
+    for name in names:
+        try:
+            resolve_policy(name)
+        except PolicyError as error:
+            parser.error(f"--policy {name}: {error}")
+    return tuple(Variant(name, None if name == "dense" else 0) for name in names)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -124,6 +138,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     table = table_variants(args.interval)
     if args.row:
         table = tuple(v for name, v in zip(ROWS, table, strict=True) if name in args.row)
+    table = (*table, *policy_rows(args.policy or (), parser))
     # --row names the runs exactly: no sweep points besides them.
     sweep = () if args.row else sweep_variants(args.intervals)
     variants = list(dict.fromkeys((*table, *sweep)))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import cast
 
 from junction.core import HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
@@ -31,11 +30,9 @@ from junction.reference.simulator.run import Arrivals, Settings
 from junction.reference.simulator.workload import (
     Workload,
     builtin_workload,
-    hash_trace_workload,
-    trace_workload,
+    trace_file_workload,
 )
-from junction.reference.workloads.mooncake import HashTraceRequest
-from junction.reference.workloads.trace import TraceError, TraceRequest
+from junction.reference.workloads.trace import TraceError
 from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text
 
 __all__ = [
@@ -121,14 +118,8 @@ def load_workload(
         parser.error(f"--trace: {error}")
     if args.requests is not None:
         requests = requests[: args.requests]
-    if requests and isinstance(requests[0], HashTraceRequest):
-        hashed = requests
-        tokens = sum(request.input_length for request in hashed)
-        # Prompts are built at submission (hash_prompts.HashArrival): only the run's share.
-        size = SimulationSize(tokens, pool, workload_built=False)
-        _check_size(size, f"--trace {trace}", args, parser)
-        return hash_trace_workload(args.trace, hashed)
-    workload = trace_workload(args.trace, cast(list[TraceRequest], requests))
+    # A hash-id trace's prompts are built at submission (hash_prompts.HashArrival).
+    workload = trace_file_workload(args.trace, requests)
     size = SimulationSize(workload.prompt_tokens, pool, workload_built=False)
     _check_size(size, f"--trace {trace}", args, parser)
     return workload

@@ -251,6 +251,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "and the --intervals sweep; a tier's comparison needs only pinned)",
     )
     parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="NAME",
+        help="also a row of the table, at R = 0: a registered policy or module:attribute "
+        "(the module importable by the worker processes too), repeatable",
+    )
+    parser.add_argument(
         "--instances",
         type=at_least_1,
         default=1,

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from junction.reference.policies.registry import policy_names
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
 from junction.reference.simulator.memory import (
     TRACE_BYTES_PER_FILE_BYTE,
@@ -89,6 +90,15 @@ DEFAULT_INTERVALS = (0, 256)
 DEFAULT_POOL = PoolSize("blocks", 40_000)
 
 
+def _policy(text: str) -> str:
+    """``--policy``: a registered policy's name, or ``module:attribute`` (loaded by the runs)."""
+    if text not in policy_names() and ":" not in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: not a registered policy ({', '.join(policy_names())}) nor module:attribute"
+        )
+    return text
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``sweep`` on ``python -m junction.reference``'s subcommands."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -129,9 +139,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--policy",
-        choices=COMPARED_POLICIES,
+        type=_policy,
         action="append",
-        help="repeatable (default: all three; dense runs once, the others at every R)",
+        metavar="NAME",
+        help=f"a registered policy or module:attribute, repeatable (default: "
+        f"{', '.join(COMPARED_POLICIES)}; dense runs once, the others at every R)",
     )
     parser.add_argument(
         "--intervals",

@@ -27,7 +27,7 @@ import attrs
 from junction.core import HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.tier import TierSaving
-from junction.reference.policies.builtin import resolve_policy
+from junction.reference.policies.registry import Role, policy_names, resolve_policy
 
 from .diagnosis import UNDIAGNOSED, diagnose, diagnose_connector
 from .promise import Promise
@@ -37,7 +37,7 @@ from .verdict import Verdict
 
 __all__ = ["POLICIES", "SCOPES", "findings_markdown", "total_examples", "write_findings"]
 
-POLICIES = ("vllm-0.33", "vllm-pr47782")
+POLICIES = policy_names(Role.COMPATIBILITY)  # vllm-0.33, vllm-pr47782
 
 # The harness stops a promise at its first violation, so each scope keeps one
 # defect from hiding another. The EAGLE scope keeps to geometries whose Mamba
@@ -209,7 +209,7 @@ def findings_markdown(examples: int = 150, seed: int = 0, progress: Progress | N
         f"{examples} examples per promise and scope. Each violation comes with its "
         "shrunk counterexample; replay one with "
         "`replay(Scenario.from_json(json.loads(text)), resolve_policy(name))` "
-        "(`junction.reference.harness`, `junction.reference.policies.builtin`). The default "
+        "(`junction.reference.harness`, `junction.reference.policies.registry`). The default "
         "`junction` policy keeps every promise on the same runs (`make zoo`, `tests/engine`).",
         "",
         "These are findings about vLLM's *formulas* as our policies reproduce them, "

@@ -1,4 +1,4 @@
-"""The built-in retention policies and the name registry.
+"""The built-in retention policies (their registry is :mod:`.registry`).
 
 * ``junction`` (the default): one source of truth (docs/domain.md, "Promised
   positions: one source of truth"). The promised positions
@@ -16,16 +16,11 @@
   junction: the behaviour before vLLM PR #47782 (with ``R = 0``: no pinning).
 * ``vllm-0.33`` and ``vllm-pr47782``: vLLM's formulas, in
   ``reference.policies.vllm``.
-
-``resolve_policy`` turns a command-line name into a policy: a built-in name
-or ``module:attribute`` (a policy object, or a class/factory called with no
-arguments).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from junction.core import (
     ChunkSplitter,
@@ -37,18 +32,12 @@ from junction.core import (
     promised_positions,
     promised_stop,
 )
-from junction.reference.engine.policy import Policy, PolicyError, RequestView
+from junction.reference.engine.policy import RequestView
 
 from .bound import boundaries, chunk_splitter, group_mask
 from .options import DEFAULT_OPTIONS, JunctionOptions
 
-__all__ = [
-    "DensePolicy",
-    "IntervalPolicy",
-    "JunctionPolicy",
-    "builtin_policies",
-    "resolve_policy",
-]
+__all__ = ["DensePolicy", "IntervalPolicy", "JunctionPolicy"]
 
 
 class JunctionPolicy:
@@ -232,51 +221,3 @@ class IntervalPolicy(JunctionPolicy):
 
     def junction(self, request: RequestView) -> int:
         return 0
-
-
-def builtin_policies() -> dict[str, Callable[[], Policy]]:
-    """Name -> factory for every built-in policy (``junction`` first, the default)."""
-    from junction.reference.policies.vllm import VllmPolicy, VllmPR47782Policy
-
-    return {
-        "junction": JunctionPolicy,
-        "dense": DensePolicy,
-        "interval": IntervalPolicy,
-        "vllm-0.33": VllmPolicy,
-        "vllm-pr47782": VllmPR47782Policy,
-    }
-
-
-def resolve_policy(name: str) -> Policy:
-    """A built-in policy by name, or ``module:attribute`` for a user's policy.
-
-    Raises :class:`PolicyError` naming the policy when the name is unknown,
-    the module cannot be imported, the attribute is missing, or what it names
-    is not a :class:`Policy` (after calling it, if it is a class or factory).
-    """
-    builtins = builtin_policies()
-    if name in builtins:
-        return builtins[name]()
-    if ":" not in name:
-        known = ", ".join(builtins)
-        raise PolicyError(name, "resolve", f"not a built-in policy ({known}) nor module:attribute")
-    module_name, _, attribute = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:
-        raise PolicyError(
-            name, "import", f"cannot import {module_name!r}: {type(error).__name__}: {error}"
-        ) from error
-    if not hasattr(module, attribute):
-        raise PolicyError(name, "resolve", f"module {module_name!r} has no attribute {attribute!r}")
-    target = getattr(module, attribute)
-    if isinstance(target, type) or (not isinstance(target, Policy) and callable(target)):
-        try:
-            target = target()
-        except Exception as error:
-            raise PolicyError(
-                name, f"{attribute}()", f"raised {type(error).__name__}: {error}"
-            ) from error
-    if not isinstance(target, Policy):
-        raise PolicyError(name, "resolve", f"{target!r} does not implement the Policy protocol")
-    return target

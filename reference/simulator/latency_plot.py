@@ -46,7 +46,7 @@ def render_ttft_plot(
         for variant in rows:
             for run in (r for r in results if r.geometry == name and r.variant == variant):
                 seconds = [max(t / 1000, 1e-3) for t in run.ttft_ms.percentiles]
-                style = _STYLES[variant.policy]
+                style = _STYLES.get(variant.policy, "C3-.")
                 if variant.policy == "interval" and variant.retention_interval:
                     style = "C2:"
                 if run.tier is not None and run.tier.saving != "policy":

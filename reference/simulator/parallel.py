@@ -84,8 +84,6 @@ from urllib.parse import urlsplit
 import attrs
 
 from junction.reference.errors import JunctionError
-from junction.reference.workloads.mooncake import HashTraceRequest
-from junction.reference.workloads.trace import TraceRequest
 from junction.reference.workloads.tracefile import load_any_trace
 
 from .geometries import GEOMETRIES
@@ -94,7 +92,7 @@ from .pool import PoolSize
 from .result import RunResult
 from .run import ARRIVALS, Arrivals, Settings, run_one
 from .variants import Variant
-from .workload import Workload, builtin_workload, hash_trace_workload, trace_workload
+from .workload import Workload, builtin_workload, trace_file_workload
 
 __all__ = [
     "CONNECT_SECONDS",
@@ -161,10 +159,7 @@ class TraceSource:
         """The workload; raises ``workloads.trace.TraceError`` naming the file and line."""
         loaded = load_any_trace(self.path, memory_limit().bytes // TRACE_BYTES_PER_FILE_BYTE)
         requests = loaded[: self.requests] if self.requests is not None else loaded
-        hashed = [r for r in requests if isinstance(r, HashTraceRequest)]
-        if hashed:  # one format per file: all of them
-            return hash_trace_workload(self.path, hashed)
-        return trace_workload(self.path, [r for r in requests if isinstance(r, TraceRequest)])
+        return trace_file_workload(self.path, requests)
 
 
 WorkloadSource = BuiltinSource | TraceSource

@@ -1,10 +1,11 @@
-"""Retention variants: a registered policy at one retention interval ``R``.
+"""Retention variants: a registered policy (or a user's) at one retention interval ``R``.
 
 A variant is a configuration of a policy from the one registry
-(``junction.reference.policies.builtin``), not a policy of its own: the
+(``junction.reference.policies.registry``), not a policy of its own: the
 policy comes from ``resolve_policy`` by name, and ``R`` goes into the
-geometry. The simulator compares the three registered policies that differ
-in what they retain:
+geometry. The simulator compares the registered retention policies
+(``Role.RETENTION``), and any other registered or ``module:attribute``
+policy asked for (``simulate --policy``, labelled by its name):
 
 * ``dense``: every materialised block is cached (``R`` is ignored: ``None``);
 * ``interval``: one checkpoint per ``R``-token segment plus the replay
@@ -12,8 +13,7 @@ in what they retain:
 * ``junction``: the same, and the junction pinned (the default policy).
 
 Rejected: a second name -> factory table here (it drifted from the registry
-once already), and accepting vLLM's formula policies (their labels would
-claim a pinning they only partly do; the findings harness compares them).
+once already).
 """
 
 from __future__ import annotations
@@ -23,11 +23,18 @@ from collections.abc import Sequence
 import attrs
 
 from junction.reference.engine.policy import Policy
-from junction.reference.policies.builtin import resolve_policy
+from junction.reference.policies.registry import Role, policy_names, resolve_policy
 
 __all__ = ["COMPARED_POLICIES", "Variant", "sweep_variants", "table_variants"]
 
-COMPARED_POLICIES = ("dense", "interval", "junction")
+COMPARED_POLICIES = tuple(sorted(policy_names(Role.RETENTION)))  # dense, interval, junction
+
+
+def _policy(instance: Variant, attribute: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str) or (value not in policy_names() and ":" not in value):
+        raise ValueError(
+            f"{attribute.name}: expected a registered policy or module:attribute, got {value!r}"
+        )
 
 
 def _interval(instance: Variant, attribute: attrs.Attribute[int | None], value: object) -> None:
@@ -42,7 +49,7 @@ def _interval(instance: Variant, attribute: attrs.Attribute[int | None], value: 
 class Variant:
     """One retention setting: a registered policy's name and the interval ``R``."""
 
-    policy: str = attrs.field(validator=attrs.validators.in_(COMPARED_POLICIES))
+    policy: str = attrs.field(validator=_policy)
     retention_interval: int | None = attrs.field(validator=_interval)
 
     @property
@@ -52,6 +59,8 @@ class Variant:
 
     @property
     def label(self) -> str:
+        if self.policy not in COMPARED_POLICIES:
+            return f"{self.policy} R={self.retention_interval}"
         if self.policy == "dense":
             return "dense"
         if self.retention_interval == 0:

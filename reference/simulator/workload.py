@@ -31,6 +31,7 @@ from junction.reference.workloads.hash_prompts import HashArrival, PromptBuilder
 from junction.reference.workloads.mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
 from junction.reference.workloads.sessions import Arrival, Turn, agent_sessions
 from junction.reference.workloads.trace import TraceRequest
+from junction.reference.workloads.tracefile import TraceRequests
 
 __all__ = [
     "MESSAGE_TOKENS",
@@ -38,6 +39,7 @@ __all__ = [
     "Workload",
     "builtin_workload",
     "hash_trace_workload",
+    "trace_file_workload",
     "trace_workload",
 ]
 
@@ -158,3 +160,12 @@ def hash_trace_workload(path: str, requests: Sequence[HashTraceRequest]) -> Work
         tuple((HashArrival(r, builder),) for r in ordered),
         _shared_hash_prefix(ordered),
     )
+
+
+def trace_file_workload(path: str, requests: TraceRequests) -> Workload:
+    """The workload of a parsed trace file of any format (``workloads.tracefile.FORMATS``):
+    a hash-id trace's requests each a session, a token-id trace's grouped by session."""
+    hashed = [r for r in requests if isinstance(r, HashTraceRequest)]
+    if hashed:  # one format per file: all of them
+        return hash_trace_workload(path, hashed)
+    return trace_workload(path, [r for r in requests if isinstance(r, TraceRequest)])

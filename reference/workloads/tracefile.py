@@ -1,9 +1,14 @@
-"""Reading a trace file: gzip or plain, and which of the two formats it is.
+"""Reading a trace file: gzip or plain, and which format it is (one record per format).
 
-One place decides the format, from the fields of the first non-blank line:
-a line with any of ``timestamp``, ``input_length``, ``output_length`` or
-``hash_ids`` is a hash-id trace (``workloads.mooncake``), anything else a
+Each format is one :class:`TraceFormat` of :data:`FORMATS`: how to tell it
+from the fields of the file's first non-blank line, its parser, and one line
+saying what it is. The first whose ``detect`` accepts that line parses the
+file: a line with any of ``timestamp``, ``input_length``, ``output_length``
+or ``hash_ids`` is a hash-id trace (``workloads.mooncake``), anything else a
 token-id trace (``workloads.trace``), whose parser then names what is wrong.
+Adding a format is one record (docs/architecture.md, "Walk-through: adding
+a trace format"); its parser returns one of the two request kinds, which
+the simulator already runs.
 A file is gzip when it starts with gzip's magic bytes, whatever its name.
 The decompressed text is capped (``max_bytes``): a small compressed file can
 expand without bound, and the cap turns that into one error line instead of
@@ -16,15 +21,64 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+import attrs
 
 from .mooncake import FIELDS as HASH_FIELDS
 from .mooncake import HashTraceRequest, parse_hash_trace
 from .trace import TraceError, TraceRequest, decode_line, parse_trace
 
-__all__ = ["GZIP_MAGIC", "load_any_trace", "parse_any_trace", "read_trace_text"]
+__all__ = [
+    "FORMATS",
+    "GZIP_MAGIC",
+    "TraceFormat",
+    "TraceRequests",
+    "detect_format",
+    "load_any_trace",
+    "parse_any_trace",
+    "read_trace_text",
+]
 
 GZIP_MAGIC = b"\x1f\x8b"
+
+TraceRequests = list[TraceRequest] | list[HashTraceRequest]
+
+
+@attrs.frozen
+class TraceFormat:
+    """A trace format: ``detect`` (from the first record's fields), ``parse``, ``description``."""
+
+    name: str
+    detect: Callable[[Mapping[str, object]], bool]
+    parse: Callable[[str, str], TraceRequests]
+    description: str
+
+
+def _hash_fields(record: Mapping[str, object]) -> bool:
+    return bool(set(record) & set(HASH_FIELDS))
+
+
+def _any_record(record: Mapping[str, object]) -> bool:
+    return True
+
+
+# In detection order; the last accepts any record, so its parser names what is wrong.
+FORMATS: tuple[TraceFormat, ...] = (
+    TraceFormat(
+        "mooncake",
+        _hash_fields,
+        parse_hash_trace,
+        "hash-id prompts, Mooncake's format: timestamp, input_length, output_length, hash_ids",
+    ),
+    TraceFormat(
+        "token-ids",
+        _any_record,
+        parse_trace,
+        "token-id prompts: prompt, and optionally session and output_tokens",
+    ),
+)
 
 
 def read_trace_text(path: str | Path, max_bytes: int) -> str:
@@ -49,16 +103,20 @@ def read_trace_text(path: str | Path, max_bytes: int) -> str:
         raise TraceError(source, 0, None, f"cannot read: {error}") from None
 
 
-def parse_any_trace(text: str, source: str) -> list[TraceRequest] | list[HashTraceRequest]:
-    """Every request of a trace of either format; raises :class:`TraceError`."""
+def detect_format(text: str, source: str) -> TraceFormat:
+    """The format of ``text``: the first of :data:`FORMATS` accepting its first record."""
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
-            if set(decode_line(source, number, line)) & set(HASH_FIELDS):
-                return parse_hash_trace(text, source)
-            break
-    return parse_trace(text, source)
+            record = decode_line(source, number, line)
+            return next(f for f in FORMATS if f.detect(record))
+    return FORMATS[-1]  # no record: its parser says the trace has no requests
 
 
-def load_any_trace(path: str | Path, max_bytes: int) -> list[TraceRequest] | list[HashTraceRequest]:
+def parse_any_trace(text: str, source: str) -> TraceRequests:
+    """Every request of a trace of any format; raises :class:`TraceError`."""
+    return detect_format(text, source).parse(text, source)
+
+
+def load_any_trace(path: str | Path, max_bytes: int) -> TraceRequests:
     """Read (gunzipping if needed) and parse a trace file of either format."""
     return parse_any_trace(read_trace_text(path, max_bytes), str(path))

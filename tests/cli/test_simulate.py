@@ -124,7 +124,7 @@ def test_simulate_reports_every_run_as_it_ends() -> None:
 @pytest.mark.parametrize(
     ("policy", "interval", "message"),
     [
-        ("vllm-0.33", 0, "'policy' must be in ('dense', 'interval', 'junction')"),
+        ("nosuch", 0, "policy: expected a registered policy or module:attribute, got 'nosuch'"),
         ("dense", 0, "retention_interval: expected None for dense, got 0"),
         ("junction", -1, "retention_interval: expected an int >= 0, got -1"),
         ("interval", None, "retention_interval: expected an int >= 0, got None"),
@@ -136,6 +136,7 @@ def test_a_variant_is_a_registered_policy_at_an_interval(
     with pytest.raises(ValueError, match=re.escape(message)):
         Variant(policy, interval)
     assert Variant(policy="junction", retention_interval=0).make_policy().name == "junction"
+    assert Variant("vllm-0.33", 0).label == "vllm-0.33 R=0"  # any registered policy is a row
 
 
 def test_eagle_and_pool_pressure_run(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def test_ray_writes_what_one_process_writes(
 
 BAD_USAGE = [
     (["--geometry", "nosuch"], "argument --geometry: unknown geometry 'nosuch' (choose from"),
-    (["--policy", "lru"], "argument --policy: invalid choice: 'lru' (choose from"),
+    (["--policy", "lru"], "argument --policy: 'lru': not a registered policy (junction, dense,"),
     (["--jobs", "0"], "argument --jobs: 0 must be >= 1"),
     (["--jobs", "2", "--ray", "auto"], "argument --ray: not allowed with argument --jobs"),
     (["--intervals", "0,-16"], "argument --intervals: -16: intervals must be >= 0"),

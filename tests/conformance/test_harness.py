@@ -15,12 +15,8 @@ import pytest
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.policy import CheckedPolicy, PolicyError, RequestView
 from junction.reference.harness import Promise, Scenario, Verdict, replay, run_conformance
-from junction.reference.policies.builtin import (
-    DensePolicy,
-    IntervalPolicy,
-    JunctionPolicy,
-    resolve_policy,
-)
+from junction.reference.policies.builtin import DensePolicy, IntervalPolicy, JunctionPolicy
+from junction.reference.policies.registry import resolve_policy
 
 
 def test_a_conforming_policy_gets_a_clean_report() -> None:
@@ -158,7 +154,7 @@ def test_policies_resolve_by_name_or_module_attribute() -> None:
         ("nope", "not a built-in policy"),
         ("no.such.module:x", "cannot import"),
         ("junction.reference.policies.builtin:Nothing", "has no attribute"),
-        ("junction.reference.policies.builtin:PolicyError", "raised TypeError"),
+        ("junction.reference.policies.registry:PolicyError", "raised TypeError"),
         ("core:__doc__", "does not implement"),
     ]:
         with pytest.raises(PolicyError, match=problem):

@@ -40,7 +40,8 @@ from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.tier import ExternalTier
 from junction.reference.harness.promise import Promise
 from junction.reference.harness.runner import run_conformance
-from junction.reference.policies.builtin import IntervalPolicy, JunctionPolicy, builtin_policies
+from junction.reference.policies.builtin import IntervalPolicy, JunctionPolicy
+from junction.reference.policies.registry import policy_names, resolve_policy
 
 GEOMETRIES = [
     HybridGeometry(
@@ -66,7 +67,7 @@ GEOMETRIES = [
 def run_digest(geometry: HybridGeometry, policy_name: str, pool: int, seed: int) -> str:
     """A hash of every step and of every request's end state, of one seeded workload."""
     rng = random.Random(seed)
-    policy = builtin_policies()[policy_name]()
+    policy = resolve_policy(policy_name)
     tier = ExternalTier(200) if seed % 2 else None
     engine = Engine(
         EngineConfig(
@@ -115,7 +116,7 @@ def digests() -> list[str]:
     return [
         run_digest(geometry, name, pool, seed)
         for geometry in GEOMETRIES
-        for name in sorted(builtin_policies())
+        for name in sorted(policy_names())
         for pool, seed in ((60, 1), (400, 2))
     ]
 
@@ -169,7 +170,7 @@ def test_the_compiled_engine_runs_step_for_step_like_the_interpreted_one() -> No
     runs = zip(expected["digests"], found["digests"], strict=True)
     differ = [i for i, (a, b) in enumerate(runs) if a != b]
     assert not differ, f"the compiled engine's runs {differ} differ from the interpreted ones"
-    assert len(expected["digests"]) == len(GEOMETRIES) * len(builtin_policies()) * 2
+    assert len(expected["digests"]) == len(GEOMETRIES) * len(policy_names()) * 2
     # The same examples, the same verdicts, the same shrunk counterexample.
     assert found["conformance"] == expected["conformance"]
     statuses = {(name, status) for name, status, _, _ in found["conformance"]}

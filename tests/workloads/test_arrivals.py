@@ -11,7 +11,7 @@ import pytest
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
-from junction.reference.policies.builtin import resolve_policy
+from junction.reference.policies.registry import resolve_policy
 from junction.reference.simulator.result import Latency
 from junction.reference.simulator.workload import hash_trace_workload
 from junction.reference.workloads import hash_prompts
