@@ -1,0 +1,336 @@
+"""The replay's pool: the engine pool's books, kept on integer prefix keys.
+
+``engine.block_pool`` keeps ``num_blocks - 1`` usable blocks. A request holds
+some; the free ones wait in two queues: blocks with no hash (recycled
+first: nobody can hit them, so which one is taken changes nothing) and
+cached blocks, least recently freed first, of which an allocation that finds
+no unhashed block evicts one. So all the replay keeps is: which prefix keys
+are cached, which of them are free (in the engine's free order), and how
+many blocks the running request holds; the unhashed free blocks are the rest.
+A key is ``prefix_key * groups + group`` (``keys.PrefixKeys``).
+
+Which cached block an allocation evicts is the eviction order's choice:
+
+* ``lru``: the least recently freed (the engine's default);
+* ``fifo``: the one cached longest ago (the peer's FIFO);
+* ``belady``: the one whose next use, the next request whose prompt
+  contains it (known offline: ``uses``), lies furthest ahead; never used
+  again first, ties least recently freed first (Belady's MIN at block
+  granularity: the bound an eviction that knew the future could reach);
+* ``flop-aware``: the engine's own ``engine.eviction.FlopAwareOrder``,
+  handed the free cached blocks in the same order the engine's pool hands it.
+
+A request's blocks, per group: a cached key while it is cached, ``PRIVATE``
+(-1) for a block only it holds, ``NULL`` (-2) for a slot a sliding window
+released or never held.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from itertools import repeat, takewhile
+from operator import countOf
+
+import attrs
+
+from junction.core import (
+    GroupKind,
+    GroupLookup,
+    HitReconciler,
+    HitReconciliation,
+    HybridGeometry,
+    InvalidArgument,
+)
+from junction.reference.engine.eviction import FlopAware, FlopAwareOrder, FlopModel
+
+from .plan import CACHE, RELEASE, RequestPlan
+
+__all__ = ["EVICTIONS", "NULL", "PRIVATE", "ReplayPool", "Usage"]
+
+EVICTIONS = ("lru", "fifo", "flop-aware", "belady")
+PRIVATE, NULL = -1, -2
+_NEVER = 1 << 62
+
+
+class _Block:
+    """What ``FlopAwareOrder`` reads of a cached block (``engine.block_pool.Block``'s names)."""
+
+    __slots__ = ("block_id", "end", "key", "parent")
+
+    def __init__(self, block_id: int, key: tuple[int, int], end: int, parent: int) -> None:
+        self.block_id, self.key, self.end, self.parent = block_id, key, end, parent
+
+
+@attrs.frozen
+class Usage:
+    """The pool after a request: evictions so far, cached blocks per group, their peaks."""
+
+    evictions: int
+    cached: tuple[int, ...]
+    peak: tuple[int, ...]
+
+
+class ReplayPool:
+    """One point's pool: ``num_blocks`` blocks (one the null block), evicting by ``eviction``.
+
+    ``uses`` (``belady`` only): per key, the indexes of the requests whose
+    prompts contain it, ascending. ``flops`` (``flop-aware`` only): the
+    geometry's FLOP model. ``track_ends``: keep ``ends``, the prefix length
+    each cached key ends (what a test compares with the engine's blocks).
+    """
+
+    def __init__(
+        self,
+        geometry: HybridGeometry,
+        num_blocks: int,
+        eviction: str = "lru",
+        *,
+        uses: Mapping[int, Sequence[int]] | None = None,
+        flops: FlopModel | None = None,
+        track_ends: bool = False,
+    ) -> None:
+        if eviction not in EVICTIONS:
+            raise InvalidArgument("eviction", eviction, f"expected one of {', '.join(EVICTIONS)}")
+        if num_blocks < 2:
+            raise InvalidArgument("num_blocks", num_blocks, "a pool needs the null block and one")
+        if eviction == "belady" and uses is None:
+            raise InvalidArgument("uses", uses, "belady needs every key's uses")
+        if eviction == "flop-aware" and flops is None:
+            raise InvalidArgument("flops", flops, "flop-aware needs the geometry's FLOP model")
+        self.geometry = geometry
+        self.groups = geometry.groups
+        self.usable = num_blocks - 1
+        self.eviction = eviction
+        self.cached: set[int] = set()
+        # Free cached keys, least recently freed first (with flop-aware: their blocks).
+        self.free: OrderedDict[int, _Block | None] = OrderedDict()
+        self.held = 0
+        self.evictions = 0
+        self.count = [0] * len(self.groups)
+        self.peak = [0] * len(self.groups)
+        self.now = 0  # the request being replayed
+        self._stamp = 0
+        self._heap: list[tuple[int, int, int]] = []
+        self._born: dict[int, int] = {}
+        self._uses = uses or {}
+        self._blocks: dict[int, _Block] = {}
+        self.ends: dict[int, int] | None = {} if track_ends else None
+        self._flop_order = (
+            FlopAwareOrder(FlopAware(flops), self.groups)
+            if eviction == "flop-aware" and flops
+            else None
+        )
+        alignment = geometry.alignment_tokens
+        self._lookups = [GroupLookup(spec, alignment) for spec in self.groups]
+        self._reconciler = HitReconciler(geometry)
+
+    # -- lookup ---------------------------------------------------------------
+    def lookup(self, keys: Sequence[Sequence[int]], prompt: int) -> HitReconciliation:
+        """``core``'s reconciled hit of a prompt of ``prompt`` tokens whose blocks
+        have ``keys[g]`` (its hashed blocks only, per group)."""
+        cached = self.cached
+        finders = []
+        for lookup, spec, blocks in zip(self._lookups, self.groups, keys, strict=True):
+            count = len(blocks)
+
+            def is_cached(index: int, blocks: Sequence[int] = blocks, count: int = count) -> bool:
+                return index < count and blocks[index] in cached
+
+            if spec.kind is GroupKind.FULL:
+
+                def run(limit: int, blocks: Sequence[int] = blocks) -> int:
+                    found = map(cached.__contains__, blocks[:limit])
+                    return countOf(takewhile(bool, found), True)
+
+                finders.append(lookup.finder(is_cached, run))
+            else:
+                finders.append(lookup.finder(is_cached))
+        unit = self.geometry.hash_block_size
+        return self._reconciler.reconcile(finders, prompt - 1, prompt - prompt % unit)
+
+    # -- the books ------------------------------------------------------------
+    def _take(self, key: int) -> None:
+        """A hit takes a cached key: a free one leaves the free queue."""
+        if key in self.free:
+            block = self.free.pop(key)
+            if self._flop_order is not None and block is not None:
+                self._flop_order.revived(block)  # type: ignore[arg-type]
+        self.held += 1
+
+    def _give(self, slot: int) -> None:
+        """A held block is freed: a cached one joins the back of the free queue."""
+        self.held -= 1
+        if slot >= 0:
+            self.free[slot] = self._blocks.get(slot)
+            if self.eviction == "fifo":
+                heapq.heappush(self._heap, (self._born[slot], 0, slot))
+            elif self.eviction == "belady":
+                self._push_next_use(slot)
+
+    def _push_next_use(self, key: int) -> None:
+        uses = self._uses.get(key, ())
+        at = bisect_right(uses, self.now)
+        next_use = uses[at] if at < len(uses) else _NEVER
+        self._stamp += 1
+        heapq.heappush(self._heap, (-next_use, self._stamp, key))
+
+    def _allocate(self, count: int) -> None:
+        """``count`` blocks, unhashed ones first, then evicting."""
+        unhashed = self.usable - self.held - len(self.free)
+        if count > unhashed + len(self.free):
+            raise InvalidArgument(
+                "num_blocks",
+                self.usable + 1,
+                f"{count} blocks asked, {unhashed + len(self.free)} free",
+            )
+        for _ in range(count - unhashed if count > unhashed else 0):
+            self._evict(self._victim())
+        self.held += count
+
+    def _victim(self) -> int:
+        free = self.free
+        if self.eviction == "lru":
+            return next(iter(free))
+        if self._flop_order is not None:
+            chosen = self._flop_order.victim(free)  # type: ignore[arg-type]
+            return chosen.block_id
+        heap = self._heap
+        while True:
+            first, _, key = heapq.heappop(heap)
+            if key not in free:
+                continue
+            if self.eviction == "fifo":
+                if self._born.get(key) == first:
+                    return key
+                continue
+            uses = self._uses.get(key, ())
+            at = bisect_right(uses, self.now)
+            if -first == (uses[at] if at < len(uses) else _NEVER):
+                return key
+
+    def _evict(self, key: int) -> None:
+        block = self.free.pop(key)
+        if self._flop_order is not None and block is not None:
+            self._flop_order.evicted(block)  # type: ignore[arg-type]
+            del self._blocks[key]
+        self.cached.discard(key)
+        self._born.pop(key, None)
+        if self.ends is not None:
+            del self.ends[key]
+        self.count[key % len(self.groups)] -= 1
+        self.evictions += 1
+
+    def _cache(self, key: int, group: int, index: int, parent: int) -> bool:
+        """Cache a private block under ``key`` unless another holds it already."""
+        if key in self.cached:
+            return False
+        self.cached.add(key)
+        if self.ends is not None:
+            self.ends[key] = (index + 1) * self.groups[group].block_size
+        self.count[group] += 1
+        if self.count[group] > self.peak[group]:
+            self.peak[group] = self.count[group]
+        if self.eviction == "fifo":
+            self._stamp += 1
+            self._born[key] = self._stamp
+        elif self._flop_order is not None:
+            size = self.groups[group].block_size
+            block = _Block(key, (group, key // len(self.groups)), (index + 1) * size, parent)
+            self._blocks[key] = block
+            self._flop_order.cached(block)  # type: ignore[arg-type]
+        return True
+
+    # -- one request ----------------------------------------------------------
+    def admit(self, keys: Sequence[Sequence[int]], hit: int) -> list[list[int]]:
+        """Take the blocks a hit of ``hit`` tokens reuses; the request's slots per group."""
+        slots: list[list[int]] = []
+        for spec, blocks in zip(self.groups, keys, strict=True):
+            size = spec.block_size
+            full = hit // size
+            if spec.kind is GroupKind.MAMBA:
+                taken = [blocks[full - 1]] if full else []
+            elif spec.kind is GroupKind.SLIDING_WINDOW:
+                first = spec.first_window_block(hit)
+                taken = [NULL] * first + list(blocks[first:full])
+            else:
+                taken = list(blocks[:full])
+            for key in taken:
+                if key != NULL:
+                    self._take(key)
+            slots.append(taken)
+        return slots
+
+    def run(
+        self,
+        plan: RequestPlan,
+        slots: list[list[int]],
+        keys: Sequence[Sequence[int]],
+        parents: Sequence[Sequence[int]] = (),
+    ) -> None:
+        """Replay a request's plan from its admission (``admit``) to its finish.
+
+        ``keys[g][i]``: the key block ``i`` of group ``g`` is cached under
+        (every block up to the request's last token); ``parents[g][i]`` the
+        key before it, which only ``flop-aware`` reads.
+        """
+        groups = self.groups
+        mamba = [i for i, g in enumerate(groups) if g.kind is GroupKind.MAMBA]
+        running = dict.fromkeys(mamba, NULL)
+        for grow, after in plan.steps:
+            count = sum(more for _, more in grow)
+            for index in mamba:
+                latest = slots[index]
+                if not latest or latest[0] != PRIVATE:
+                    running[index] = PRIVATE
+                    count += 1
+            if count:
+                self._allocate(count)
+                for index, more in grow:
+                    slots[index].extend(repeat(PRIVATE, more))
+            for work in after:
+                kind, index = work[0], work[1]
+                owned = slots[index]
+                if kind == CACHE:
+                    blocks = keys[index]
+                    for block in work[2:]:
+                        if owned[block] == PRIVATE:
+                            key = blocks[block]
+                            parent = parents[index][block] if parents else 0
+                            if self._cache(key, index, block, parent):
+                                owned[block] = key
+                elif kind == RELEASE:
+                    gone = [slot for slot in owned[work[2] : work[3]] if slot != NULL]
+                    owned[work[2] : work[3]] = repeat(NULL, work[3] - work[2])
+                    for slot in reversed(gone):
+                        self._give(slot)
+                else:  # a Mamba state moves on
+                    if running[index] == PRIVATE:
+                        running[index] = NULL
+                        if owned:
+                            self._give(owned[0])
+                        owned[:] = [PRIVATE]
+                    block = work[2]
+                    if block >= 0 and owned[0] == PRIVATE:
+                        parent = parents[index][block] if parents else 0
+                        if self._cache(keys[index][block], index, block, parent):
+                            owned[0] = keys[index][block]
+        for owned in slots:
+            for slot in reversed(owned):
+                if slot != NULL:
+                    self._give(slot)
+
+    def belady_refresh(self, keys: Sequence[Sequence[int]]) -> None:
+        """``belady``: the free keys this request's prompt contains get their next use anew."""
+        if self.eviction != "belady":
+            return
+        free = self.free
+        for blocks in keys:
+            for key in blocks:
+                if key in free:
+                    self._push_next_use(key)
+
+    def usage(self) -> Usage:
+        return Usage(self.evictions, tuple(self.count), tuple(self.peak))
