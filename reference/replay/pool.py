@@ -186,9 +186,25 @@ class ReplayPool:
                 self.usable + 1,
                 f"{count} blocks asked, {unhashed + len(self.free)} free",
             )
-        for _ in range(count - unhashed if count > unhashed else 0):
-            self._evict(self._victim())
+        if count > unhashed:
+            if self.eviction == "lru":  # the front of the free queue, inlined
+                self._evict_front(count - unhashed)
+            else:
+                for _ in range(count - unhashed):
+                    self._evict(self._victim())
         self.held += count
+
+    def _evict_front(self, count: int) -> None:
+        """``count`` evictions from the front of the free queue (``lru``)."""
+        pop, cached, counts, width = self.free.popitem, self.cached, self.count, len(self.groups)
+        ends = self.ends
+        for _ in range(count):
+            key = pop(last=False)[0]
+            cached.discard(key)
+            counts[key % width] -= 1
+            if ends is not None:
+                del ends[key]
+        self.evictions += count
 
     def _victim(self) -> int:
         free = self.free
