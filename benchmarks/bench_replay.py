@@ -4,8 +4,8 @@ One preset (``qwen3-next`` by default), the simulator's four compared
 retention variants (dense, interval R, R=0 unpinned, R=0 pinned; R = the
 preset's scheduler block) times ``--pools`` pool sizes in blocks, one
 eviction, sequential arrivals, in one pass over the trace
-(``reference.replay``). Prints the wall time of reading the trace, of its
-keys and of the sweep, and each point's hit rate, prefill saved and
+(``reference.replay``). Prints the wall time of reading and keying the
+trace and of the sweep, and each point's hit rate, prefill saved and
 evictions. Run: ``python -m benchmarks.bench_replay`` (under
 ``/usr/bin/time -v`` for the peak memory).
 """
@@ -13,15 +13,14 @@ evictions. Run: ``python -m benchmarks.bench_replay`` (under
 from __future__ import annotations
 
 import argparse
-import gzip
 import time
 from pathlib import Path
 
-from junction.reference.replay import EVICTIONS, Point, PrefixKeys, ReplayRequest, future_uses
+from junction.reference.replay import EVICTIONS, Point, future_uses
 from junction.reference.replay import replay as run_replay
+from junction.reference.replay.stream import hash_trace_requests
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.variants import table_variants
-from junction.reference.workloads.mooncake import parse_hash_trace
 
 TRACE = Path(__file__).resolve().parents[1] / "examples/traces/mooncake-conversation.jsonl.gz"
 POOLS = "2000,4000,8000,16000,32000,64000,128000,256000"
@@ -35,20 +34,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=0, help="the first N requests (0: all)")
     args = parser.parse_args()
     started = time.perf_counter()
-    requests = parse_hash_trace(gzip.decompress(TRACE.read_bytes()).decode(), str(TRACE))
-    requests = sorted(requests, key=lambda r: r.timestamp)  # stable: file order on ties
-    if args.requests:
-        requests = requests[: args.requests]
-    read = time.perf_counter()
     choice = PRESETS[args.preset]
     geometry = choice.build(None, False)
-    keys = PrefixKeys(geometry.hash_block_size)
-    stream = [
-        ReplayRequest(r.input_length, r.output_length, keys.hash_ids(r.hash_ids, r.input_length))
-        for r in requests
-    ]
+    stream = hash_trace_requests(TRACE, geometry.hash_block_size, args.requests)
     uses = future_uses(geometry, stream) if args.eviction == "belady" else None
-    keyed = time.perf_counter()
+    read = time.perf_counter()
     pools = [int(size) for size in args.pools.split(",")]
     variants = table_variants(choice.scheduler_block)
     points = [
@@ -60,9 +50,8 @@ def main() -> None:
     swept = time.perf_counter()
     print(
         f"{args.preset}, {len(stream):,} requests, {len(points)} points "
-        f"({len(variants)} variants x {len(pools)} pools, {args.eviction}): read "
-        f"{read - started:.1f} s, keys {keyed - read:.1f} s, sweep {swept - keyed:.1f} s, "
-        f"total {swept - started:.1f} s wall"
+        f"({len(variants)} variants x {len(pools)} pools, {args.eviction}): read and keyed "
+        f"{read - started:.1f} s, sweep {swept - read:.1f} s, total {swept - started:.1f} s wall"
     )
     for variant in variants:
         rates = [

@@ -17,7 +17,7 @@ import sys
 import time
 
 from junction import core
-from junction.reference.cli import findings, fuzz, simulate, sweep, vendor
+from junction.reference.cli import findings, fuzz, replay, simulate, sweep, vendor
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.coverage import report_coverage
 from junction.reference.cli.terminal import progress
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     exhaustive.set_defaults(run=_exhaustive)
     simulate.add_parser(commands)
     sweep.add_parser(commands)
+    replay.add_parser(commands)
     fuzz.add_parser(commands)
     findings.add_parser(commands)
     vendor.add_parser(commands)

@@ -1,0 +1,186 @@
+"""``python -m junction.reference replay``: hit rate against pool size, fast.
+
+Replays a hash-id trace (the Mooncake conversation trace by default) with
+sequential arrivals on one preset, for the compared retention variants x
+``--pools`` x ``--evictions``, in one pass (``reference.replay``, proven
+equal to the reference engine request by request). Prints one table per
+eviction (hit rate per variant and pool), writes every point to ``--json``
+and draws hit rate against pool size to ``--plot`` (matplotlib, the demo
+extra): one line per variant under the first eviction, the band up to
+Belady's bound shaded when ``belady`` is among the evictions.
+
+Pools are in blocks of the shared pool (every group's blocks come from it).
+TTFT and queueing need the engine's steps: ``simulate`` gives them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from junction.reference.cli.arguments import int_at_least
+from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses, replay
+from junction.reference.replay.stream import hash_trace_requests
+from junction.reference.simulator.geometries import PRESETS
+from junction.reference.simulator.variants import Variant, table_variants
+
+__all__ = ["add_parser", "run"]
+
+TRACE = Path(__file__).resolve().parents[2] / "examples/traces/mooncake-conversation.jsonl.gz"
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected integers, comma-separated") from None
+    if not sizes or sizes[0] < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: every pool needs at least 2 blocks")
+    return sizes
+
+
+def _evictions(text: str) -> list[str]:
+    names = [part for part in text.split(",") if part]
+    unknown = [name for name in names if name not in EVICTIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected some of {', '.join(EVICTIONS)}, comma-separated"
+        )
+    return names
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``replay`` on ``python -m junction.reference``'s subcommands."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "replay",
+        help="hit rate against pool size for every compared policy, fast (sequential arrivals)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--trace", type=Path, default=TRACE, help="a hash-id trace (JSONL, gzip)")
+    parser.add_argument("--requests", type=int_at_least(1), help="the first N requests")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="qwen3-next")
+    parser.add_argument(
+        "--pools",
+        type=_sizes,
+        default=[2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000],
+        help="pool sizes in blocks, comma-separated",
+    )
+    parser.add_argument(
+        "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write every point as JSON")
+    parser.add_argument("--plot", type=Path, metavar="FILE", help="draw the curve (PNG, SVG)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _rates(results: list[PointResult], variant: Variant, eviction: str) -> list[tuple[int, float]]:
+    """(pool, hit rate) of one variant under one eviction, by pool."""
+    setting = (variant.policy, variant.retention_interval)
+    return sorted(
+        (r.point.num_blocks, r.token_hit_rate)
+        for r in results
+        if (r.point.policy, r.point.retention_interval) == setting and r.point.eviction == eviction
+    )
+
+
+def _table(results: list[PointResult], variants: tuple[Variant, ...], eviction: str) -> str:
+    pools = sorted({r.point.num_blocks for r in results})
+    header = "  ".join(f"{p:>8}" for p in pools)
+    rows = [f"hit rate, {eviction} eviction; pool in blocks: {header}"]
+    for variant in variants:
+        rates = "  ".join(f"{rate:>8.4f}" for _, rate in _rates(results, variant, eviction))
+        rows.append(f"{variant.label:>45}: {rates}")
+    return "\n".join(rows)
+
+
+def _plot(
+    path: Path,
+    results: list[PointResult],
+    variants: tuple[Variant, ...],
+    evictions: list[str],
+    title: str,
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    line = evictions[0]
+    shade = "belady" in evictions and line != "belady"
+    for variant in variants:
+        points = _rates(results, variant, line)
+        pools, rates = [p for p, _ in points], [h for _, h in points]
+        drawn = axes.plot(pools, rates, marker="o", label=variant.label)
+        if shade:
+            bound = [h for _, h in _rates(results, variant, "belady")]
+            axes.fill_between(pools, rates, bound, color=drawn[0].get_color(), alpha=0.15)
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("pool (blocks)")
+    axes.set_ylabel("token hit rate")
+    shaded = ", shaded up to Belady's bound" if shade else ""
+    axes.set_title(f"{title}\n{line} eviction{shaded}", fontsize=9)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def run(args: argparse.Namespace) -> int:
+    choice = PRESETS[args.preset]
+    geometry = choice.build(None, False)
+    started = time.perf_counter()
+    requests = hash_trace_requests(args.trace, geometry.hash_block_size, args.requests or 0)
+    uses = future_uses(geometry, requests) if "belady" in args.evictions else None
+    variants = table_variants(choice.scheduler_block)
+    points = [
+        Point(v.policy, v.retention_interval, pool, eviction)
+        for eviction in args.evictions
+        for v in variants
+        for pool in args.pools
+    ]
+    results = replay(geometry, requests, points, flops=choice.flops, uses=uses)
+    elapsed = time.perf_counter() - started
+    print(
+        f"{choice.description}\n{args.trace.name}: {len(requests):,} requests, sequential "
+        f"arrivals; {len(points)} points in {elapsed:.1f} s (fast replay: hit rate, prefill "
+        f"saved, evictions; TTFT is the reference engine's, `simulate`)"
+    )
+    for eviction in args.evictions:
+        print(_table(results, variants, eviction))
+    refused = sum(r.refused for r in results)
+    if refused:
+        print(f"{refused:,} request-points refused: a request longer than its pool holds")
+    if args.json is not None:
+        rows = [
+            {
+                "policy": r.point.policy,
+                "retention_interval": r.point.retention_interval,
+                "pool_blocks": r.point.num_blocks,
+                "eviction": r.point.eviction,
+                "requests": r.requests,
+                "refused": r.refused,
+                "token_hit_rate": r.token_hit_rate,
+                "prefill_saved_share": r.prefill_saved_share,
+                "evictions": r.evictions,
+                "retained_peak": list(r.retained_peak),
+                "retained_final": list(r.retained_final),
+                "prefill_flops_saved": r.prefill_flops_saved,
+            }
+            for r in results
+        ]
+        args.json.write_text(json.dumps({"preset": args.preset, "points": rows}, indent=1))
+    if args.plot is not None:
+        try:
+            _plot(args.plot, results, variants, args.evictions, choice.description)
+        except ImportError:
+            print("--plot needs matplotlib (the demo extra)", file=sys.stderr)
+            return 2
+    return 0

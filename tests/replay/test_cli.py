@@ -1,0 +1,39 @@
+"""``python -m junction.reference replay``: the table, the JSON and the plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from junction.reference.cli.main import main
+
+
+def test_replay_prints_the_table_and_writes_every_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "points.json"
+    argv = ["replay", "--requests", "60", "--pools", "600,3000", "--evictions", "lru,belady"]
+    assert main([*argv, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "hit rate, lru eviction; pool in blocks:" in printed
+    assert "hit rate, belady eviction" in printed
+    points = json.loads(out.read_text())["points"]
+    assert len(points) == 4 * 2 * 2  # variants x pools x evictions
+    assert {p["eviction"] for p in points} == {"lru", "belady"}
+    assert all(p["requests"] + p["refused"] == 60 for p in points)
+
+
+def test_replay_draws_the_curve(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "curve.png"
+    argv = ["replay", "--requests", "30", "--pools", "600,3000", "--evictions", "lru,belady"]
+    assert main([*argv, "--plot", str(plot)]) == 0
+    assert plot.stat().st_size > 0
+
+
+def test_a_bad_pool_list_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["replay", "--pools", "1,x"])
+    assert "expected integers" in capsys.readouterr().err
