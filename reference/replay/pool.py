@@ -170,12 +170,15 @@ class ReplayPool:
             elif self.eviction == "belady":
                 self._push_next_use(slot)
 
-    def _push_next_use(self, key: int) -> None:
+    def _next_use(self, key: int) -> int:
+        """The first request after the current one whose prompt contains ``key``."""
         uses = self._uses.get(key, ())
         at = bisect_right(uses, self.now)
-        next_use = uses[at] if at < len(uses) else _NEVER
+        return uses[at] if at < len(uses) else _NEVER
+
+    def _push_next_use(self, key: int) -> None:
         self._stamp += 1
-        heapq.heappush(self._heap, (-next_use, self._stamp, key))
+        heapq.heappush(self._heap, (-self._next_use(key), self._stamp, key))
 
     def _allocate(self, count: int) -> None:
         """``count`` blocks, unhashed ones first, then evicting."""
@@ -222,10 +225,9 @@ class ReplayPool:
                 if self._born.get(key) == first:
                     return key
                 continue
-            uses = self._uses.get(key, ())
-            at = bisect_right(uses, self.now)
-            if -first == (uses[at] if at < len(uses) else _NEVER):
+            if -first == self._next_use(key):
                 return key
+            self._push_next_use(key)  # its use passed unseen: again, as it stands now
 
     def _evict(self, key: int) -> None:
         block = self.free.pop(key)

@@ -278,11 +278,12 @@ def _one(
     flops: FlopModel | None,
 ) -> None:
     prompt, outputs = request.prompt_tokens, request.output_tokens
-    if run.longest is not None and prompt + outputs - 1 > run.longest:
-        run.refused += 1
-        return
     pool = run.pool
     pool.now = index
+    if run.longest is not None and prompt + outputs - 1 > run.longest:
+        run.refused += 1
+        pool.belady_refresh(lookup_keys)  # its uses pass too
+        return
     found = pool.lookup(lookup_keys, prompt)
     hit, junction = found.hit_length, found.shared_prefix_boundary
     memo = (id(run.planner), hit, junction)

@@ -29,3 +29,18 @@ def test_each_order_evicts_its_own_victim(eviction: str, hit: int) -> None:
     )
     assert [r.usage.evictions for r in result.records[:3]] == [0, 0, 1]
     assert result.records[-1].hit == hit
+
+
+def test_belady_sees_a_use_pass_in_a_refused_request() -> None:
+    """A's blocks are next used by B, which the pool refuses (too long to hold); when C
+    must evict, their next use is D, not B: Belady still finds a victim among them."""
+    geometry = HybridGeometry([GroupSpec.full(4)], 4)
+    keys = PrefixKeys(4)
+    prompts = (A, [*A, *range(300, 330)], list(range(400, 413)), A)
+    stream = [ReplayRequest(len(p), 1, keys.tokens(p)) for p in prompts]
+    point = Point("junction", None, 6, "belady")
+    (result,) = replay(
+        geometry, stream, [point], uses=future_uses(geometry, stream), keep_records=True
+    )
+    assert result.refused == 1
+    assert [r.usage.evictions for r in result.records[:2]] == [0, 1]
