@@ -9,7 +9,11 @@ and draws hit rate against pool size to ``--plot`` (matplotlib, the demo
 extra): one line per variant under the first eviction, the band up to
 Belady's bound shaded when ``belady`` is among the evictions.
 
-Pools are in blocks of the shared pool (every group's blocks come from it).
+Pools are in blocks of the shared pool (every group's blocks come from it),
+or, with a model (``--model`` from the catalog, ``--model-config`` for a
+``config.json`` of your own), in GiB (``--hbm``): the memory model
+(``reference.replay.models``) lays the model out as vLLM 0.33.0 does, one
+group per vLLM group, and the report states the blocks each budget implies.
 TTFT and queueing need the engine's steps: ``simulate`` gives them.
 """
 
@@ -22,8 +26,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from junction.core import HybridGeometry
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses, replay
+from junction.reference.replay.models import (
+    CATALOG,
+    MemoryModel,
+    ModelConfigError,
+    catalog_model,
+    load_model_config,
+)
 from junction.reference.replay.stream import hash_trace_requests
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.variants import Variant, table_variants
@@ -40,6 +52,16 @@ def _sizes(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r}: expected integers, comma-separated") from None
     if not sizes or sizes[0] < 2:
         raise argparse.ArgumentTypeError(f"{text!r}: every pool needs at least 2 blocks")
+    return sizes
+
+
+def _gib(text: str) -> list[float]:
+    try:
+        sizes = [float(part) for part in text.split(",") if part]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected GiB, comma-separated") from None
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: every budget must be above 0 GiB")
     return sizes
 
 
@@ -70,6 +92,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=[2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000],
         help="pool sizes in blocks, comma-separated",
     )
+    model = parser.add_mutually_exclusive_group()
+    model.add_argument("--model", choices=CATALOG, help="a model of the catalog (pools in GiB)")
+    model.add_argument(
+        "--model-config", type=Path, metavar="FILE", help="a model's config.json (pools in GiB)"
+    )
+    parser.add_argument(
+        "--hbm",
+        type=_gib,
+        action="append",
+        metavar="GIB",
+        help="with a model: KV-cache budgets in GiB, repeatable or comma-separated "
+        "(default 8,16,32,64,128,256,512,1024)",
+    )
     parser.add_argument(
         "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
     )
@@ -89,10 +124,16 @@ def _rates(results: list[PointResult], variant: Variant, eviction: str) -> list[
     )
 
 
-def _table(results: list[PointResult], variants: tuple[Variant, ...], eviction: str) -> str:
+def _table(
+    results: list[PointResult],
+    variants: tuple[Variant, ...],
+    eviction: str,
+    labels: dict[int, str],
+    unit: str,
+) -> str:
     pools = sorted({r.point.num_blocks for r in results})
-    header = "  ".join(f"{p:>8}" for p in pools)
-    rows = [f"hit rate, {eviction} eviction; pool in blocks: {header}"]
+    header = "  ".join(f"{labels[p]:>8}" for p in pools)
+    rows = [f"hit rate, {eviction} eviction; pool in {unit}: {header}"]
     for variant in variants:
         rates = "  ".join(f"{rate:>8.4f}" for _, rate in _rates(results, variant, eviction))
         rows.append(f"{variant.label:>45}: {rates}")
@@ -105,6 +146,8 @@ def _plot(
     variants: tuple[Variant, ...],
     evictions: list[str],
     title: str,
+    sizes: dict[int, float],
+    unit: str,
 ) -> None:
     import matplotlib
 
@@ -116,13 +159,13 @@ def _plot(
     shade = "belady" in evictions and line != "belady"
     for variant in variants:
         points = _rates(results, variant, line)
-        pools, rates = [p for p, _ in points], [h for _, h in points]
+        pools, rates = [sizes[p] for p, _ in points], [h for _, h in points]
         drawn = axes.plot(pools, rates, marker="o", label=variant.label)
         if shade:
             bound = [h for _, h in _rates(results, variant, "belady")]
             axes.fill_between(pools, rates, bound, color=drawn[0].get_color(), alpha=0.15)
     axes.set_xscale("log", base=2)
-    axes.set_xlabel("pool (blocks)")
+    axes.set_xlabel(f"pool ({unit})")
     axes.set_ylabel("token hit rate")
     shaded = ", shaded up to Belady's bound" if shade else ""
     axes.set_title(f"{title}\n{line} eviction{shaded}", fontsize=9)
@@ -133,28 +176,76 @@ def _plot(
     plt.close(figure)
 
 
+def _model(args: argparse.Namespace) -> MemoryModel | None:
+    if args.model is not None:
+        return catalog_model(args.model)
+    if args.model_config is not None:
+        return load_model_config(args.model_config)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    try:
+        model = _model(args)
+    except ModelConfigError as error:
+        print(f"python -m junction.reference replay: error: {error}", file=sys.stderr)
+        return 2
+    if model is None and args.hbm:
+        print(
+            "python -m junction.reference replay: error: --hbm needs --model or --model-config",
+            file=sys.stderr,
+        )
+        return 2
     choice = PRESETS[args.preset]
-    geometry = choice.build(None, False)
+    flops = choice.flops
+    if model is None:
+        geometry = choice.build(None, False)
+        description, unit = choice.description, "blocks"
+        sizes = {pool: float(pool) for pool in args.pools}
+        labels = {pool: str(pool) for pool in args.pools}
+    else:
+        if "flop-aware" in args.evictions:
+            print(
+                "python -m junction.reference replay: error: flop-aware eviction needs a "
+                "preset's FLOP model, not --model",
+                file=sys.stderr,
+            )
+            return 2
+        geometry = HybridGeometry(model.groups(), model.block_size)
+        budgets = sorted(
+            {gib for each in args.hbm or [[8, 16, 32, 64, 128, 256, 512, 1024]] for gib in each}
+        )
+        description = "\n".join([model.name, *(model.describe(gib) for gib in budgets)])
+        unit, flops = "GiB", None
+        sizes = {model.blocks(gib): gib for gib in budgets}
+        labels = {blocks: f"{gib:g}" for blocks, gib in sizes.items()}
+        too_small = [f"{gib:g} GiB" for blocks, gib in sizes.items() if blocks < 2]
+        if too_small:
+            print(
+                f"python -m junction.reference replay: error: --hbm {', '.join(too_small)}: "
+                "not one block of this model",
+                file=sys.stderr,
+            )
+            return 2
     started = time.perf_counter()
     requests = hash_trace_requests(args.trace, geometry.hash_block_size, args.requests or 0)
     uses = future_uses(geometry, requests) if "belady" in args.evictions else None
-    variants = table_variants(choice.scheduler_block)
+    variants = table_variants(geometry.scheduler_block_size)
     points = [
         Point(v.policy, v.retention_interval, pool, eviction)
         for eviction in args.evictions
         for v in variants
-        for pool in args.pools
+        for pool in sorted(sizes)
     ]
-    results = replay(geometry, requests, points, flops=choice.flops, uses=uses)
+    results = replay(geometry, requests, points, flops=flops, uses=uses)
     elapsed = time.perf_counter() - started
     print(
-        f"{choice.description}\n{args.trace.name}: {len(requests):,} requests, sequential "
+        f"{description}\n{args.trace.name}: {len(requests):,} requests, sequential "
         f"arrivals; {len(points)} points in {elapsed:.1f} s (fast replay: hit rate, prefill "
         f"saved, evictions; TTFT is the reference engine's, `simulate`)"
     )
     for eviction in args.evictions:
-        print(_table(results, variants, eviction))
+        print(_table(results, variants, eviction, labels, unit))
     refused = sum(r.refused for r in results)
     if refused:
         print(f"{refused:,} request-points refused: a request longer than its pool holds")
@@ -164,6 +255,7 @@ def run(args: argparse.Namespace) -> int:
                 "policy": r.point.policy,
                 "retention_interval": r.point.retention_interval,
                 "pool_blocks": r.point.num_blocks,
+                "pool": sizes[r.point.num_blocks],
                 "eviction": r.point.eviction,
                 "requests": r.requests,
                 "refused": r.refused,
@@ -176,10 +268,11 @@ def run(args: argparse.Namespace) -> int:
             }
             for r in results
         ]
-        args.json.write_text(json.dumps({"preset": args.preset, "points": rows}, indent=1))
+        source = args.preset if model is None else model.name
+        args.json.write_text(json.dumps({"model": source, "unit": unit, "points": rows}, indent=1))
     if args.plot is not None:
         try:
-            _plot(args.plot, results, variants, args.evictions, choice.description)
+            _plot(args.plot, results, variants, args.evictions, description, sizes, unit)
         except ImportError:
             print("--plot needs matplotlib (the demo extra)", file=sys.stderr)
             return 2
