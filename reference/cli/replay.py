@@ -108,6 +108,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
     )
+    parser.add_argument(
+        "--interval",
+        type=int_at_least(1),
+        metavar="R",
+        help="the interval variant's R, a multiple of the geometry's L (default 4 L)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int_at_least(1),
+        default=2048,
+        metavar="TOKENS",
+        help="tokens per step (the engine's max_num_batched_tokens; default 2048)",
+    )
+    parser.add_argument(
+        "--chunk",
+        type=int_at_least(0),
+        default=0,
+        metavar="TOKENS",
+        help="prefill tokens per request per step, 0 for no cap (default 0)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every point as JSON")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="draw the curve (PNG, SVG)")
     parser.set_defaults(run=run)
@@ -230,14 +250,31 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     requests = hash_trace_requests(args.trace, geometry.hash_block_size, args.requests or 0)
     uses = future_uses(geometry, requests) if "belady" in args.evictions else None
-    variants = table_variants(geometry.scheduler_block_size)
+    grid = geometry.scheduler_block_size
+    interval = 4 * grid if args.interval is None else args.interval
+    if interval % grid:
+        print(
+            f"python -m junction.reference replay: error: --interval {interval}: not a "
+            f"multiple of L = {grid}",
+            file=sys.stderr,
+        )
+        return 2
+    variants = table_variants(interval)
     points = [
         Point(v.policy, v.retention_interval, pool, eviction)
         for eviction in args.evictions
         for v in variants
         for pool in sorted(sizes)
     ]
-    results = replay(geometry, requests, points, flops=flops, uses=uses)
+    results = replay(
+        geometry,
+        requests,
+        points,
+        max_num_batched_tokens=args.budget,
+        long_prefill_token_threshold=args.chunk,
+        flops=flops,
+        uses=uses,
+    )
     elapsed = time.perf_counter() - started
     print(
         f"{description}\n{args.trace.name}: {len(requests):,} requests, sequential "

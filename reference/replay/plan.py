@@ -24,18 +24,21 @@ from collections.abc import Sequence
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry, InvalidArgument, cdiv
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv
 from junction.reference.engine.protocol import Policy
 
 __all__ = ["CACHE", "RELEASE", "STATE", "Planner", "RequestPlan", "Step"]
 
 CACHE, RELEASE, STATE = 0, 1, 2
 
-# One step: new blocks per full-attention and sliding-window group (group id,
-# count), then each group's work after the step, in group order:
-# (CACHE, group, block indices offered), (RELEASE, group, first, end) or
-# (STATE, group, block index its new state is offered as, or -1).
-Step = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, ...], ...]]
+# Work after a step, in group order: (CACHE, group, ((slot, block), ...)) offers
+# the group's blocks; (RELEASE, group, ((first, end),)) releases a window's
+# blocks [first, end); (STATE, group, ((0, block),) or ()) moves a Mamba state
+# on and offers it as that block, if any.
+Work = tuple[int, int, tuple[tuple[int, int], ...]]
+# One step: the new blocks of the full-attention and sliding-window groups (all,
+# then per group id), then the work after it.
+Step = tuple[int, tuple[tuple[int, int], ...], tuple[Work, ...]]
 
 
 @attrs.frozen
@@ -87,6 +90,10 @@ class Planner:
         limit = max_num_batched_tokens
         self.chunk_limit = min(limit, long_prefill_token_threshold or limit)
         self.align_mode = any(g.kind is GroupKind.MAMBA for g in geometry.groups)
+        # The policy's answers for the request being planned (its prompt and junction).
+        self._asked_for = (-1, -1)
+        self._splits: dict[tuple[int, int, int], int] = {}
+        self._masks: dict[tuple[GroupSpec, int, int, int, int], Sequence[bool] | None] = {}
 
     def plan(self, prompt: int, outputs: int, hit: int, junction: int) -> RequestPlan:
         """The steps of a request of ``prompt`` tokens and ``outputs`` output tokens
@@ -95,7 +102,13 @@ class Planner:
         groups = geometry.groups
         unit = geometry.hash_block_size
         view = _View(prompt, hit, junction)
-        boundaries = [policy.reachable_boundaries(geometry, spec, view) for spec in groups]
+        if self._asked_for != (prompt, junction):  # a new request: the answers start over
+            self._asked_for = (prompt, junction)
+            self._splits.clear()
+            self._masks.clear()
+        # Groups of one spec (vLLM's groups of one kind) get the same answers: asked once.
+        known = {spec: policy.reachable_boundaries(geometry, spec, view) for spec in set(groups)}
+        boundaries = [known[spec] for spec in groups]
         held = [hit // g.block_size for g in groups]
         cached = list(held)
         released = [
@@ -116,7 +129,7 @@ class Planner:
                     wanted = min(wanted, self.threshold)
                 if self.align_mode:
                     view.num_computed_tokens, view.num_tokens = start, tokens
-                    wanted = policy.split(geometry, view, wanted, self.chunk_limit)
+                    wanted = self._split(view, wanted)
                     if wanted < 1:
                         raise InvalidArgument("policy", policy, "its split made no progress")
                 end = start + wanted
@@ -134,37 +147,35 @@ class Planner:
                         held[index] += more
             view.num_computed_tokens, view.num_tokens = end, tokens
             hashed = tokens - tokens % unit
-            after: list[tuple[int, ...]] = []
+            after: list[Work] = []
             mamba_moved = False
             for index, spec in enumerate(groups):
                 size, first = spec.block_size, cached[index]
                 if spec.kind is GroupKind.MAMBA:
-                    offered = -1
+                    state: tuple[tuple[int, int], ...] = ()
                     if not end % size and end <= hashed and end // size > first:
-                        mask = policy.block_mask(
-                            geometry, spec, view, first, end // size, boundaries[index]
-                        )
+                        mask = self._mask(spec, view, first, end // size, boundaries[index])
                         if mask is None or mask[-1]:
-                            offered = end // size - 1
+                            state = ((0, end // size - 1),)
                             mamba_moved = True
                         cached[index] = end // size
-                    after.append((STATE, index, offered))
+                    after.append((STATE, index, state))
                     continue
                 full = min(min(end, hashed) // size, held[index])
                 if end >= (first + 1) * size and full > first:
-                    mask = policy.block_mask(geometry, spec, view, first, full, boundaries[index])
-                    offered_blocks = tuple(
-                        i for i in range(first, full) if mask is None or mask[i - first]
+                    mask = self._mask(spec, view, first, full, boundaries[index])
+                    offered = tuple(
+                        (i, i) for i in range(first, full) if mask is None or mask[i - first]
                     )
-                    if offered_blocks:
-                        after.append((CACHE, index, *offered_blocks))
+                    if offered:
+                        after.append((CACHE, index, offered))
                     cached[index] = full
                 if spec.kind is GroupKind.SLIDING_WINDOW:
                     gone = min(spec.first_window_block(end), held[index])
                     if gone > released[index]:
-                        after.append((RELEASE, index, released[index], gone))
+                        after.append((RELEASE, index, ((released[index], gone),)))
                         released[index] = gone
-            steps.append((tuple(grow), tuple(after)))
+            steps.append((sum(more for _, more in grow), tuple(grow), tuple(after)))
             start = end
             if end == tokens:  # the step computed the last token there is: one more output
                 if end >= last:
@@ -172,6 +183,30 @@ class Planner:
                 tokens += 1
                 prefill_end = tokens - 1
         return RequestPlan(tuple(steps), prefill_tokens, chunks, engine_steps)
+
+    def _split(self, view: _View, wanted: int) -> int:
+        """The policy's split, once per request state: a policy reads only the
+        request's four counts (``engine.protocol.RequestView``), so plans of one
+        request with different hits share the chunks they have in common."""
+        key = (view.num_computed_tokens, view.num_tokens, wanted)
+        tokens = self._splits.get(key)
+        if tokens is None:
+            tokens = self._splits[key] = self.policy.split(
+                self.geometry, view, wanted, self.chunk_limit
+            )
+        return tokens
+
+    def _mask(
+        self, spec: GroupSpec, view: _View, first: int, end: int, boundaries: Sequence[int]
+    ) -> Sequence[bool] | None:
+        """The policy's mask of blocks ``[first, end)``, once per spec and request state
+        (groups of one spec, and plans of one request, share it)."""
+        key = (spec, view.num_computed_tokens, view.num_tokens, first, end)
+        if key not in self._masks:
+            self._masks[key] = self.policy.block_mask(
+                self.geometry, spec, view, first, end, boundaries
+            )
+        return self._masks[key]
 
     def _next_event(
         self,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat, takewhile
 from operator import countOf
 
@@ -126,6 +126,7 @@ class ReplayPool:
         alignment = geometry.alignment_tokens
         self._lookups = [GroupLookup(spec, alignment) for spec in self.groups]
         self._reconciler = HitReconciler(geometry)
+        self._mamba = tuple(i for i, g in enumerate(self.groups) if g.kind is GroupKind.MAMBA)
 
     # -- lookup ---------------------------------------------------------------
     def lookup(self, keys: Sequence[Sequence[int]], prompt: int) -> HitReconciliation:
@@ -160,15 +161,27 @@ class ReplayPool:
                 self._flop_order.revived(block)  # type: ignore[arg-type]
         self.held += 1
 
-    def _give(self, slot: int) -> None:
-        """A held block is freed: a cached one joins the back of the free queue."""
-        self.held -= 1
-        if slot >= 0:
-            self.free[slot] = self._blocks.get(slot)
-            if self.eviction == "fifo":
-                heapq.heappush(self._heap, (self._born[slot], 0, slot))
-            elif self.eviction == "belady":
-                self._push_next_use(slot)
+    def _give(self, slots: Iterable[int]) -> None:
+        """Held blocks freed in this order (``NULL`` slots skipped): a cached one joins
+        the back of the free queue."""
+        free, blocks, freed = self.free, self._blocks, 0
+        remember = self.eviction in ("fifo", "belady")
+        for slot in slots:
+            if slot == NULL:
+                continue
+            freed += 1
+            if slot >= 0:
+                free[slot] = blocks.get(slot) if blocks else None
+                if remember:
+                    self._remember_free(slot)
+        self.held -= freed
+
+    def _remember_free(self, key: int) -> None:
+        """``fifo``, ``belady``: a freed key's place in the heap."""
+        if self.eviction == "fifo":
+            heapq.heappush(self._heap, (self._born[key], 0, key))
+        else:
+            self._push_next_use(key)
 
     def _next_use(self, key: int) -> int:
         """The first request after the current one whose prompt contains ``key``."""
@@ -241,25 +254,45 @@ class ReplayPool:
         self.count[key % len(self.groups)] -= 1
         self.evictions += 1
 
-    def _cache(self, key: int, group: int, index: int, parent: int) -> bool:
-        """Cache a private block under ``key`` unless another holds it already."""
-        if key in self.cached:
-            return False
-        self.cached.add(key)
+    def _cache(
+        self,
+        group: int,
+        owned: list[int],
+        offered: Iterable[tuple[int, int]],
+        keys: Sequence[int],
+        parents: Sequence[int],
+    ) -> None:
+        """Offer blocks of ``group``, each ``(slot in owned, block index)``: a private one
+        is cached under its key unless another block holds that key already."""
+        cached, count = self.cached, self.count[group]
+        extra = self.ends is not None or self.eviction in ("fifo", "flop-aware")
+        for slot, index in offered:
+            if owned[slot] != PRIVATE:
+                continue
+            key = keys[index]
+            if key in cached:
+                continue
+            cached.add(key)
+            owned[slot] = key
+            count += 1
+            if extra:
+                self._cached(key, group, index, parents[index] if parents else -1)
+        self.count[group] = count
+        if count > self.peak[group]:
+            self.peak[group] = count
+
+    def _cached(self, key: int, group: int, index: int, parent: int) -> None:
+        """What an order or a test keeps of a newly cached key."""
+        size = self.groups[group].block_size
         if self.ends is not None:
-            self.ends[key] = (index + 1) * self.groups[group].block_size
-        self.count[group] += 1
-        if self.count[group] > self.peak[group]:
-            self.peak[group] = self.count[group]
+            self.ends[key] = (index + 1) * size
         if self.eviction == "fifo":
             self._stamp += 1
             self._born[key] = self._stamp
         elif self._flop_order is not None:
-            size = self.groups[group].block_size
             block = _Block(key, (group, key // len(self.groups)), (index + 1) * size, parent)
             self._blocks[key] = block
             self._flop_order.cached(block)  # type: ignore[arg-type]
-        return True
 
     # -- one request ----------------------------------------------------------
     def admit(self, keys: Sequence[Sequence[int]], hit: int) -> list[list[int]]:
@@ -294,51 +327,53 @@ class ReplayPool:
         (every block up to the request's last token); ``parents[g][i]`` the
         key before it, which only ``flop-aware`` reads.
         """
-        groups = self.groups
-        mamba = [i for i, g in enumerate(groups) if g.kind is GroupKind.MAMBA]
-        running = dict.fromkeys(mamba, NULL)
-        for grow, after in plan.steps:
-            count = sum(more for _, more in grow)
-            for index in mamba:
-                latest = slots[index]
-                if not latest or latest[0] != PRIVATE:
-                    running[index] = PRIVATE
+        mamba, cache, give = self._mamba, self._cache, self._give
+        free, cached, counts, peaks = self.free, self.cached, self.count, self.peak
+        plain = self.eviction == "lru" and self.ends is None
+        running = dict.fromkeys(mamba, False)
+        for count, grow, after in plan.steps:
+            for index in mamba:  # a state continues in place only in a private block
+                if slots[index] != [PRIVATE]:
+                    running[index] = True
                     count += 1
             if count:
                 self._allocate(count)
                 for index, more in grow:
                     slots[index].extend(repeat(PRIVATE, more))
-            for work in after:
-                kind, index = work[0], work[1]
+            for kind, index, work in after:
                 owned = slots[index]
                 if kind == CACHE:
-                    blocks = keys[index]
-                    for block in work[2:]:
-                        if owned[block] == PRIVATE:
-                            key = blocks[block]
-                            parent = parents[index][block] if parents else 0
-                            if self._cache(key, index, block, parent):
-                                owned[block] = key
+                    cache(index, owned, work, keys[index], parents[index] if parents else ())
                 elif kind == RELEASE:
-                    gone = [slot for slot in owned[work[2] : work[3]] if slot != NULL]
-                    owned[work[2] : work[3]] = repeat(NULL, work[3] - work[2])
-                    for slot in reversed(gone):
-                        self._give(slot)
-                else:  # a Mamba state moves on
-                    if running[index] == PRIVATE:
-                        running[index] = NULL
+                    first, end = work[0]
+                    gone = owned[first:end]
+                    owned[first:end] = repeat(NULL, end - first)
+                    give(reversed(gone))
+                elif plain:  # a Mamba state moves on: _give and _cache inlined (LRU)
+                    if running[index]:
+                        running[index] = False
                         if owned:
-                            self._give(owned[0])
+                            self.held -= 1
+                            if owned[0] >= 0:
+                                free[owned[0]] = None
                         owned[:] = [PRIVATE]
-                    block = work[2]
-                    if block >= 0 and owned[0] == PRIVATE:
-                        parent = parents[index][block] if parents else 0
-                        if self._cache(keys[index][block], index, block, parent):
-                            owned[0] = keys[index][block]
+                    if work and owned[0] == PRIVATE:
+                        key = keys[index][work[0][1]]
+                        if key not in cached:
+                            cached.add(key)
+                            owned[0] = key
+                            counts[index] += 1
+                            if counts[index] > peaks[index]:
+                                peaks[index] = counts[index]
+                else:
+                    if running[index]:
+                        running[index] = False
+                        give(owned)
+                        owned[:] = [PRIVATE]
+                    if work:
+                        cache(index, owned, work, keys[index], parents[index] if parents else ())
         for owned in slots:
-            for slot in reversed(owned):
-                if slot != NULL:
-                    self._give(slot)
+            give(reversed(owned))
 
     def belady_refresh(self, keys: Sequence[Sequence[int]]) -> None:
         """``belady``: the free keys this request's prompt contains get their next use anew."""
