@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from junction.core import HybridGeometry
+from junction.reference.engine.eviction import FlopModel
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses, replay
 from junction.reference.replay.models import (
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     choice = PRESETS[args.preset]
-    flops = choice.flops
+    flops: FlopModel | None = choice.flops
     if model is None:
         geometry = choice.build(None, False)
         description, unit = choice.description, "blocks"

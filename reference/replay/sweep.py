@@ -199,6 +199,7 @@ def replay(
     keep_records: bool = False,
     on_request: Callable[[int], None] | None = None,
     observe: Callable[[int, ReplayPool], None] | None = None,
+    measure_from: int = 0,
 ) -> list[PointResult]:
     """Every point over ``requests`` (sequential arrivals), in one pass.
 
@@ -207,7 +208,9 @@ def replay(
     the same requests, needed by ``belady`` points; ``flops``: the FLOP model
     ``flop-aware`` evicts by and ``prefill_flops_saved`` counts.
     ``observe(index, pool)``: after each request, each point's pool (keeping
-    ``ends``), in the order of ``points``.
+    ``ends``), in the order of ``points``. ``measure_from``: the requests
+    before this index warm the pools and are not counted in the totals (a
+    measurement window, as the peer's last half of the requests).
     """
     if any(p.eviction == "belady" for p in points) and uses is None:
         raise InvalidArgument("uses", uses, "a belady point needs future_uses(requests)")
@@ -259,7 +262,9 @@ def replay(
         parents = _parents(geometry, units) if want_parents else []
         plans: dict[tuple[int, int, int], RequestPlan] = {}
         for run in runs:
-            _one(run, index, request, keys, lookup_keys, parents, plans, flops)
+            _one(
+                run, index, request, keys, lookup_keys, parents, plans, flops, index >= measure_from
+            )
             if observe is not None:
                 observe(index, run.pool)
         if on_request is not None:
@@ -276,12 +281,13 @@ def _one(
     parents: list[list[int]],
     plans: dict[tuple[int, int, int], RequestPlan],
     flops: FlopModel | None,
+    counted: bool,
 ) -> None:
     prompt, outputs = request.prompt_tokens, request.output_tokens
     pool = run.pool
     pool.now = index
     if run.longest is not None and prompt + outputs - 1 > run.longest:
-        run.refused += 1
+        run.refused += counted
         pool.belady_refresh(lookup_keys)  # its uses pass too
         return
     found = pool.lookup(lookup_keys, prompt)
@@ -293,6 +299,10 @@ def _one(
     slots = pool.admit(keys, hit)
     pool.belady_refresh(lookup_keys)
     pool.run(plan, slots, keys, parents)
+    if run.keep_records:
+        run.records.append(RequestRecord(hit, junction, pool.usage()))
+    if not counted:
+        return
     run.requests += 1
     run.lookup += prompt
     run.hits += hit
@@ -300,8 +310,6 @@ def _one(
     run.computed += plan.prefill_tokens
     if flops is not None and hit:
         run.flops_saved += flops.prefix_flops(run.geometry, hit)
-    if run.keep_records:
-        run.records.append(RequestRecord(hit, junction, pool.usage()))
 
 
 def _result(run: _Run) -> PointResult:
