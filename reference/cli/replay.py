@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from junction.core import HybridGeometry
-from junction.reference.engine.eviction import FlopModel
 from junction.reference.cli.arguments import int_at_least
+from junction.reference.engine.eviction import FlopModel
 from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses, replay
 from junction.reference.replay.models import (
     CATALOG,
