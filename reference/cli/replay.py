@@ -222,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
     if model is None:
         geometry = choice.build(None, False)
         description, unit = choice.description, "blocks"
+        print(description)
         sizes = {pool: float(pool) for pool in args.pools}
         labels = {pool: str(pool) for pool in args.pools}
     else:
@@ -236,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
         budgets = sorted(
             {gib for each in args.hbm or [[8, 16, 32, 64, 128, 256, 512, 1024]] for gib in each}
         )
-        description = "\n".join([model.name, *(model.describe(gib) for gib in budgets)])
+        description = f"{model.name}: {model.layout}"
+        print(description + "\n" + "; ".join(model.describe(gib) for gib in budgets))
         unit, flops = "GiB", None
         sizes = {model.blocks(gib): gib for gib in budgets}
         labels = {blocks: f"{gib:g}" for blocks, gib in sizes.items()}
@@ -278,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - started
     print(
-        f"{description}\n{args.trace.name}: {len(requests):,} requests, sequential "
+        f"{args.trace.name}: {len(requests):,} requests, sequential "
         f"arrivals; {len(points)} points in {elapsed:.1f} s (fast replay: hit rate, prefill "
         f"saved, evictions; TTFT is the reference engine's, `simulate`)"
     )

@@ -122,8 +122,9 @@ class MemoryModel:
             specs += [GroupSpec.sliding_window(size, self.window)] * window
         return (*specs, *[GroupSpec.mamba(size)] * state)
 
-    def describe(self, gib: float) -> str:
-        """``gib`` GiB as blocks, and what each group's blocks hold."""
+    @property
+    def layout(self) -> str:
+        """The blocks and groups, in words."""
         full, window, state = self.group_counts()
         kinds = [
             f"{count} {kind}"
@@ -135,10 +136,14 @@ class MemoryModel:
             if count
         ]
         return (
-            f"{gib:g} GiB = {self.blocks(gib):,} blocks of {self.block_bytes / 2**20:.2f} MiB "
-            f"({self.block_size} tokens) shared by {_count(sum((full, window, state)), 'group')} "
-            f"({', '.join(kinds)}; {self.group_size} layers each)"
+            f"blocks of {self.block_size} tokens, {self.block_bytes / 2**20:.2f} MiB, shared by "
+            f"{_count(sum((full, window, state)), 'group')} ({', '.join(kinds)}; "
+            f"{_count(self.group_size, 'layer')} each)"
         )
+
+    def describe(self, gib: float) -> str:
+        """``gib`` GiB as blocks of the shared pool."""
+        return f"{gib:g} GiB = {self.blocks(gib):,} blocks"
 
 
 def _count(number: int, noun: str) -> str:
