@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,8 @@ def _plot(
     axes.set_xlabel(f"pool ({unit})")
     axes.set_ylabel("token hit rate")
     shaded = ", shaded up to Belady's bound" if shade else ""
-    axes.set_title(f"{title}\n{line} eviction{shaded}", fontsize=9)
+    wrapped = "\n".join(textwrap.wrap(title, 100))
+    axes.set_title(f"{wrapped}\n{line} eviction{shaded}", fontsize=9)
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
