@@ -1,14 +1,16 @@
 """Both sides of the replay's equality, each request alone, recorded.
 
 Besides the counts (:class:`RequestRecord`), the cached blocks themselves
-after each request (:class:`Contents`): each cached block as its group, the
+after each request (:data:`Contents`): each cached block as its group, the
 prefix length it ends and the request after which it (last) entered the
-cache, so the engine's hashed blocks and the replay's keys compare as sets.
+cache, so the engine's hashed blocks and the replay's keys compare as
+multisets (by a digest: equal multisets give equal digests).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+import collections
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from junction.core import HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
@@ -27,20 +29,40 @@ from junction.reference.simulator.geometries import GEOMETRIES
 
 FLOPS = GEOMETRIES["full+swa+mamba"].flops  # a cost for every kind of group
 
-Contents = list[tuple[int, int, int]]
+Contents = int  # a digest of the multiset of (group, end, tag) over the cached blocks
 
 
 class Tags:
-    """The request after which each cached identity entered the cache (again)."""
+    """The request after which each cached identity entered the cache (again), kept
+    up to date from one request to the next by set differences."""
 
     def __init__(self) -> None:
-        self.tags: dict[Hashable, int] = {}
+        self.known: dict[Hashable, tuple[int, int, int]] = {}
 
-    def contents(self, index: int, cached: Iterable[tuple[Hashable, int, int]]) -> Contents:
-        """``cached``: (identity, group, end) of every cached block after request ``index``."""
-        now = {identity: (group, end) for identity, group, end in cached}
-        self.tags = {identity: self.tags.get(identity, index) for identity in now}
-        return sorted((group, end, self.tags[identity]) for identity, (group, end) in now.items())
+    def contents(
+        self,
+        index: int,
+        cached: Iterable[Hashable],
+        where: Callable[[Hashable], tuple[int, int]],
+    ) -> Contents:
+        """The digest after request ``index``; ``where(identity)``: its (group, end)."""
+        now = set(cached)
+        for identity in self.known.keys() - now:
+            del self.known[identity]
+        for identity in now - self.known.keys():
+            self.known[identity] = (*where(identity), index)
+        return hash(frozenset(collections.Counter(self.known.values()).items()))
+
+
+def engine_block(engine: Engine) -> Callable[[Hashable], tuple[int, int]]:
+    """(group, end) of an engine's cached block by its key."""
+    cached = engine.pool.cached
+
+    def where(key: Hashable) -> tuple[int, int]:
+        block = cached[key]  # type: ignore[index]
+        return block.key[0] if block.key else -1, block.end
+
+    return where
 
 
 def engine_records(
@@ -75,8 +97,7 @@ def engine_records(
             tuple(peak.get(g, 0) for g in groups),
         )
         records.append(RequestRecord(request.hit_length, request.shared_prefix_boundary, usage))
-        blocks = engine.pool.cached.items()
-        contents.append(tags.contents(index, ((k, k[0], b.end) for k, b in blocks)))
+        contents.append(tags.contents(index, engine.pool.cached, engine_block(engine)))
     return records, contents
 
 
@@ -93,7 +114,7 @@ def replay_records(
 
     def observe(index: int, pool: ReplayPool) -> None:
         ends = pool.ends or {}
-        contents.append(tags.contents(index, ((k, k % width, ends[k]) for k in pool.cached)))
+        contents.append(tags.contents(index, pool.cached, lambda k: (k % width, ends[k])))
 
     point = Point(policy, geometry.retention_interval, num_blocks, eviction)
     (result,) = replay(
@@ -124,7 +145,4 @@ def assert_equal(
     steps = zip(*expected, *found, strict=True)
     for index, (engine, engine_blocks, fast, fast_blocks) in enumerate(steps):
         assert fast == engine, f"request {index}: replay {fast} != engine {engine}"
-        assert fast_blocks == engine_blocks, (
-            f"request {index}: the replay caches {sorted(set(fast_blocks) - set(engine_blocks))} "
-            f"and not {sorted(set(engine_blocks) - set(fast_blocks))}"
-        )
+        assert fast_blocks == engine_blocks, f"request {index}: the cached blocks differ"
