@@ -15,7 +15,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 BOUND ?= 4
 
-.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
+.PHONY: setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine bench-replay exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -134,6 +134,11 @@ bench-kernels: $(STAMP)
 
 bench-engine: $(STAMP)
 	$(PY) -m benchmarks.bench_engine
+
+# The fast replay's sweep: the whole conversation trace, Qwen3-Next through the
+# memory model, the four compared variants x 8 budgets, LRU (BENCHMARKS.md).
+bench-replay: $(STAMP)
+	time $(PY) -m junction.reference replay --model qwen3-next-80b-a3b --hbm 8,16,32,64,128,256,512,1024
 
 # Every input up to a bound through the batched path, against core.
 kernel-sweep: $(STAMP)
