@@ -30,7 +30,7 @@ from typing import Any
 from junction.core import HybridGeometry
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.engine.eviction import FlopModel
-from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses, replay
+from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses
 from junction.reference.replay.models import (
     CATALOG,
     MemoryModel,
@@ -38,6 +38,7 @@ from junction.reference.replay.models import (
     catalog_model,
     load_model_config,
 )
+from junction.reference.replay.parallel import replay_in_parallel
 from junction.reference.replay.stream import hash_trace_requests
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.variants import Variant, table_variants
@@ -129,6 +130,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=0,
         metavar="TOKENS",
         help="prefill tokens per request per step, 0 for no cap (default 0)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int_at_least(1),
+        default=1,
+        help="processes to share the points among (default 1; the trace is read once)",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every point as JSON")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="draw the curve (PNG, SVG)")
@@ -271,10 +278,11 @@ def run(args: argparse.Namespace) -> int:
         for v in variants
         for pool in sorted(sizes)
     ]
-    results = replay(
+    results = replay_in_parallel(
         geometry,
         requests,
         points,
+        args.jobs,
         max_num_batched_tokens=args.budget,
         long_prefill_token_threshold=args.chunk,
         flops=flops,

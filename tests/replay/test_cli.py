@@ -37,3 +37,11 @@ def test_a_bad_pool_list_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["replay", "--pools", "1,x"])
     assert "expected integers" in capsys.readouterr().err
+
+
+def test_jobs_share_the_points_and_change_no_number(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    argv = ["replay", "--requests", "40", "--pools", "600,3000", "--evictions", "lru,fifo"]
+    assert main([*argv, "--json", str(one)]) == 0
+    assert main([*argv, "--jobs", "2", "--json", str(two)]) == 0
+    assert json.loads(one.read_text()) == json.loads(two.read_text())
