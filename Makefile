@@ -16,11 +16,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 BOUND ?= 4
 
-COMPILED_MANIFEST := build/compiled-engine/junction-manifest.json
-# Every source the compiled tree copies: a change to any of them rebuilds it.
-JUNCTION_SOURCES := $(shell find -L junction -name '*.py' -not -path '*/__pycache__/*')
-
-.PHONY: check results compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
+.PHONY: check results setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine bench-replay exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -58,22 +54,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict -p junction -p benchmarks
 
-# The engine compiled by mypyc into build/compiled-engine (about 20 s), rebuilt
-# when any source changed (junction.reference.engine.compiled: what, and why a
-# tree of its own). make bench-engine runs it beside the interpreted engine;
-# tests/engine/test_compiled.py proves the two equal.
-compiled-engine: $(COMPILED_MANIFEST)
-
-$(COMPILED_MANIFEST): $(STAMP) $(JUNCTION_SOURCES)
-	$(PY) -m junction.reference.engine.compiled build
-
 # REQUIRE=1 (CI): a missing vLLM, SGLang or Ray fails the tests that need it
 # instead of skipping them (pytest's --require-* options, tests/conftest.py).
 REQUIRE ?=
 REQUIRED = $(if $(REQUIRE),--require-vllm --require-sglang --require-ray)
 
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
-test: $(STAMP) $(COMPILED_MANIFEST)
+test: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --hypothesis-show-statistics $(REQUIRED)
 
 # vllm-suite last: vLLM's own tests with the core swapped in (see its target).
@@ -168,8 +155,13 @@ bench: $(STAMP)
 bench-kernels: $(STAMP)
 	$(PY) -m benchmarks.bench_kernels
 
-bench-engine: $(STAMP) $(COMPILED_MANIFEST)
+bench-engine: $(STAMP)
 	$(PY) -m benchmarks.bench_engine
+
+# The fast replay's sweep: the whole conversation trace, Qwen3-Next through the
+# memory model, the four compared variants x 8 budgets, LRU (BENCHMARKS.md).
+bench-replay: $(STAMP)
+	time $(PY) -m junction.reference replay --model qwen3-next-80b-a3b --hbm 8,16,32,64,128,256,512,1024 --jobs 2
 
 # Every input up to a bound through the batched path, against core.
 kernel-sweep: $(STAMP)

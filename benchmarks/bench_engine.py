@@ -5,17 +5,10 @@ Runs an agent workload (one shared system prompt, sessions of several turns,
 align mode, and counts block-pool operations (allocations, frees, hit
 references, cachings, lookups: ``BlockPool.operations``). Prints operations,
 the time (wall clock, and this process's CPU time, which another process on
-a shared machine disturbs less), the rates, and the run's metrics. Run:
-``make bench-engine``; ``--profile`` (with one ``--engine``) prints the top of a
-cProfile.
-
-``--engine`` chooses what runs: the engine as interpreted, as compiled by
-mypyc (``junction.reference.engine.compiled``: the same source, built by
-``make compiled-engine``, refused when stale), or ``both`` (the default):
-each in its own child process, alternating, ``--rounds`` times (5 by
-default), then the median CPU rate of each and their ratio. ``both`` fails
-unless the two engines did exactly the same operations and steps with the
-same metrics.
+a shared machine disturbs less), the rates, and the run's metrics, for each
+of ``--rounds`` runs (5 by default), then the median CPU rate; the runs must
+do exactly the same operations and steps with the same metrics. Run:
+``make bench-engine``; ``--profile`` prints the top of a cProfile of one run.
 
 ``--trace N`` instead replays the first N requests of the committed Mooncake
 conversation trace (``examples/traces``), one at a time with their recorded
@@ -30,18 +23,13 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gzip
-import json
-import os
 import pstats
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.engine import compiled
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.workloads.drive import run_workload
@@ -73,7 +61,8 @@ def resident_mib() -> float:
     raise OSError("no VmRSS in /proc/self/status")
 
 
-def agents(args: argparse.Namespace) -> None:
+def agents(args: argparse.Namespace) -> dict[str, Any]:
+    """One run of the agent workload; its operations, CPU time, steps and metrics."""
     arrivals = agent_sessions(
         0,
         sessions=args.requests // args.turns,
@@ -93,10 +82,6 @@ def agents(args: argparse.Namespace) -> None:
         profiler.disable()
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     operations = engine.pool.operations
-    if args.json:
-        result = {"operations": operations, "cpu": cpu, "steps": metrics.steps}
-        print(json.dumps({**result, "metrics": repr(metrics)}))
-        return
     print(
         f"{len(arrivals):,} requests, R={args.retention}: {operations:,} block operations in "
         f"{elapsed:.1f} s = {operations / elapsed:,.0f} ops/s "
@@ -106,6 +91,7 @@ def agents(args: argparse.Namespace) -> None:
     )
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(18)
+    return {"operations": operations, "cpu": cpu, "steps": metrics.steps, "metrics": repr(metrics)}
 
 
 def trace(args: argparse.Namespace) -> None:
@@ -133,63 +119,17 @@ def trace(args: argparse.Namespace) -> None:
     )
 
 
-def side_by_side(args: argparse.Namespace) -> None:
-    """Both engines in child processes, alternating; their medians and ratio."""
-    # Once, before any run: a stale build names what changed.
-    environments = {
-        "interpreted": compiled.interpreted_environment(),
-        "compiled": compiled.environment(),
-    }
-    runs: dict[str, list[dict[str, Any]]] = {"interpreted": [], "compiled": []}
-    flags = [f"--requests={args.requests}", f"--turns={args.turns}", "--json"]
-    flags.append(f"--retention={'none' if args.retention is None else args.retention}")
-    for _ in range(args.rounds):
-        for engine in runs:
-            command = [sys.executable, "-P", "-m", "benchmarks.bench_engine", *flags]
-            done = subprocess.run(
-                [*command, f"--engine={engine}"],
-                env=environments[engine],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            run = json.loads(done.stdout.splitlines()[-1])
-            runs[engine].append(run)
-            rate = run["operations"] / run["cpu"]
-            print(
-                f"{engine:>11}: {run['operations']:,} operations, CPU {run['cpu']:.2f} s "
-                f"= {rate:,.0f} ops/s"
-            )
-    outcomes = {(r["operations"], r["steps"], r["metrics"]) for rs in runs.values() for r in rs}
+def rounds(args: argparse.Namespace) -> None:
+    """``--rounds`` runs of the agent workload; the median CPU rate. The runs must agree."""
+    runs = [agents(args) for _ in range(args.rounds)]
+    outcomes = {(r["operations"], r["steps"], r["metrics"]) for r in runs}
     if len(outcomes) != 1:
-        raise SystemExit(f"the engines' runs differ: {sorted(outcomes)}")
-    medians = {
-        engine: statistics.median(r["operations"] / r["cpu"] for r in rs)
-        for engine, rs in runs.items()
-    }
+        raise SystemExit(f"the runs differ: {sorted(outcomes)}")
+    median = statistics.median(r["operations"] / r["cpu"] for r in runs)
     print(
         f"{args.requests:,} requests, {args.rounds} rounds, the same "
-        f"{runs['compiled'][0]['operations']:,} operations in each run: median CPU rate "
-        f"interpreted {medians['interpreted']:,.0f} ops/s, compiled {medians['compiled']:,.0f} "
-        f"ops/s ({medians['compiled'] / medians['interpreted']:.2f}x)"
+        f"{runs[0]['operations']:,} operations in each run: median CPU rate {median:,.0f} ops/s"
     )
-
-
-def in_this_process(args: argparse.Namespace) -> None:
-    """``--engine interpreted`` or ``compiled`` here (compiled: re-run in its environment)."""
-    if args.engine == "compiled":
-        try:
-            compiled.assert_compiled()
-        except compiled.StaleBuild:
-            environment = compiled.environment()
-            if os.environ.get("PYTHONPATH") == environment["PYTHONPATH"]:
-                raise  # already run in the build's environment: again would loop
-            argv = [sys.executable, "-P", "-m", "benchmarks.bench_engine", *sys.argv[1:]]
-            os.execve(sys.executable, argv, environment)
-    if args.trace:
-        trace(args)
-    else:
-        agents(args)
 
 
 def main() -> None:
@@ -202,14 +142,7 @@ def main() -> None:
         default=0,
         help="retention interval R: none (dense), 0 or a multiple of 16 (default 0)",
     )
-    parser.add_argument(
-        "--engine",
-        choices=["both", "interpreted", "compiled"],
-        default="both",
-        help="both (default: side by side in child processes), or one, in this process",
-    )
-    parser.add_argument("--rounds", type=int, default=5, help="runs of each engine with both")
-    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=5, help="runs of the agent workload")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
         "--trace",
@@ -219,12 +152,12 @@ def main() -> None:
         help="replay the first N requests of the Mooncake conversation trace instead",
     )
     args = parser.parse_args()
-    if args.engine == "both" and (args.trace or args.profile):
-        parser.error("--trace and --profile run one engine: give --engine interpreted|compiled")
-    if args.engine == "both":
-        side_by_side(args)
+    if args.trace:
+        trace(args)
+    elif args.profile:
+        agents(args)
     else:
-        in_this_process(args)
+        rounds(args)
 
 
 if __name__ == "__main__":

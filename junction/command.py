@@ -53,7 +53,7 @@ def _audit(argv: list[str]) -> int:
 
 
 #: ``junction bench NAME``: ``benchmarks/bench_NAME.py`` of a checkout.
-BENCHMARKS = ("core", "kernels", "engine", "audit", "audit_sglang", "dropin", "sweep", "gpu")
+BENCHMARKS = ("core", "kernels", "engine", "audit", "audit_sglang", "dropin", "sweep", "gpu", "peer")
 
 
 def _bench(argv: list[str]) -> int:
@@ -92,6 +92,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("sweep", "a grid of simulations, in worker processes or on Ray", _reference("sweep")),
     Command("fuzz", "check a retention policy's promises for a while", _reference("fuzz")),
     Command("replay", "re-run a saved counterexample on a policy", _reference("replay")),
+    Command("hbm", "hit rate against HBM: policies x budgets x evictions, fast", _reference("hbm")),
     Command(
         "findings", "docs/findings.md: the harness on the vLLM policies", _reference("findings")
     ),

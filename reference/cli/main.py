@@ -3,7 +3,8 @@
 ``exhaustive`` walks every input up to a bound and compares core with the
 first-principles oracle, printing how many inputs each decision covered.
 ``simulate`` runs retention policies on an agent workload; ``sweep`` runs a
-grid of simulations in parallel processes or on Ray (``cli.sweep``); ``fuzz`` checks one
+grid of simulations in parallel processes or on Ray (``cli.sweep``); ``hbm`` sweeps
+policies x budgets x evictions in one fast replay (``cli.hbm``); ``fuzz`` checks one
 policy's promises for a while (``cli.fuzz``); ``replay`` re-runs a saved
 counterexample (``cli.replay``); ``findings`` writes
 docs/findings.md (``cli.findings``); ``vendor`` copies the core into an engine
@@ -18,7 +19,7 @@ import sys
 import time
 
 from junction import core
-from junction.reference.cli import findings, fuzz, replay, simulate, sweep, vendor
+from junction.reference.cli import findings, fuzz, hbm, replay, simulate, sweep, vendor
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.cli.coverage import report_coverage
 from junction.reference.cli.terminal import progress
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     exhaustive.set_defaults(run=_exhaustive)
     simulate.add_parser(commands)
     sweep.add_parser(commands)
+    hbm.add_parser(commands)
     fuzz.add_parser(commands)
     replay.add_parser(commands)
     findings.add_parser(commands)

@@ -1,9 +1,4 @@
-"""What shapes an engine's run (:class:`EngineConfig`) and what it counts (:class:`Metrics`).
-
-attrs classes, kept apart from ``engine.py`` because that module is compiled
-by mypyc for the engine's benchmark build (``compiled.py``), and mypyc
-compiles no attrs class.
-"""
+"""What shapes an engine's run (:class:`EngineConfig`) and what it counts (:class:`Metrics`)."""
 
 from __future__ import annotations
 

@@ -37,11 +37,6 @@ Why a Protocol and plain method calls: engine authors implement it on their
 own classes without importing ours, and the engine calls a policy in its hot
 path. The engine hands the live request (anything with the four attributes
 of :class:`RequestView`), not a copy.
-
-It lives apart from :class:`CheckedPolicy` (``policy.py``) because that
-module is compiled by mypyc for the engine's benchmark build
-(``reference/engine/compiled.py``), and a runtime-checkable ``Protocol``
-must stay an interpreted class.
 """
 
 from __future__ import annotations

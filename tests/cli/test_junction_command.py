@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "sweep",
     "fuzz",
     "replay",
+    "hbm",
     "findings",
     "exhaustive",
     "kernel-sweep",

@@ -32,7 +32,6 @@ BUILTIN = {
 OUTSIDE = {
     "_Found": "the harness's signal to Hypothesis, caught inside the runner",
     "_OutOfTime": "the harness's deadline, a BaseException by design",
-    "StaleBuild": "the compiled engine's, which its own issue retires",
     "UnsupportedOption": "the drop-in's, whose package another issue moves",
 }
 

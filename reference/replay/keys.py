@@ -1,0 +1,71 @@
+"""Integer prefix keys: one int per hash unit, equal exactly when the prefixes are.
+
+The engine hashes tokens into a chain (``engine.hash_chain``); two requests
+share a cached block exactly when their chains agree up to its end. The
+replay needs only that equality, so it numbers prefixes instead: a unit's
+key is the same int for every request whose first ``(u + 1) * H`` tokens
+agree, and different otherwise.
+
+* Token prompts (:meth:`PrefixKeys.tokens`): a trie of units, each node numbered
+  on first sight.
+* Hash-id traces (:meth:`PrefixKeys.hash_ids`): a prompt's tokens are a
+  function of its ids (``workloads.hash_prompts``: 512 tokens an id,
+  distinct ids differ at their first token), so the prefix ending at
+  position ``x`` is named by the ids of the 512-token blocks it reaches
+  into and ``x`` itself: ``node(ids[:j + 1]) * 513 + (x - 512 j)`` with
+  ``j = (x - 1) // 512``, no token built (the two numberings never meet).
+
+Output tokens are the engine's own (a hash of seed, request and position),
+which no other prompt repeats: every unit past the prompt's last whole unit
+gets a fresh key (``sweep``: from :data:`FRESH_BASE` up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from junction.reference.workloads.mooncake import HASH_BLOCK_TOKENS
+
+__all__ = ["FRESH_BASE", "PrefixKeys"]
+
+# Token-trie nodes start here, above every hash-id key (a trace's ids number far
+# fewer than 2**44 / 513 prefixes); the replay's fresh keys start at FRESH_BASE.
+_TOKEN_BASE = 1 << 44
+FRESH_BASE = 1 << 45
+
+
+class PrefixKeys:
+    """The numbering of one replay: tries of token units and of hash-id blocks."""
+
+    def __init__(self, unit: int) -> None:
+        self.unit = unit
+        self._token_nodes: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._id_nodes: dict[tuple[int, int], int] = {}
+
+    def tokens(self, prompt: Sequence[int]) -> list[int]:
+        """The key of every whole unit of ``prompt`` (``len(prompt) // H`` of them)."""
+        nodes, unit, parent = self._token_nodes, self.unit, -1
+        keys = []
+        for start in range(0, len(prompt) - unit + 1, unit):
+            edge = (parent, tuple(prompt[start : start + unit]))
+            parent = nodes.get(edge, -1)
+            if parent < 0:
+                parent = nodes[edge] = _TOKEN_BASE + len(nodes)
+            keys.append(parent)
+        return keys
+
+    def hash_ids(self, hash_ids: Sequence[int], input_length: int) -> list[int]:
+        """The key of every whole unit of a hash-id prompt of ``input_length`` tokens."""
+        nodes, parent, path = self._id_nodes, -1, []
+        for hash_id in hash_ids:
+            edge = (parent, hash_id)
+            parent = nodes.get(edge, -1)
+            if parent < 0:
+                parent = nodes[edge] = len(nodes)
+            path.append(parent)
+        span = HASH_BLOCK_TOKENS + 1
+        keys = []
+        for end in range(self.unit, input_length + 1, self.unit):
+            block = (end - 1) // HASH_BLOCK_TOKENS
+            keys.append(path[block] * span + end - block * HASH_BLOCK_TOKENS)
+        return keys

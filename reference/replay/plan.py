@@ -1,0 +1,238 @@
+"""What the engine does to one request admitted alone with a hit, step by step.
+
+With sequential arrivals a request runs alone from admission to finish, so
+everything it asks of the pool follows from its prompt length ``P``, its
+output length, its hit ``h`` and junction ``J`` and the policy: the chunk
+ends (the policy's split, ``core``'s decision 2), the blocks each group
+takes per step, which newly full blocks each group offers to the cache (the
+policy's mask on its reachable boundaries, ``core``'s decision 3), which
+sliding-window blocks leave the window and where a Mamba state moves on.
+:class:`Planner` derives that once per ``(P, output, h, J)``, and every pool
+and eviction of a sweep replays the same :class:`RequestPlan`
+(``pool.ReplayPool.run``); only what depends on the pool's contents stays
+for the pool (a block already cached under the same key stays private; a
+Mamba state continues in place only in a private block).
+
+The bookkeeping mirrors ``engine.group_managers`` (what a manager allocates,
+caches and releases after a step); a decode step that changes nothing there
+is left out of the plan (the coordinator's quiet steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv
+from junction.reference.engine.protocol import Policy
+
+__all__ = ["CACHE", "RELEASE", "STATE", "Planner", "RequestPlan", "Step"]
+
+CACHE, RELEASE, STATE = 0, 1, 2
+
+# Work after a step, in group order: (CACHE, group, ((slot, block), ...)) offers
+# the group's blocks; (RELEASE, group, ((first, end),)) releases a window's
+# blocks [first, end); (STATE, group, ((0, block),) or ()) moves a Mamba state
+# on and offers it as that block, if any.
+Work = tuple[int, int, tuple[tuple[int, int], ...]]
+# One step: the new blocks of the full-attention and sliding-window groups (all,
+# then per group id), then the work after it.
+Step = tuple[int, tuple[tuple[int, int], ...], tuple[Work, ...]]
+
+
+@attrs.frozen
+class RequestPlan:
+    """A request's steps that touch the pool; its prefill tokens, chunks and steps."""
+
+    steps: tuple[Step, ...]
+    prefill_tokens: int
+    chunks: int
+    engine_steps: int
+
+
+class _View:
+    """The request as a policy reads it (``engine.protocol.RequestView``)."""
+
+    __slots__ = ("num_computed_tokens", "num_prompt_tokens", "num_tokens", "shared_prefix_boundary")
+
+    def __init__(self, prompt: int, computed: int, junction: int) -> None:
+        self.num_prompt_tokens = self.num_tokens = prompt
+        self.num_computed_tokens = computed
+        self.shared_prefix_boundary = junction
+
+
+class Planner:
+    """Plans for one geometry, policy and step budget (the engine's settings).
+
+    Only a policy declaring ``fixed_boundaries`` (every built-in one) and
+    writing no internal prefill checkpoint, and a geometry without partial
+    hits: :class:`InvalidArgument` otherwise.
+    """
+
+    def __init__(
+        self,
+        geometry: HybridGeometry,
+        policy: Policy,
+        max_num_batched_tokens: int = 2048,
+        long_prefill_token_threshold: int = 0,
+    ) -> None:
+        if geometry.partial_hits:
+            raise InvalidArgument("geometry", geometry, "the replay does not model partial hits")
+        if not getattr(policy, "fixed_boundaries", False):
+            raise InvalidArgument("policy", policy, "the replay needs fixed_boundaries = True")
+        if getattr(policy, "writes_prefill_checkpoints", False):
+            raise InvalidArgument("policy", policy, "the replay models no prefill checkpoints")
+        self.geometry = geometry
+        self.policy = policy
+        self.budget = max_num_batched_tokens
+        self.threshold = long_prefill_token_threshold
+        limit = max_num_batched_tokens
+        self.chunk_limit = min(limit, long_prefill_token_threshold or limit)
+        self.align_mode = any(g.kind is GroupKind.MAMBA for g in geometry.groups)
+        # The policy's answers for the request being planned (its prompt and junction).
+        self._asked_for = (-1, -1)
+        self._splits: dict[tuple[int, int, int], int] = {}
+        self._masks: dict[tuple[GroupSpec, int, int, int, int], Sequence[bool] | None] = {}
+
+    def plan(self, prompt: int, outputs: int, hit: int, junction: int) -> RequestPlan:
+        """The steps of a request of ``prompt`` tokens and ``outputs`` output tokens
+        admitted with hit ``hit`` and junction ``junction``."""
+        geometry, policy = self.geometry, self.policy
+        groups = geometry.groups
+        unit = geometry.hash_block_size
+        view = _View(prompt, hit, junction)
+        if self._asked_for != (prompt, junction):  # a new request: the answers start over
+            self._asked_for = (prompt, junction)
+            self._splits.clear()
+            self._masks.clear()
+        # Groups of one spec (vLLM's groups of one kind) get the same answers: asked once.
+        known = {spec: policy.reachable_boundaries(geometry, spec, view) for spec in set(groups)}
+        boundaries = [known[spec] for spec in groups]
+        held = [hit // g.block_size for g in groups]
+        cached = list(held)
+        released = [
+            g.first_window_block(hit) if g.kind is GroupKind.SLIDING_WINDOW else 0 for g in groups
+        ]
+        tokens, start, prefill_end = prompt, hit, prompt
+        last = prompt + outputs - 1  # the last token computed
+        steps: list[Step] = []
+        prefill_tokens = chunks = engine_steps = 0
+        mamba_moved = True  # the first step may need a fresh state block
+        while True:
+            if start >= prefill_end:
+                end = self._next_event(start, held, cached, released, last, mamba_moved)
+                engine_steps += end - start
+            else:
+                wanted = min(tokens - start, self.budget)
+                if self.threshold:
+                    wanted = min(wanted, self.threshold)
+                if self.align_mode:
+                    view.num_computed_tokens, view.num_tokens = start, tokens
+                    wanted = self._split(view, wanted)
+                    if wanted < 1:
+                        raise InvalidArgument("policy", policy, "its split made no progress")
+                end = start + wanted
+                prefill_tokens += wanted
+                chunks += 1
+                engine_steps += 1
+            if start >= prefill_end:
+                tokens = end  # decode: the step computes token end - 1, the last there is
+            grow = []
+            for index, spec in enumerate(groups):
+                if spec.kind is not GroupKind.MAMBA:
+                    more = cdiv(end, spec.block_size) - held[index]
+                    if more > 0:
+                        grow.append((index, more))
+                        held[index] += more
+            view.num_computed_tokens, view.num_tokens = end, tokens
+            hashed = tokens - tokens % unit
+            after: list[Work] = []
+            mamba_moved = False
+            for index, spec in enumerate(groups):
+                size, first = spec.block_size, cached[index]
+                if spec.kind is GroupKind.MAMBA:
+                    state: tuple[tuple[int, int], ...] = ()
+                    if not end % size and end <= hashed and end // size > first:
+                        mask = self._mask(spec, view, first, end // size, boundaries[index])
+                        if mask is None or mask[-1]:
+                            state = ((0, end // size - 1),)
+                            mamba_moved = True
+                        cached[index] = end // size
+                    after.append((STATE, index, state))
+                    continue
+                full = min(min(end, hashed) // size, held[index])
+                if end >= (first + 1) * size and full > first:
+                    mask = self._mask(spec, view, first, full, boundaries[index])
+                    offered = tuple(
+                        (i, i) for i in range(first, full) if mask is None or mask[i - first]
+                    )
+                    if offered:
+                        after.append((CACHE, index, offered))
+                    cached[index] = full
+                if spec.kind is GroupKind.SLIDING_WINDOW:
+                    gone = min(spec.first_window_block(end), held[index])
+                    if gone > released[index]:
+                        after.append((RELEASE, index, ((released[index], gone),)))
+                        released[index] = gone
+            steps.append((sum(more for _, more in grow), tuple(grow), tuple(after)))
+            start = end
+            if end == tokens:  # the step computed the last token there is: one more output
+                if end >= last:
+                    break
+                tokens += 1
+                prefill_end = tokens - 1
+        return RequestPlan(tuple(steps), prefill_tokens, chunks, engine_steps)
+
+    def _split(self, view: _View, wanted: int) -> int:
+        """The policy's split, once per request state: a policy reads only the
+        request's four counts (``engine.protocol.RequestView``), so plans of one
+        request with different hits share the chunks they have in common."""
+        key = (view.num_computed_tokens, view.num_tokens, wanted)
+        tokens = self._splits.get(key)
+        if tokens is None:
+            tokens = self._splits[key] = self.policy.split(
+                self.geometry, view, wanted, self.chunk_limit
+            )
+        return tokens
+
+    def _mask(
+        self, spec: GroupSpec, view: _View, first: int, end: int, boundaries: Sequence[int]
+    ) -> Sequence[bool] | None:
+        """The policy's mask of blocks ``[first, end)``, once per spec and request state
+        (groups of one spec, and plans of one request, share it)."""
+        key = (spec, view.num_computed_tokens, view.num_tokens, first, end)
+        if key not in self._masks:
+            self._masks[key] = self.policy.block_mask(
+                self.geometry, spec, view, first, end, boundaries
+            )
+        return self._masks[key]
+
+    def _next_event(
+        self,
+        start: int,
+        held: Sequence[int],
+        cached: Sequence[int],
+        released: Sequence[int],
+        last: int,
+        mamba_moved: bool,
+    ) -> int:
+        """The next decode step's end that allocates, caches, releases or moves a state.
+
+        A decode step computes one token; up to the returned end every step
+        before it changes nothing in any group (a state moved into a cached
+        block needs a fresh one at the very next step).
+        """
+        if mamba_moved:
+            return start + 1
+        candidates = [last]
+        for index, spec in enumerate(self.geometry.groups):
+            size = spec.block_size
+            if spec.kind is GroupKind.MAMBA:
+                candidates.append(start - start % size + size)
+                continue
+            candidates.append(held[index] * size + 1)  # needs a new block
+            candidates.append((cached[index] + 1) * size)  # a block becomes full
+            if spec.kind is GroupKind.SLIDING_WINDOW and spec.window is not None:
+                candidates.append((released[index] + 1) * size + spec.window - 1)
+        return max(min(candidates), start + 1)

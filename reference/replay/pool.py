@@ -1,0 +1,389 @@
+"""The replay's pool: the engine pool's books, kept on integer prefix keys.
+
+``engine.block_pool`` keeps ``num_blocks - 1`` usable blocks. A request holds
+some; the free ones wait in two queues: blocks with no hash (recycled
+first: nobody can hit them, so which one is taken changes nothing) and
+cached blocks, least recently freed first, of which an allocation that finds
+no unhashed block evicts one. So all the replay keeps is: which prefix keys
+are cached, which of them are free (in the engine's free order), and how
+many blocks the running request holds; the unhashed free blocks are the rest.
+A key is ``prefix_key * groups + group`` (``keys.PrefixKeys``).
+
+Which cached block an allocation evicts is the eviction order's choice:
+
+* ``lru``: the least recently freed (the engine's default);
+* ``fifo``: the one cached longest ago (the peer's FIFO);
+* ``belady``: the one whose next use, the next request whose prompt
+  contains it (known offline: ``uses``), lies furthest ahead; never used
+  again first, ties least recently freed first (Belady's MIN at block
+  granularity: the bound an eviction that knew the future could reach);
+* ``flop-aware``: the engine's own ``engine.eviction.FlopAwareOrder``,
+  handed the free cached blocks in the same order the engine's pool hands it.
+
+A request's blocks, per group: a cached key while it is cached, ``PRIVATE``
+(-1) for a block only it holds, ``NULL`` (-2) for a slot a sliding window
+released or never held.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat, takewhile
+from operator import countOf
+
+import attrs
+
+from junction.core import (
+    GroupKind,
+    GroupLookup,
+    HitReconciler,
+    HitReconciliation,
+    HybridGeometry,
+    InvalidArgument,
+)
+from junction.reference.engine.eviction import FlopAware, FlopAwareOrder, FlopModel
+
+from .plan import CACHE, RELEASE, RequestPlan
+
+__all__ = ["EVICTIONS", "NULL", "PRIVATE", "ReplayPool", "Usage"]
+
+EVICTIONS = ("lru", "fifo", "flop-aware", "belady")
+PRIVATE, NULL = -1, -2
+_NEVER = 1 << 62
+
+
+class _Block:
+    """What ``FlopAwareOrder`` reads of a cached block (``engine.block_pool.Block``'s names)."""
+
+    __slots__ = ("block_id", "end", "key", "parent")
+
+    def __init__(self, block_id: int, key: tuple[int, int], end: int, parent: int) -> None:
+        self.block_id, self.key, self.end, self.parent = block_id, key, end, parent
+
+
+@attrs.frozen
+class Usage:
+    """The pool after a request: evictions so far, cached blocks per group, their peaks."""
+
+    evictions: int
+    cached: tuple[int, ...]
+    peak: tuple[int, ...]
+
+
+class ReplayPool:
+    """One point's pool: ``num_blocks`` blocks (one the null block), evicting by ``eviction``.
+
+    ``uses`` (``belady`` only): per key, the indexes of the requests whose
+    prompts contain it, ascending. ``flops`` (``flop-aware`` only): the
+    geometry's FLOP model. ``track_ends``: keep ``ends``, the prefix length
+    each cached key ends (what a test compares with the engine's blocks).
+    """
+
+    def __init__(
+        self,
+        geometry: HybridGeometry,
+        num_blocks: int,
+        eviction: str = "lru",
+        *,
+        uses: Mapping[int, Sequence[int]] | None = None,
+        flops: FlopModel | None = None,
+        track_ends: bool = False,
+    ) -> None:
+        if eviction not in EVICTIONS:
+            raise InvalidArgument("eviction", eviction, f"expected one of {', '.join(EVICTIONS)}")
+        if num_blocks < 2:
+            raise InvalidArgument("num_blocks", num_blocks, "a pool needs the null block and one")
+        if eviction == "belady" and uses is None:
+            raise InvalidArgument("uses", uses, "belady needs every key's uses")
+        if eviction == "flop-aware" and flops is None:
+            raise InvalidArgument("flops", flops, "flop-aware needs the geometry's FLOP model")
+        self.geometry = geometry
+        self.groups = geometry.groups
+        self.usable = num_blocks - 1
+        self.eviction = eviction
+        self.cached: set[int] = set()
+        # Free cached keys, least recently freed first (with flop-aware: their blocks).
+        self.free: OrderedDict[int, _Block | None] = OrderedDict()
+        self.held = 0
+        self.evictions = 0
+        self.count = [0] * len(self.groups)
+        self.peak = [0] * len(self.groups)
+        self.now = 0  # the request being replayed
+        self._stamp = 0
+        self._heap: list[tuple[int, int, int]] = []
+        self._born: dict[int, int] = {}
+        self._uses = uses or {}
+        self._blocks: dict[int, _Block] = {}
+        self.ends: dict[int, int] | None = {} if track_ends else None
+        self._flop_order = (
+            FlopAwareOrder(FlopAware(flops), self.groups)
+            if eviction == "flop-aware" and flops
+            else None
+        )
+        alignment = geometry.alignment_tokens
+        self._lookups = [GroupLookup(spec, alignment) for spec in self.groups]
+        self._reconciler = HitReconciler(geometry)
+        self._mamba = tuple(i for i, g in enumerate(self.groups) if g.kind is GroupKind.MAMBA)
+
+    # -- lookup ---------------------------------------------------------------
+    def lookup(self, keys: Sequence[Sequence[int]], prompt: int) -> HitReconciliation:
+        """``core``'s reconciled hit of a prompt of ``prompt`` tokens whose blocks
+        have ``keys[g]`` (its hashed blocks only, per group)."""
+        cached = self.cached
+        finders = []
+        for lookup, spec, blocks in zip(self._lookups, self.groups, keys, strict=True):
+            count = len(blocks)
+
+            def is_cached(index: int, blocks: Sequence[int] = blocks, count: int = count) -> bool:
+                return index < count and blocks[index] in cached
+
+            if spec.kind is GroupKind.FULL:
+
+                def run(limit: int, blocks: Sequence[int] = blocks) -> int:
+                    found = map(cached.__contains__, blocks[:limit])
+                    return countOf(takewhile(bool, found), True)
+
+                finders.append(lookup.finder(is_cached, run))
+            else:
+                finders.append(lookup.finder(is_cached))
+        unit = self.geometry.hash_block_size
+        return self._reconciler.reconcile(finders, prompt - 1, prompt - prompt % unit)
+
+    # -- the books ------------------------------------------------------------
+    def _take(self, key: int) -> None:
+        """A hit takes a cached key: a free one leaves the free queue."""
+        if key in self.free:
+            block = self.free.pop(key)
+            if self._flop_order is not None and block is not None:
+                self._flop_order.revived(block)  # type: ignore[arg-type]
+        self.held += 1
+
+    def _give(self, slots: Iterable[int]) -> None:
+        """Held blocks freed in this order (``NULL`` slots skipped): a cached one joins
+        the back of the free queue."""
+        free, blocks, freed = self.free, self._blocks, 0
+        remember = self.eviction in ("fifo", "belady")
+        for slot in slots:
+            if slot == NULL:
+                continue
+            freed += 1
+            if slot >= 0:
+                free[slot] = blocks.get(slot) if blocks else None
+                if remember:
+                    self._remember_free(slot)
+        self.held -= freed
+
+    def _remember_free(self, key: int) -> None:
+        """``fifo``, ``belady``: a freed key's place in the heap."""
+        if self.eviction == "fifo":
+            heapq.heappush(self._heap, (self._born[key], 0, key))
+        else:
+            self._push_next_use(key)
+
+    def _next_use(self, key: int) -> int:
+        """The first request after the current one whose prompt contains ``key``."""
+        uses = self._uses.get(key, ())
+        at = bisect_right(uses, self.now)
+        return uses[at] if at < len(uses) else _NEVER
+
+    def _push_next_use(self, key: int) -> None:
+        self._stamp += 1
+        heapq.heappush(self._heap, (-self._next_use(key), self._stamp, key))
+
+    def _allocate(self, count: int) -> None:
+        """``count`` blocks, unhashed ones first, then evicting."""
+        unhashed = self.usable - self.held - len(self.free)
+        if count > unhashed + len(self.free):
+            raise InvalidArgument(
+                "num_blocks",
+                self.usable + 1,
+                f"{count} blocks asked, {unhashed + len(self.free)} free",
+            )
+        if count > unhashed:
+            if self.eviction == "lru":  # the front of the free queue, inlined
+                self._evict_front(count - unhashed)
+            else:
+                for _ in range(count - unhashed):
+                    self._evict(self._victim())
+        self.held += count
+
+    def _evict_front(self, count: int) -> None:
+        """``count`` evictions from the front of the free queue (``lru``)."""
+        pop, cached, counts, width = self.free.popitem, self.cached, self.count, len(self.groups)
+        ends = self.ends
+        for _ in range(count):
+            key = pop(last=False)[0]
+            cached.discard(key)
+            counts[key % width] -= 1
+            if ends is not None:
+                del ends[key]
+        self.evictions += count
+
+    def _victim(self) -> int:
+        free = self.free
+        if self.eviction == "lru":
+            return next(iter(free))
+        if self._flop_order is not None:
+            chosen = self._flop_order.victim(free)  # type: ignore[arg-type]
+            return chosen.block_id
+        heap = self._heap
+        while True:
+            first, _, key = heapq.heappop(heap)
+            if key not in free:
+                continue
+            if self.eviction == "fifo":
+                if self._born.get(key) == first:
+                    return key
+                continue
+            if -first == self._next_use(key):
+                return key
+            self._push_next_use(key)  # its use passed unseen: again, as it stands now
+
+    def _evict(self, key: int) -> None:
+        block = self.free.pop(key)
+        if self._flop_order is not None and block is not None:
+            self._flop_order.evicted(block)  # type: ignore[arg-type]
+            del self._blocks[key]
+        self.cached.discard(key)
+        self._born.pop(key, None)
+        if self.ends is not None:
+            del self.ends[key]
+        self.count[key % len(self.groups)] -= 1
+        self.evictions += 1
+
+    def _cache(
+        self,
+        group: int,
+        owned: list[int],
+        offered: Iterable[tuple[int, int]],
+        keys: Sequence[int],
+        parents: Sequence[int],
+    ) -> None:
+        """Offer blocks of ``group``, each ``(slot in owned, block index)``: a private one
+        is cached under its key unless another block holds that key already."""
+        cached, count = self.cached, self.count[group]
+        extra = self.ends is not None or self.eviction in ("fifo", "flop-aware")
+        for slot, index in offered:
+            if owned[slot] != PRIVATE:
+                continue
+            key = keys[index]
+            if key in cached:
+                continue
+            cached.add(key)
+            owned[slot] = key
+            count += 1
+            if extra:
+                self._cached(key, group, index, parents[index] if parents else -1)
+        self.count[group] = count
+        if count > self.peak[group]:
+            self.peak[group] = count
+
+    def _cached(self, key: int, group: int, index: int, parent: int) -> None:
+        """What an order or a test keeps of a newly cached key."""
+        size = self.groups[group].block_size
+        if self.ends is not None:
+            self.ends[key] = (index + 1) * size
+        if self.eviction == "fifo":
+            self._stamp += 1
+            self._born[key] = self._stamp
+        elif self._flop_order is not None:
+            block = _Block(key, (group, key // len(self.groups)), (index + 1) * size, parent)
+            self._blocks[key] = block
+            self._flop_order.cached(block)  # type: ignore[arg-type]
+
+    # -- one request ----------------------------------------------------------
+    def admit(self, keys: Sequence[Sequence[int]], hit: int) -> list[list[int]]:
+        """Take the blocks a hit of ``hit`` tokens reuses; the request's slots per group."""
+        slots: list[list[int]] = []
+        for spec, blocks in zip(self.groups, keys, strict=True):
+            size = spec.block_size
+            full = hit // size
+            if spec.kind is GroupKind.MAMBA:
+                taken = [blocks[full - 1]] if full else []
+            elif spec.kind is GroupKind.SLIDING_WINDOW:
+                first = spec.first_window_block(hit)
+                taken = [NULL] * first + list(blocks[first:full])
+            else:
+                taken = list(blocks[:full])
+            for key in taken:
+                if key != NULL:
+                    self._take(key)
+            slots.append(taken)
+        return slots
+
+    def run(
+        self,
+        plan: RequestPlan,
+        slots: list[list[int]],
+        keys: Sequence[Sequence[int]],
+        parents: Sequence[Sequence[int]] = (),
+    ) -> None:
+        """Replay a request's plan from its admission (``admit``) to its finish.
+
+        ``keys[g][i]``: the key block ``i`` of group ``g`` is cached under
+        (every block up to the request's last token); ``parents[g][i]`` the
+        key before it, which only ``flop-aware`` reads.
+        """
+        mamba, cache, give = self._mamba, self._cache, self._give
+        free, cached, counts, peaks = self.free, self.cached, self.count, self.peak
+        plain = self.eviction == "lru" and self.ends is None
+        running = dict.fromkeys(mamba, False)
+        for count, grow, after in plan.steps:
+            for index in mamba:  # a state continues in place only in a private block
+                if slots[index] != [PRIVATE]:
+                    running[index] = True
+                    count += 1
+            if count:
+                self._allocate(count)
+                for index, more in grow:
+                    slots[index].extend(repeat(PRIVATE, more))
+            for kind, index, work in after:
+                owned = slots[index]
+                if kind == CACHE:
+                    cache(index, owned, work, keys[index], parents[index] if parents else ())
+                elif kind == RELEASE:
+                    first, end = work[0]
+                    gone = owned[first:end]
+                    owned[first:end] = repeat(NULL, end - first)
+                    give(reversed(gone))
+                elif plain:  # a Mamba state moves on: _give and _cache inlined (LRU)
+                    if running[index]:
+                        running[index] = False
+                        if owned:
+                            self.held -= 1
+                            if owned[0] >= 0:
+                                free[owned[0]] = None
+                        owned[:] = [PRIVATE]
+                    if work and owned[0] == PRIVATE:
+                        key = keys[index][work[0][1]]
+                        if key not in cached:
+                            cached.add(key)
+                            owned[0] = key
+                            counts[index] += 1
+                            if counts[index] > peaks[index]:
+                                peaks[index] = counts[index]
+                else:
+                    if running[index]:
+                        running[index] = False
+                        give(owned)
+                        owned[:] = [PRIVATE]
+                    if work:
+                        cache(index, owned, work, keys[index], parents[index] if parents else ())
+        for owned in slots:
+            give(reversed(owned))
+
+    def belady_refresh(self, keys: Sequence[Sequence[int]]) -> None:
+        """``belady``: the free keys this request's prompt contains get their next use anew."""
+        if self.eviction != "belady":
+            return
+        free = self.free
+        for blocks in keys:
+            for key in blocks:
+                if key in free:
+                    self._push_next_use(key)
+
+    def usage(self) -> Usage:
+        return Usage(self.evictions, tuple(self.count), tuple(self.peak))

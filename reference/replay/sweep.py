@@ -1,0 +1,330 @@
+"""Many (policy x pool x eviction) points over one pass of the requests.
+
+Requests are taken one at a time, in order; each is looked up, planned and
+replayed in every point's pool before the next is read, so a trace is read
+once whatever the number of points. A plan (``plan.Planner``) depends on the
+policy, ``R`` and the request's hit and junction only, so the points that
+share a policy and find the same hit share one plan. ``belady`` needs the
+future: :func:`future_uses` reads the requests once more, before.
+
+A request the pool could never hold alone (more blocks at its peak than the
+pool has: the engine's ``submit`` refuses it) is counted as refused and
+skipped in that point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import attrs
+
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv
+from junction.reference.engine.eviction import FlopModel
+from junction.reference.policies.registry import resolve_policy
+
+from .keys import FRESH_BASE
+from .plan import Planner, RequestPlan
+from .pool import EVICTIONS, ReplayPool, Usage
+
+__all__ = [
+    "Point",
+    "PointResult",
+    "ReplayRequest",
+    "RequestRecord",
+    "future_uses",
+    "replay",
+]
+
+
+@attrs.frozen
+class ReplayRequest:
+    """A request: its prompt and output lengths and the prefix key of each whole unit."""
+
+    prompt_tokens: int
+    output_tokens: int
+    units: Sequence[int]
+
+
+@attrs.frozen
+class Point:
+    """One sweep point: a registered policy at ``R``, a pool in blocks, an eviction."""
+
+    policy: str
+    retention_interval: int | None
+    num_blocks: int
+    eviction: str = attrs.field(default="lru", validator=attrs.validators.in_(EVICTIONS))
+
+
+@attrs.frozen
+class RequestRecord:
+    """One request in one point: its hit and junction, and the pool after it."""
+
+    hit: int
+    junction: int
+    usage: Usage
+
+
+@attrs.frozen
+class PointResult:
+    """One point's totals (and, when asked, every request's record)."""
+
+    point: Point
+    requests: int
+    refused: int
+    lookup_tokens: int
+    hit_tokens: int
+    prompt_tokens: int
+    prefill_tokens_computed: int
+    evictions: int
+    retained_peak: tuple[int, ...]
+    retained_final: tuple[int, ...]
+    prefill_flops_saved: int
+    records: tuple[RequestRecord, ...] = ()
+
+    @property
+    def token_hit_rate(self) -> float:
+        return self.hit_tokens / self.lookup_tokens if self.lookup_tokens else 0.0
+
+    @property
+    def prefill_saved_share(self) -> float:
+        if not self.prompt_tokens:
+            return 0.0
+        return 1 - self.prefill_tokens_computed / self.prompt_tokens
+
+
+def _group_peak(group: GroupSpec, num_tokens: int, chunk_limit: int) -> int:
+    """``engine.Engine._group_peak``: the most blocks a request holds in ``group``."""
+    if group.kind is GroupKind.MAMBA:
+        return 2
+    every_block = cdiv(num_tokens, group.block_size)
+    if group.window is None:
+        return every_block
+    reach = group.window - 1 + chunk_limit + group.block_size - 1
+    return min(every_block, cdiv(reach, group.block_size))
+
+
+def _block_keys(geometry: HybridGeometry, units: Sequence[int], count: int) -> list[list[int]]:
+    """Per group, the key of each block whose last unit is one of ``units``' first ``count``."""
+    unit, width = geometry.hash_block_size, len(geometry.groups)
+    keys = []
+    for group_id, spec in enumerate(geometry.groups):
+        per = spec.block_size // unit
+        keys.append([units[i] * width + group_id for i in range(per - 1, count, per)])
+    return keys
+
+
+def _parents(geometry: HybridGeometry, units: Sequence[int]) -> list[list[int]]:
+    """Per group, the unit key before each block (-1: the chain's root), for flop-aware."""
+    unit = geometry.hash_block_size
+    parents = []
+    for spec in geometry.groups:
+        per = spec.block_size // unit
+        parents.append([units[i - 1] if i else -1 for i in range(0, len(units) - per + 1, per)])
+    return parents
+
+
+def future_uses(
+    geometry: HybridGeometry, requests: Iterable[ReplayRequest]
+) -> dict[int, list[int]]:
+    """Per key, the indexes of the requests whose prompts contain it (``belady``)."""
+    uses: dict[int, list[int]] = {}
+    unit = geometry.hash_block_size
+    for index, request in enumerate(requests):
+        hashed = request.prompt_tokens // unit
+        for blocks in _block_keys(geometry, request.units, hashed):
+            for key in blocks:
+                uses.setdefault(key, []).append(index)
+    return uses
+
+
+class _Run:
+    """One point while the requests stream by."""
+
+    def __init__(
+        self,
+        point: Point,
+        geometry: HybridGeometry,
+        planner: Planner,
+        uses: dict[int, list[int]] | None,
+        flops: FlopModel | None,
+        chunk_limit: int,
+        keep_records: bool,
+        track_ends: bool,
+    ) -> None:
+        self.point, self.geometry, self.planner = point, geometry, planner
+        self.keep_records = keep_records
+        self.pool = ReplayPool(
+            geometry,
+            point.num_blocks,
+            point.eviction,
+            uses=uses,
+            flops=flops,
+            track_ends=track_ends,
+        )
+        self.longest = self._longest_fitting(chunk_limit)
+        self.chunk_limit = chunk_limit
+        self.requests = self.refused = self.lookup = self.hits = 0
+        self.prompt = self.computed = self.flops_saved = 0
+        self.records: list[RequestRecord] = []
+
+    def _longest_fitting(self, chunk_limit: int) -> int | None:
+        """``engine.Engine._longest_fitting_request``: the longest request the pool holds."""
+        usable, groups = self.point.num_blocks - 1, self.geometry.groups
+
+        def peak(tokens: int) -> int:
+            return sum(_group_peak(g, tokens, chunk_limit) for g in groups)
+
+        high = usable * max(g.block_size for g in groups) + 1
+        if peak(high) <= usable:
+            return None
+        low = 0
+        while high - low > 1:
+            middle = (low + high) // 2
+            if peak(middle) <= usable:
+                low = middle
+            else:
+                high = middle
+        return low
+
+
+def replay(
+    geometry: HybridGeometry,
+    requests: Iterable[ReplayRequest],
+    points: Sequence[Point],
+    *,
+    max_num_batched_tokens: int = 2048,
+    long_prefill_token_threshold: int = 0,
+    flops: FlopModel | None = None,
+    uses: dict[int, list[int]] | None = None,
+    keep_records: bool = False,
+    on_request: Callable[[int], None] | None = None,
+    observe: Callable[[int, ReplayPool], None] | None = None,
+    measure_from: int = 0,
+) -> list[PointResult]:
+    """Every point over ``requests`` (sequential arrivals), in one pass.
+
+    ``geometry`` gives the groups, the hash unit and EAGLE; each point's
+    ``R`` replaces its retention interval. ``uses``: :func:`future_uses` of
+    the same requests, needed by ``belady`` points; ``flops``: the FLOP model
+    ``flop-aware`` evicts by and ``prefill_flops_saved`` counts.
+    ``observe(index, pool)``: after each request, each point's pool (keeping
+    ``ends``), in the order of ``points``. ``measure_from``: the requests
+    before this index warm the pools and are not counted in the totals (a
+    measurement window, as the peer's last half of the requests).
+    """
+    if any(p.eviction == "belady" for p in points) and uses is None:
+        raise InvalidArgument("uses", uses, "a belady point needs future_uses(requests)")
+    limit = max_num_batched_tokens
+    chunk_limit = min(limit, long_prefill_token_threshold or limit)
+    planners: dict[tuple[str, int | None], Planner] = {}
+    runs = []
+    for point in points:
+        setting = (point.policy, point.retention_interval)
+        if setting not in planners:
+            built = HybridGeometry(
+                geometry.groups,
+                geometry.hash_block_size,
+                partial_hits=geometry.partial_hits,
+                use_eagle=geometry.use_eagle,
+                retention_interval=point.retention_interval,
+            )
+            planners[setting] = Planner(
+                built, resolve_policy(point.policy), limit, long_prefill_token_threshold
+            )
+        planner = planners[setting]
+        runs.append(
+            _Run(
+                point,
+                planner.geometry,
+                planner,
+                uses,
+                flops,
+                chunk_limit,
+                keep_records,
+                observe is not None,
+            )
+        )
+    want_parents = any(p.eviction == "flop-aware" for p in points)
+    unit, fresh = geometry.hash_block_size, FRESH_BASE
+    for index, request in enumerate(requests):
+        prompt, outputs = request.prompt_tokens, request.output_tokens
+        last = prompt + outputs - 1
+        hashed = prompt // unit
+        units = list(request.units[:hashed])
+        extra = last // unit + 1 - hashed
+        units.extend(range(fresh, fresh + extra))
+        fresh += extra
+        keys = _block_keys(geometry, units, len(units))
+        lookup_keys = [
+            blocks[: hashed * unit // spec.block_size]
+            for blocks, spec in zip(keys, geometry.groups, strict=True)
+        ]
+        parents = _parents(geometry, units) if want_parents else []
+        plans: dict[tuple[int, int, int], RequestPlan] = {}
+        for run in runs:
+            _one(
+                run, index, request, keys, lookup_keys, parents, plans, flops, index >= measure_from
+            )
+            if observe is not None:
+                observe(index, run.pool)
+        if on_request is not None:
+            on_request(index + 1)
+    return [_result(run) for run in runs]
+
+
+def _one(
+    run: _Run,
+    index: int,
+    request: ReplayRequest,
+    keys: list[list[int]],
+    lookup_keys: list[list[int]],
+    parents: list[list[int]],
+    plans: dict[tuple[int, int, int], RequestPlan],
+    flops: FlopModel | None,
+    counted: bool,
+) -> None:
+    prompt, outputs = request.prompt_tokens, request.output_tokens
+    pool = run.pool
+    pool.now = index
+    if run.longest is not None and prompt + outputs - 1 > run.longest:
+        run.refused += counted
+        pool.belady_refresh(lookup_keys)  # its uses pass too
+        return
+    found = pool.lookup(lookup_keys, prompt)
+    hit, junction = found.hit_length, found.shared_prefix_boundary
+    memo = (id(run.planner), hit, junction)
+    plan = plans.get(memo)
+    if plan is None:
+        plan = plans[memo] = run.planner.plan(prompt, outputs, hit, junction)
+    slots = pool.admit(keys, hit)
+    pool.belady_refresh(lookup_keys)
+    pool.run(plan, slots, keys, parents)
+    if run.keep_records:
+        run.records.append(RequestRecord(hit, junction, pool.usage()))
+    if not counted:
+        return
+    run.requests += 1
+    run.lookup += prompt
+    run.hits += hit
+    run.prompt += prompt
+    run.computed += plan.prefill_tokens
+    if flops is not None and hit:
+        run.flops_saved += flops.prefix_flops(run.geometry, hit)
+
+
+def _result(run: _Run) -> PointResult:
+    pool = run.pool
+    return PointResult(
+        point=run.point,
+        requests=run.requests,
+        refused=run.refused,
+        lookup_tokens=run.lookup,
+        hit_tokens=run.hits,
+        prompt_tokens=run.prompt,
+        prefill_tokens_computed=run.computed,
+        evictions=pool.evictions,
+        retained_peak=tuple(pool.peak),
+        retained_final=tuple(pool.count),
+        prefill_flops_saved=run.flops_saved,
+        records=tuple(run.records),
+    )

@@ -1,0 +1,47 @@
+"""``python -m junction.reference hbm``: the table, the JSON and the plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from junction.reference.cli.main import main
+
+
+def test_replay_prints_the_table_and_writes_every_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "points.json"
+    argv = ["hbm", "--requests", "60", "--pools", "600,3000", "--evictions", "lru,belady"]
+    assert main([*argv, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "hit rate, lru eviction; pool in blocks:" in printed
+    assert "hit rate, belady eviction" in printed
+    points = json.loads(out.read_text())["points"]
+    assert len(points) == 4 * 2 * 2  # variants x pools x evictions
+    assert {p["eviction"] for p in points} == {"lru", "belady"}
+    assert all(p["requests"] + p["refused"] == 60 for p in points)
+
+
+def test_replay_draws_the_curve(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "curve.png"
+    argv = ["hbm", "--requests", "30", "--pools", "600,3000", "--evictions", "lru,belady"]
+    assert main([*argv, "--plot", str(plot)]) == 0
+    assert plot.stat().st_size > 0
+
+
+def test_a_bad_pool_list_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["hbm", "--pools", "1,x"])
+    assert "expected integers" in capsys.readouterr().err
+
+
+def test_jobs_share_the_points_and_change_no_number(tmp_path: Path) -> None:
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    argv = ["hbm", "--requests", "40", "--pools", "600,3000", "--evictions", "lru,fifo"]
+    assert main([*argv, "--json", str(one)]) == 0
+    assert main([*argv, "--jobs", "2", "--json", str(two)]) == 0
+    assert json.loads(one.read_text()) == json.loads(two.read_text())
