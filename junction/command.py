@@ -53,7 +53,17 @@ def _audit(argv: list[str]) -> int:
 
 
 #: ``junction bench NAME``: ``benchmarks/bench_NAME.py`` of a checkout.
-BENCHMARKS = ("core", "kernels", "engine", "audit", "audit_sglang", "dropin", "sweep", "gpu", "peer")
+BENCHMARKS = (
+    "core",
+    "kernels",
+    "engine",
+    "audit",
+    "audit_sglang",
+    "dropin",
+    "sweep",
+    "gpu",
+    "peer",
+)
 
 
 def _bench(argv: list[str]) -> int:

@@ -41,6 +41,7 @@ from typing import Any
 import attrs
 
 from junction.core import GroupSpec, cdiv
+from junction.reference.errors import JunctionError
 
 __all__ = ["GIB", "MemoryModel", "ModelConfigError", "load_model_config", "memory_model"]
 
@@ -53,7 +54,7 @@ CATALOG_DIRECTORY = Path(__file__).resolve().parents[2] / "examples" / "models"
 CATALOG = tuple(sorted(path.stem for path in CATALOG_DIRECTORY.glob("*.json")))
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(JunctionError, ValueError):
     """A model config the memory model cannot read: one line naming the file and the field."""
 
     def __init__(self, source: str, field: str, problem: str) -> None:
