@@ -43,6 +43,7 @@ times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -90,9 +91,9 @@ def core_find_longest_cache_hit(
     ]
     reconciled = bound.reconciler.reconcile(finders, max_cache_hit_length, lookup_limit)
     hit = reconciled.hit_length
-    # Full attention's partial tail is the deepest hash unit its lookup could
-    # read: the candidate plus its EAGLE peek (none for a group that is not an
-    # EAGLE group), within the hashed tokens.
+    # How far the group's own lookup reads: the bound plus its EAGLE peek
+    # (none for a group that is not an EAGLE group), within the hashed tokens.
+    # It orders the registrations a partial tail block is taken from.
     blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
     groups = zip(
         bound.group_ids, bound.geometry.groups, pools, bound.retained, bound.peeks, strict=True
@@ -192,7 +193,12 @@ def _group_blocks(
     hit: int,
     read_limit: int,
 ) -> list[Any]:
-    """The blocks group ``group_id`` contributes to a hit of ``hit`` tokens, as vLLM lists them."""
+    """The blocks group ``group_id`` contributes to a hit of ``hit`` tokens, as vLLM lists them.
+
+    Exactly the blocks the core proved: a full-attention unit read by unit is
+    proved by any registration inside its block within the chain, however far
+    past the lookup's bound it lies, and its block is taken from there; a
+    proved block that cannot be found is a bug and raises."""
     if hit == 0:
         return []
     scale = group.block_size // unit
@@ -216,16 +222,35 @@ def _group_blocks(
     if group.kind is GroupKind.SLIDING_WINDOW:
         first = max(num_blocks - group.blocks_for_hit(False), 0)
     blocks = [pool.null_block] * first
+    units = len(block_hashes)
     for index in range(first, num_blocks):
-        last_unit = (index + 1) * scale - 1
-        block = cached(last_unit) if last_unit < len(block_hashes) else None
-        if block is None:  # a partial tail: the deepest unit of this block the lookup read
-            deepest = min(last_unit, read_limit, len(block_hashes))
-            block = next(
-                (found for k in range(deepest - 1, hit // unit - 2, -1) if (found := cached(k))),
-                None,
-            )
-            if block is None:
-                raise RuntimeError(f"group {group_id}: block {index} of a core hit is not cached")
+        # The hit's last unit in this block. The core proved it from any
+        # registration of a unit in [needed, block end) within the chain
+        # (audit.lookup's covered reading), so that range is searched whole.
+        whole = (index + 1) * scale - 1
+        needed = min(whole, hit // unit - 1)
+        end = min(whole + 1, units)
+        block = next(
+            (
+                found
+                for k in _registrations(needed, end, whole, read_limit)
+                if (found := cached(k)) is not None
+            ),
+            None,
+        )
+        if block is None:  # the core said the group serves the hit: a bug, never a fallback
+            raise RuntimeError(f"group {group_id}: block {index} of a core hit is not cached")
         blocks.append(block)
     return blocks
+
+
+def _registrations(needed: int, end: int, whole: int, read_limit: int) -> Iterator[int]:
+    """The units ``[needed, end)`` whose registration holds unit ``needed``,
+    in the order their blocks are taken: the whole block's (unit ``whole``),
+    then the deepest partial tail the lookup could read (below
+    ``read_limit``, as vLLM probes), then the nearest one past it."""
+    if whole < end:
+        yield whole
+    split = min(max(read_limit, needed), end)
+    yield from range(min(split, whole) - 1, needed - 1, -1)
+    yield from range(split, min(end, whole))
