@@ -19,7 +19,11 @@ run with the core swapped in is the core's, entirely.
 
 Installing is idempotent; :func:`uninstall` puts back exactly the objects it
 took out of each class's ``__dict__`` (the ``classmethod`` wrappers
-included), so ``Cls.__dict__[name] is original`` holds afterwards.
+included), so ``Cls.__dict__[name] is original`` holds afterwards. The
+classes are the ones vLLM's modules hold when asked: after a reload of one
+of them (new classes, vLLM's code again) :func:`installed` says False and
+:func:`install` puts the stale installation back and installs on the new
+classes.
 
 Not thread-safe: installing rebinds class attributes process-wide while other
 threads may be calling them, and the bookkeeping of what was replaced is a
@@ -33,6 +37,7 @@ fallback by another name).
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,31 +61,45 @@ __all__ = [
 _originals: dict[tuple[type, str], Any] = {}
 
 
-def decision_points() -> dict[tuple[type, str], Any]:
-    """Each replaced class attribute of vLLM 0.33.0, mapped to its core adapter."""
-    v = vllm()
-    managers = v.managers
+# The adapters themselves, with vLLM's signatures: no wrapper frame per call.
+_MASK = classmethod(core_mask)
 
-    # The adapters themselves, with vLLM's signatures: no wrapper frame per call.
+
+def _live(module: Any) -> Any:
+    """The module vLLM imports under that name now (a re-import makes a new one)."""
+    return sys.modules.get(module.__name__, module)
+
+
+def decision_points() -> dict[tuple[type, str], Any]:
+    """Each replaced class attribute of vLLM 0.33.0, on the classes vLLM's
+    modules hold now, mapped to its core adapter."""
+    v = vllm()
+    managers = _live(v.managers)
     return {
-        (v.scheduler.Scheduler, "_mamba_block_aligned_split"): core_split,
-        (managers.SlidingWindowManager, "reachable_block_mask"): classmethod(core_mask),
-        (managers.MambaManager, "reachable_block_mask"): classmethod(core_mask),
-        (v.coordinator.HybridKVCacheCoordinator, "find_longest_cache_hit"): (
+        (_live(v.scheduler).Scheduler, "_mamba_block_aligned_split"): core_split,
+        (managers.SlidingWindowManager, "reachable_block_mask"): _MASK,
+        (managers.MambaManager, "reachable_block_mask"): _MASK,
+        (_live(v.coordinator).HybridKVCacheCoordinator, "find_longest_cache_hit"): (
             core_find_longest_cache_hit
         ),
     }
 
 
 def installed() -> bool:
-    """Whether the core is swapped in."""
-    return bool(_originals)
+    """Whether vLLM's live classes decide through the core: each decision point
+    of the classes vLLM's modules hold now is the drop-in's adapter."""
+    return bool(_originals) and all(
+        cls.__dict__.get(name) is adapter for (cls, name), adapter in decision_points().items()
+    )
 
 
 def install() -> None:
-    """Swap the core into vLLM 0.33.0 (idempotent). Raises ``VllmMissing`` without vLLM."""
-    if _originals:
+    """Swap the core into vLLM 0.33.0 (idempotent). Raises ``VllmMissing`` without vLLM.
+
+    A stale installation (classes vLLM no longer runs) is put back first."""
+    if installed():
         return
+    uninstall()
     for (cls, name), adapter in decision_points().items():
         _originals[(cls, name)] = cls.__dict__[name]
         setattr(cls, name, adapter)
