@@ -43,26 +43,34 @@ from typing import Any
 
 from ..vllm_env import vllm
 from .errors import Decision, UnsupportedOption
-from .lookup import core_find_longest_cache_hit
+from .lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
 from .mask import core_mask
+from .modes import Mode
 from .split import core_split
 
 __all__ = [
     "Decision",
+    "Mode",
     "UnsupportedOption",
     "decision_points",
     "install",
     "installed",
+    "installed_mode",
     "swapped_in",
     "uninstall",
 ]
 
 # (class, attribute) -> the object install() took out of the class __dict__.
 _originals: dict[tuple[type, str], Any] = {}
+_mode: list[Mode] = []  # the installed mode, while _originals holds anything
+_LOOKUPS = {
+    Mode.CORRECTED: core_find_longest_cache_hit,
+    Mode.IDENTICAL: vllm_find_longest_cache_hit,
+}
 
 
 # The adapters themselves, with vLLM's signatures: no wrapper frame per call.
-_MASK = classmethod(core_mask)
+_MASK: Any = classmethod(core_mask)
 
 
 def _live(module: Any) -> Any:
@@ -70,39 +78,51 @@ def _live(module: Any) -> Any:
     return sys.modules.get(module.__name__, module)
 
 
-def decision_points() -> dict[tuple[type, str], Any]:
+def decision_points(mode: Mode | str = Mode.CORRECTED) -> dict[tuple[type, str], Any]:
     """Each replaced class attribute of vLLM 0.33.0, on the classes vLLM's
-    modules hold now, mapped to its core adapter."""
+    modules hold now, mapped to its core adapter in ``mode``."""
+    lookup = _LOOKUPS[Mode.of(mode)]
     v = vllm()
     managers = _live(v.managers)
     return {
         (_live(v.scheduler).Scheduler, "_mamba_block_aligned_split"): core_split,
         (managers.SlidingWindowManager, "reachable_block_mask"): _MASK,
         (managers.MambaManager, "reachable_block_mask"): _MASK,
-        (_live(v.coordinator).HybridKVCacheCoordinator, "find_longest_cache_hit"): (
-            core_find_longest_cache_hit
-        ),
+        (_live(v.coordinator).HybridKVCacheCoordinator, "find_longest_cache_hit"): lookup,
     }
 
 
 def installed() -> bool:
     """Whether vLLM's live classes decide through the core: each decision point
     of the classes vLLM's modules hold now is the drop-in's adapter."""
-    return bool(_originals) and all(
-        cls.__dict__.get(name) is adapter for (cls, name), adapter in decision_points().items()
-    )
+    return installed_mode() is not None
 
 
-def install() -> None:
-    """Swap the core into vLLM 0.33.0 (idempotent). Raises ``VllmMissing`` without vLLM.
+def installed_mode() -> Mode | None:
+    """The mode vLLM's live classes decide in, or ``None`` when they run
+    vLLM's own code (never installed, uninstalled, or reloaded since)."""
+    if not _originals:
+        return None
+    mode = _mode[0]
+    points = decision_points(mode).items()
+    live = all(cls.__dict__.get(name) is adapter for (cls, name), adapter in points)
+    return mode if live else None
 
-    A stale installation (classes vLLM no longer runs) is put back first."""
-    if installed():
+
+def install(mode: Mode | str = Mode.CORRECTED) -> None:
+    """Swap the core into vLLM 0.33.0 in ``mode`` (``"corrected"`` or
+    ``"identical"``, :mod:`.modes`); idempotent, and installing another mode
+    switches. Raises ``InvalidArgument`` for another mode and ``VllmMissing``
+    without vLLM. A stale installation (classes vLLM no longer runs) is put
+    back first."""
+    mode = Mode.of(mode)
+    if installed_mode() is mode:
         return
     uninstall()
-    for (cls, name), adapter in decision_points().items():
+    for (cls, name), adapter in decision_points(mode).items():
         _originals[(cls, name)] = cls.__dict__[name]
         setattr(cls, name, adapter)
+    _mode.append(mode)
 
 
 def uninstall() -> None:
@@ -110,18 +130,20 @@ def uninstall() -> None:
     while _originals:
         (cls, name), original = _originals.popitem()
         setattr(cls, name, original)
+    _mode.clear()
 
 
 @contextlib.contextmanager
-def swapped_in() -> Iterator[None]:
-    """The core swapped in for the ``with`` block, vLLM's code restored after it.
-
-    Nested or already-installed use leaves the installation to its owner.
-    """
-    owner = not installed()
-    install()
+def swapped_in(mode: Mode | str = Mode.CORRECTED) -> Iterator[None]:
+    """The core swapped in, in ``mode``, for the ``with`` block; what was
+    installed before (nothing, or another mode) is back after it."""
+    mode = Mode.of(mode)
+    before = installed_mode()
+    install(mode)
     try:
         yield
     finally:
-        if owner:
+        if before is None:
             uninstall()
+        else:
+            install(before)

@@ -43,7 +43,7 @@ times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -51,11 +51,12 @@ import attrs
 from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
 from ..lookup import GroupReader, group_readers, reader_finders
+from ..lookup_model import ALL_QUIRKS, model_reconcile
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
 
-__all__ = ["core_find_longest_cache_hit"]
+__all__ = ["core_find_longest_cache_hit", "vllm_find_longest_cache_hit"]
 
 
 @attrs.frozen
@@ -75,36 +76,103 @@ class _BoundLookup:
 def core_find_longest_cache_hit(
     self: Any, block_hashes: Any, max_cache_hit_length: int
 ) -> tuple[tuple[list[Any], ...], int, int]:
-    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit``: its
-    signature, names included."""
+    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (mode
+    ``corrected``): its signature, names included; the core's reconciliation."""
     coordinator = self
     bound = _bind(coordinator)
     # Each group reads its own manager's pool, as vLLM's coordinator does
     # (one pool for all, except with HiSparse's host-backed groups).
     managers = coordinator.single_type_managers
     pools = [managers[group_id].block_pool for group_id in bound.group_ids]
-    unit = bound.geometry.hash_block_size
-    lookup_limit = len(block_hashes) * unit
+    lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
     finders = [
         reader_finders([reader], pool, block_hashes)[0]
         for reader, pool in zip(bound.readers, pools, strict=True)
     ]
     reconciled = bound.reconciler.reconcile(finders, max_cache_hit_length, lookup_limit)
-    hit = reconciled.hit_length
-    # How far the group's own lookup reads: the bound plus its EAGLE peek
-    # (none for a group that is not an EAGLE group), within the hashed tokens.
-    # It orders the registrations a partial tail block is taken from.
+    hit, longest = reconciled.hit_length, reconciled.longest_hit_length
+    blocks = _collect(bound, pools, block_hashes, max_cache_hit_length, hit, longest)
+    return blocks, hit, longest - hit
+
+
+def vllm_find_longest_cache_hit(
+    self: Any, block_hashes: Any, max_cache_hit_length: int
+) -> tuple[tuple[list[Any], ...], int, int]:
+    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (mode
+    ``identical``): vLLM 0.33.0's answer, its four lookup departures
+    included (``audit.lookup_model`` with every quirk on), reading the pool
+    on demand through the same readers; the blocks collected by the same rule."""
+    coordinator = self
+    bound = _bind(coordinator)
+    managers = coordinator.single_type_managers
+    pools = [managers[group_id].block_pool for group_id in bound.group_ids]
+    lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
+    views = [
+        _pool_view(group, reader, pool, block_hashes)
+        for group, reader, pool in zip(bound.geometry.groups, bound.readers, pools, strict=True)
+    ]
+    hit, longest, _ = model_reconcile(
+        bound.geometry, views, max_cache_hit_length, lookup_limit, ALL_QUIRKS
+    )
+    blocks = _collect(bound, pools, block_hashes, max_cache_hit_length, hit, longest)
+    return blocks, hit, longest - hit
+
+
+@attrs.frozen
+class _Membership:
+    """A container whose membership test asks the pool."""
+
+    test: Callable[[int], bool]
+
+    def __contains__(self, index: object) -> bool:
+        return type(index) is int and self.test(index)
+
+
+@attrs.frozen
+class _PoolView:
+    """``audit.lookup_model.CacheView`` of one group, asking the pool on demand."""
+
+    group: GroupSpec
+    spec: GroupSpec
+    cached: _Membership
+    registered: _Membership
+
+
+def _pool_view(group: GroupSpec, reader: GroupReader, pool: Any, block_hashes: Any) -> _PoolView:
+    is_cached, _ = reader.predicate(pool, block_hashes)
+    get, ids, units = pool.get_cached_block, [reader.group_id], len(block_hashes)
+
+    def registered(index: int) -> bool:
+        return 0 <= index < units and get(block_hashes[index], ids) is not None
+
+    return _PoolView(group, reader.spec, _Membership(is_cached), _Membership(registered))
+
+
+def _collect(
+    bound: _BoundLookup,
+    pools: list[Any],
+    block_hashes: Any,
+    max_cache_hit_length: int,
+    hit: int,
+    longest: int,
+) -> tuple[list[Any], ...]:
+    """Each vLLM group's blocks for a hit of ``hit`` tokens (``longest`` for a
+    group the coordinator keeps past the hit); no blocks for the others."""
+    unit = bound.geometry.hash_block_size
+    lookup_limit = len(block_hashes) * unit
     blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
     groups = zip(
         bound.group_ids, bound.geometry.groups, pools, bound.retained, bound.peeks, strict=True
     )
     for group_id, group, pool, retained, peek in groups:
-        length = reconciled.longest_hit_length if retained else hit
+        # How far the group's own lookup reads: the bound plus its EAGLE peek
+        # (none for a group that is not an EAGLE group), within the hashed
+        # tokens. It orders the registrations a block is taken from.
         read_limit = min(max_cache_hit_length + peek, lookup_limit) // unit
         blocks[group_id] = _group_blocks(
-            pool, block_hashes, group_id, group, unit, length, read_limit
+            pool, block_hashes, group_id, group, unit, longest if retained else hit, read_limit
         )
-    return tuple(blocks), hit, reconciled.longest_hit_length - hit
+    return tuple(blocks)
 
 
 def _bind(coordinator: Any) -> _BoundLookup:
@@ -246,11 +314,12 @@ def _group_blocks(
 
 def _registrations(needed: int, end: int, whole: int, read_limit: int) -> Iterator[int]:
     """The units ``[needed, end)`` whose registration holds unit ``needed``,
-    in the order their blocks are taken: the whole block's (unit ``whole``),
-    then the deepest partial tail the lookup could read (below
-    ``read_limit``, as vLLM probes), then the nearest one past it."""
-    if whole < end:
+    in the order their blocks are taken, which is vLLM's wherever vLLM's
+    lookup reads (below ``read_limit``): the whole block's (unit ``whole``),
+    then the deepest partial tail; past the bound, the nearest registration
+    (vLLM never reads there; the core proves units from it)."""
+    readable = min(read_limit, end)
+    if whole < readable:
         yield whole
-    split = min(max(read_limit, needed), end)
-    yield from range(min(split, whole) - 1, needed - 1, -1)
-    yield from range(split, min(end, whole))
+    yield from range(min(readable, whole) - 1, needed - 1, -1)
+    yield from range(max(readable, needed), end)
