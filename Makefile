@@ -19,7 +19,7 @@ COMPILED_MANIFEST := build/compiled-engine/junction-manifest.json
 # Every source the compiled tree copies: a change to any of them rebuilds it.
 JUNCTION_SOURCES := $(shell find -L junction -name '*.py' -not -path '*/__pycache__/*')
 
-.PHONY: compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
+.PHONY: compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite vllm-engine
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -196,6 +196,16 @@ audit-findings: $(STAMP)
 # .vllm-suite/ (git-ignored). About 2.5 min of CPU (BENCHMARKS.md, "vLLM suite").
 vllm-suite: $(STAMP)
 	$(PY) -m junction.audit.vllm_suite --cache .vllm-suite
+
+# vLLM 0.33.0's real Scheduler (CPU, no model) as shipped against the
+# drop-in, step by step, on every layout of audit/scheduler_differential
+# (33) x 4 seeds x 300 seeded multi-turn requests, in both modes, with a
+# shadow asking the drop-in every lookup, split and mask vLLM answers; exits 1
+# on an exception or a difference no documented finding explains (identical
+# mode: any difference). The fast slice is tests/audit/test_dropin_engine.py.
+# About 5 min of CPU (docs/dropin.md).
+vllm-engine: $(STAMP)
+	$(PY) -m junction.audit.scheduler_differential --seeds 4 --requests 300
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit
