@@ -65,9 +65,6 @@ def vllm() -> VllmModules:
     # Quiet: vLLM logs its platform detection; requests warns about an
     # optional charset detector nobody here needs.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    # vLLM resolves its platform once, on first use; the audit runs its CPU
-    # code paths (a real Scheduler needs a platform to build its config).
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         modules = VllmModules(

@@ -12,9 +12,12 @@ prefill, which is what the engine core does with a model's output.
 
 EAGLE is configured as vLLM's scheduler tests do it (``use_eagle`` and the
 block drop set on the scheduler, its ``KVCacheManager`` built with the
-drop): a speculative configuration would need a draft model. The hash
-lookahead is the scheduler's ``num_hash_lookahead_tokens``, set the same way
-(it turns the drop off, as vLLM's constructor does).
+drop): a speculative configuration would need a draft model.
+
+Importing this module selects vLLM's CPU platform for the process (unless
+``VLLM_TARGET_DEVICE`` names one): vLLM resolves its platform once, when its
+modules first load, and a ``VllmConfig`` cannot be built without one. The
+drop-in itself never imports this module, so a vLLM server keeps its own.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from .specs import kv_cache_config
 from .vllm_env import vllm
 
 __all__ = ["build_scheduler", "make_request", "model_output", "serve", "step"]
+
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 
 _ARCHITECTURES = ["OPTForCausalLM"]  # as opt-125m's published config.json
 
