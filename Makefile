@@ -19,7 +19,7 @@ COMPILED_MANIFEST := build/compiled-engine/junction-manifest.json
 # Every source the compiled tree copies: a change to any of them rebuilds it.
 JUNCTION_SOURCES := $(shell find -L junction -name '*.py' -not -path '*/__pycache__/*')
 
-.PHONY: compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite vllm-engine
+.PHONY: compiled-engine setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite vllm-engine bench-dropin
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -206,6 +206,12 @@ vllm-suite: $(STAMP)
 # About 5 min of CPU (docs/dropin.md).
 vllm-engine: $(STAMP)
 	$(PY) -m junction.audit.scheduler_differential --seeds 4 --requests 300
+
+# vLLM 0.33.0's scheduler loop (schedule + update_from_output) with the drop-in
+# in each mode against vLLM as shipped, alternating rounds, medians and ratio;
+# then the bind-once cost (BENCHMARKS.md, "The drop-in in vLLM's scheduler loop").
+bench-dropin: $(STAMP)
+	$(PY) -m benchmarks.bench_dropin_loop
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit
