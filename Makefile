@@ -186,7 +186,7 @@ audit-findings: $(STAMP)
 
 # vLLM 0.33.0's own tests (tests/v1/core of its sdist) that call one of the
 # three decision points, run against unmodified vLLM and then with the core
-# swapped in (junction.audit.dropin); prints N passed, M failed of T and each
+# swapped in (junction.dropin); prints N passed, M failed of T and each
 # failure's reason, and exits 1 unless every counted test passes or differs
 # where its expectation encodes a recorded finding (audit/vllm_suite/suite.py;
 # a refusal of an option the core cannot express is a failure). Part of

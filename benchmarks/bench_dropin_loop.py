@@ -22,12 +22,12 @@ import argparse
 import statistics
 import time
 
-from junction.audit import dropin
-from junction.audit.dropin import Mode
-from junction.audit.dropin import lookup as dropin_lookup
+from junction import dropin
 from junction.audit.scheduler_differential import Layout, Request, layouts, workload
 from junction.audit.vllm_env import vllm
 from junction.audit.vllm_scheduler import build_scheduler, make_request, model_output
+from junction.dropin import Mode
+from junction.dropin import lookup as dropin_lookup
 
 LAYOUTS = (
     "full16+mamba16 R=0",

@@ -32,12 +32,12 @@ from typing import Any
 
 import attrs
 
+from junction import dropin
 from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.dropin.lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
+from junction.dropin.mask import core_mask
+from junction.dropin.split import core_split
 
-from .. import dropin
-from ..dropin.lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
-from ..dropin.mask import core_mask
-from ..dropin.split import core_split
 from ..lookup import oracle_reconcile_view, pool_views
 from ..lookup_model import Quirks, model_reconcile
 from ..specs import vllm_geometry

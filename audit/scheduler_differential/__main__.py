@@ -18,7 +18,8 @@ import argparse
 import sys
 import time
 
-from ..dropin import Mode
+from junction.dropin import Mode
+
 from ..vllm_env import VllmMissing
 from . import Finding, Report, layouts, run_layout
 

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from junction.audit import dropin
-from junction.audit.dropin import lookup
+from junction import dropin
 from junction.audit.scheduler_differential import (
     Finding,
     Layout,
@@ -23,6 +22,7 @@ from junction.audit.scheduler_differential import (
     layouts,
     run_layout,
 )
+from junction.dropin import lookup
 
 REQUESTS = 40
 

@@ -47,7 +47,7 @@ def test_another_release_is_refused_label_or_not(
 _RELOAD = textwrap.dedent(
     """
     import importlib, sys
-    from junction.audit import dropin
+    from junction import dropin
     from junction.audit.vllm_env import vllm
 
     v = vllm()

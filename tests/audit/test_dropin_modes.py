@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from junction.audit import dropin
-from junction.audit.dropin import Mode
+from junction import dropin
 from junction.audit.vllm_engine import VllmEngine
 from junction.core import InvalidArgument
+from junction.dropin import Mode
 
 from .strategies import PromptRun, examples, prompt_runs
 from .test_dropin import _vllm_decisions_fail

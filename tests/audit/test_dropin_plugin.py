@@ -26,7 +26,7 @@ GROUP = "vllm.general_plugins"
 
 _LOAD = textwrap.dedent(
     """
-    from junction.audit import dropin
+    from junction import dropin
     from vllm.plugins import load_general_plugins
 
     assert not dropin.installed()
@@ -77,7 +77,7 @@ def _load(mode: str | None, path: list[Path]) -> subprocess.CompletedProcess[str
 
 
 def test_pyproject_registers_the_plugin() -> None:
-    assert _declared() == {"junction-dropin": "junction.audit.dropin.plugin:register"}
+    assert _declared() == {"junction-dropin": "junction.dropin.plugin:register"}
 
 
 @pytest.mark.parametrize("mode", ["corrected", "identical", None, ""])

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from junction.audit import dropin
+from junction import dropin
 from junction.audit.specs import vllm_geometry
 from junction.audit.vllm_env import vllm
 from junction.audit.vllm_scheduler import build_scheduler, make_request, serve

@@ -50,8 +50,8 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
-from ..lookup import GroupReader, group_readers, reader_finders
-from ..lookup_model import ALL_QUIRKS, model_reconcile
+from ..audit.lookup import GroupReader, group_readers, reader_finders
+from ..audit.lookup_model import ALL_QUIRKS, model_reconcile
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
