@@ -12,7 +12,11 @@ prefill, which is what the engine core does with a model's output.
 
 EAGLE is configured as vLLM's scheduler tests do it (``use_eagle`` and the
 block drop set on the scheduler, its ``KVCacheManager`` built with the
-drop): a speculative configuration would need a draft model.
+drop): a speculative configuration would need a draft model. Lookahead
+hashes likewise (``num_hash_lookahead_tokens`` on the scheduler, its
+manager and each request's block hasher; vLLM's constructor then turns the
+block drop off). Internal prefill checkpoints are the Mamba specs'
+``num_prefill_checkpoint_blocks`` and ``prefill_checkpoint_alignment``.
 
 Importing this module selects vLLM's CPU platform for the process (unless
 ``VLLM_TARGET_DEVICE`` names one): vLLM resolves its platform once, when its
@@ -22,6 +26,7 @@ drop-in itself never imports this module, so a vLLM server keeps its own.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tempfile
@@ -72,8 +77,13 @@ def build_scheduler(
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 16,
     max_model_len: int = 2048,
+    hash_lookahead_tokens: int = 0,
+    prefill_checkpoint_alignment: int | None = None,
 ) -> Any:
-    """vLLM's ``Scheduler`` for ``geometry`` with ``num_blocks`` blocks per group."""
+    """vLLM's ``Scheduler`` for ``geometry`` with ``num_blocks`` blocks per group;
+    with ``hash_lookahead_tokens`` (EAGLE without the drop, ``geometry.use_eagle``
+    off) and a backend writing one internal checkpoint per prefill on tiles of
+    ``prefill_checkpoint_alignment`` tokens."""
     v = vllm()
     c = _config_modules()
     cfg = c.config
@@ -105,6 +115,16 @@ def build_scheduler(
     )
     vllm_config.cache_config.num_gpu_blocks = num_blocks
     config = kv_cache_config(geometry.groups, num_blocks, geometry.retention_interval)
+    if prefill_checkpoint_alignment is not None:
+        groups = config.kv_cache_groups
+        for index, group in enumerate(groups):
+            if isinstance(group.kv_cache_spec, v.interface.MambaSpec):
+                spec = dataclasses.replace(
+                    group.kv_cache_spec,
+                    num_prefill_checkpoint_blocks=1,
+                    prefill_checkpoint_alignment=prefill_checkpoint_alignment,
+                )
+                groups[index] = dataclasses.replace(group, kv_cache_spec=spec)
     v.managers.register_all_kvcache_specs(vllm_config)
     scheduler = v.scheduler.Scheduler(
         vllm_config=vllm_config,
@@ -114,31 +134,39 @@ def build_scheduler(
         hash_block_size=geometry.hash_block_size,
         log_stats=False,
     )
-    if geometry.use_eagle:
+    if geometry.use_eagle or hash_lookahead_tokens:
         scheduler.use_eagle = True
-        scheduler.use_eagle_block_drop = True
-        old = scheduler.kv_cache_manager
+        scheduler.use_eagle_block_drop = not hash_lookahead_tokens
+        scheduler.num_hash_lookahead_tokens = hash_lookahead_tokens
         scheduler.kv_cache_manager = v.manager.KVCacheManager(
             kv_cache_config=config,
             max_model_len=scheduler.max_model_len,
             enable_caching=True,
-            use_eagle=True,
+            use_eagle=scheduler.use_eagle_block_drop,
+            num_hash_lookahead_tokens=hash_lookahead_tokens,
             log_stats=False,
             scheduler_block_size=geometry.scheduler_block_size,
             hash_block_size=geometry.hash_block_size,
             watermark=0.0,
         )
-        del old
     return scheduler
 
 
 def make_request(
-    request_id: str, tokens: Sequence[int], hash_block_size: int, max_tokens: int
+    request_id: str,
+    tokens: Sequence[int],
+    hash_block_size: int,
+    max_tokens: int,
+    hash_lookahead_tokens: int = 0,
 ) -> Any:
+    """A vLLM ``Request`` generating ``max_tokens`` tokens, hashed as the
+    scheduler hashes (``hash_lookahead_tokens`` past each unit)."""
     v = vllm()
     params = v.sampling.SamplingParams(ignore_eos=True, max_tokens=max_tokens)
     params.update_from_generation_config({}, 50256)
-    hasher = v.utils.get_request_block_hasher(hash_block_size, v.hashing.sha256)
+    hasher = v.utils.get_request_block_hasher(
+        hash_block_size, v.hashing.sha256, hash_lookahead_tokens
+    )
     return v.request.Request(
         request_id=request_id,
         prompt_token_ids=list(tokens),

@@ -81,13 +81,17 @@ class Unclassified(AssertionError):
 
 @attrs.frozen
 class Layout:
-    """One hybrid configuration: its geometry, pool and per-step budget."""
+    """One hybrid configuration: its geometry, pool and per-step budget, and
+    the engine options the scheduler runs with (lookahead hashes, a backend
+    writing internal prefill checkpoints on tiles of that many tokens)."""
 
     name: str
     geometry: HybridGeometry
     num_blocks: int
     budget: int
     max_num_seqs: int = 8
+    hash_lookahead_tokens: int = 0
+    prefill_checkpoint_alignment: int | None = None
 
 
 @attrs.frozen
@@ -137,6 +141,9 @@ class Report:
         self.findings[finding] = self.findings.get(finding, 0) + 1
 
 
+# 96 blocks shared by the groups: a few requests at once, so the pool evicts
+# and, with the long outputs, preempts.
+_POOL = 96
 _MAX_OUTPUT = 16
 _LONG_OUTPUT = 96  # about one request in three decodes this long: preemption
 
@@ -161,11 +168,16 @@ def layouts() -> list[Layout]:
     found: list[Layout] = []
 
     def add(
-        name: str, groups: Sequence[GroupSpec], unit: int, blocks: int = 96, **opts: Any
+        name: str,
+        groups: Sequence[GroupSpec],
+        unit: int,
+        lookahead: int = 0,
+        checkpoints: int | None = None,
+        **opts: Any,
     ) -> None:
         geometry = _geometry(groups, unit, **opts)
-        grid = geometry.scheduler_block_size
-        found.append(Layout(name, geometry, blocks, budget=max(4 * grid, 64)))
+        budget = max(4 * geometry.scheduler_block_size, 64)
+        found.append(Layout(name, geometry, _POOL, budget, 8, lookahead, checkpoints))
 
     for r in (None, 0, 32):
         add(f"full16+mamba16 R={r}", [full(16), mamba(16)], 16, retention_interval=r)
@@ -258,6 +270,32 @@ def layouts() -> list[Layout]:
         16,
         use_eagle=True,
     )
+    # vLLM 0.33.0's lookahead hashes (EAGLE without the block drop).
+    add(
+        "EAGLE lookahead 1 full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        lookahead=1,
+        retention_interval=0,
+    )
+    add("EAGLE lookahead 3 full16+window40/16", [full(16), window(16, 40)], 16, lookahead=3)
+    add("EAGLE lookahead 1 full16+mamba64 H=16 (partial)", [full(16), mamba(64)], 16, lookahead=1)
+    # Internal prefill checkpoints (a backend writing a state inside a chunk).
+    add(
+        "checkpoints/8 full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        checkpoints=8,
+        retention_interval=0,
+    )
+    add("checkpoints/16 full16+mamba64 H=16 (partial)", [full(16), mamba(64)], 16, checkpoints=16)
+    add(
+        "checkpoints/16 EAGLE full16+mamba16",
+        [full(16), mamba(16)],
+        16,
+        checkpoints=16,
+        use_eagle=True,
+    )
     return found
 
 
@@ -311,8 +349,14 @@ def workload(layout: Layout, seed: int, count: int) -> list[Request]:
     return made
 
 
-def _vllm_request(request: Request, unit: int) -> Any:
-    return make_request(request.request_id, request.prompt, unit, request.max_tokens)
+def _vllm_request(request: Request, layout: Layout) -> Any:
+    return make_request(
+        request.request_id,
+        request.prompt,
+        layout.geometry.hash_block_size,
+        request.max_tokens,
+        layout.hash_lookahead_tokens,
+    )
 
 
 class _Engine:
@@ -325,6 +369,8 @@ class _Engine:
             num_blocks=layout.num_blocks,
             max_num_batched_tokens=layout.budget,
             max_num_seqs=layout.max_num_seqs,
+            hash_lookahead_tokens=layout.hash_lookahead_tokens,
+            prefill_checkpoint_alignment=layout.prefill_checkpoint_alignment,
         )
         self.lookups: list[tuple[str, int, int]] = []
         manager = self.scheduler.kv_cache_manager
@@ -339,7 +385,7 @@ class _Engine:
         self.finished: list[str] = []
 
     def add(self, request: Request) -> None:
-        self.scheduler.add_request(_vllm_request(request, self.layout.geometry.hash_block_size))
+        self.scheduler.add_request(_vllm_request(request, self.layout))
 
     def abort(self, request_id: str) -> None:
         status = vllm().request.RequestStatus.FINISHED_ABORTED

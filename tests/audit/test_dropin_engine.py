@@ -48,7 +48,7 @@ def test_corrected_mode_differs_only_where_a_finding_says(layout: Layout) -> Non
 def test_the_full_layout_set_covers_every_axis() -> None:
     names = " ".join(layout.name for layout in LAYOUTS)
     assert len(LAYOUTS) >= 30
-    for axis in (
+    axes = (
         "R=0",
         "R=32",
         "R=None",
@@ -59,8 +59,13 @@ def test_the_full_layout_set_covers_every_axis() -> None:
         "+mamba16 R=0",
         "EAGLE full",
         "EAGLE draft=",
-    ):
+        "lookahead",
+        "checkpoints/",
+    )
+    for axis in axes:
         assert axis in names, axis
+    assert any(layout.hash_lookahead_tokens for layout in LAYOUTS)
+    assert any(layout.prefill_checkpoint_alignment for layout in LAYOUTS)
 
 
 def test_a_block_collected_short_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
