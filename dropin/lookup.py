@@ -50,7 +50,7 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
-from ..audit.lookup import GroupReader, group_readers, reader_finders
+from ..audit.lookup import GroupReader, group_readers
 from ..audit.lookup_model import ALL_QUIRKS, model_reconcile
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
@@ -85,13 +85,15 @@ def core_find_longest_cache_hit(
     managers = coordinator.single_type_managers
     pools = [managers[group_id].block_pool for group_id in bound.group_ids]
     lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
+    # What the finders read of the pool, kept per group for collecting the blocks.
+    found: list[dict[int, Any]] = [{} for _ in pools]
     finders = [
-        reader_finders([reader], pool, block_hashes)[0]
-        for reader, pool in zip(bound.readers, pools, strict=True)
+        reader.lookup.finder(reader.predicate(pool, block_hashes, seen)[0])
+        for reader, pool, seen in zip(bound.readers, pools, found, strict=True)
     ]
     reconciled = bound.reconciler.reconcile(finders, max_cache_hit_length, lookup_limit)
     hit, longest = reconciled.hit_length, reconciled.longest_hit_length
-    blocks = _collect(bound, pools, block_hashes, max_cache_hit_length, hit, longest)
+    blocks = _collect(bound, pools, found, block_hashes, max_cache_hit_length, hit, longest)
     return blocks, hit, longest - hit
 
 
@@ -107,14 +109,17 @@ def vllm_find_longest_cache_hit(
     managers = coordinator.single_type_managers
     pools = [managers[group_id].block_pool for group_id in bound.group_ids]
     lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
+    found: list[dict[int, Any]] = [{} for _ in pools]
     views = [
-        _pool_view(group, reader, pool, block_hashes)
-        for group, reader, pool in zip(bound.geometry.groups, bound.readers, pools, strict=True)
+        _pool_view(group, reader, pool, block_hashes, seen)
+        for group, reader, pool, seen in zip(
+            bound.geometry.groups, bound.readers, pools, found, strict=True
+        )
     ]
     hit, longest, _ = model_reconcile(
         bound.geometry, views, max_cache_hit_length, lookup_limit, ALL_QUIRKS
     )
-    blocks = _collect(bound, pools, block_hashes, max_cache_hit_length, hit, longest)
+    blocks = _collect(bound, pools, found, block_hashes, max_cache_hit_length, hit, longest)
     return blocks, hit, longest - hit
 
 
@@ -138,12 +143,17 @@ class _PoolView:
     registered: _Membership
 
 
-def _pool_view(group: GroupSpec, reader: GroupReader, pool: Any, block_hashes: Any) -> _PoolView:
-    is_cached, _ = reader.predicate(pool, block_hashes)
+def _pool_view(
+    group: GroupSpec, reader: GroupReader, pool: Any, block_hashes: Any, found: dict[int, Any]
+) -> _PoolView:
+    is_cached, _ = reader.predicate(pool, block_hashes, found)
     get, ids, units = pool.get_cached_block, [reader.group_id], len(block_hashes)
 
     def registered(index: int) -> bool:
-        return 0 <= index < units and get(block_hashes[index], ids) is not None
+        if not 0 <= index < units:
+            return False
+        found[index] = answer = get(block_hashes[index], ids)
+        return answer is not None
 
     return _PoolView(group, reader.spec, _Membership(is_cached), _Membership(registered))
 
@@ -151,6 +161,7 @@ def _pool_view(group: GroupSpec, reader: GroupReader, pool: Any, block_hashes: A
 def _collect(
     bound: _BoundLookup,
     pools: list[Any],
+    found: list[dict[int, Any]],
     block_hashes: Any,
     max_cache_hit_length: int,
     hit: int,
@@ -162,15 +173,22 @@ def _collect(
     lookup_limit = len(block_hashes) * unit
     blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
     groups = zip(
-        bound.group_ids, bound.geometry.groups, pools, bound.retained, bound.peeks, strict=True
+        bound.group_ids,
+        bound.geometry.groups,
+        pools,
+        found,
+        bound.retained,
+        bound.peeks,
+        strict=True,
     )
-    for group_id, group, pool, retained, peek in groups:
+    for group_id, group, pool, seen, retained, peek in groups:
         # How far the group's own lookup reads: the bound plus its EAGLE peek
         # (none for a group that is not an EAGLE group), within the hashed
         # tokens. It orders the registrations a block is taken from.
         read_limit = min(max_cache_hit_length + peek, lookup_limit) // unit
+        length = longest if retained else hit
         blocks[group_id] = _group_blocks(
-            pool, block_hashes, group_id, group, unit, longest if retained else hit, read_limit
+            pool, seen, block_hashes, group_id, group, unit, length, read_limit
         )
     return tuple(blocks)
 
@@ -254,6 +272,7 @@ def _bound(coordinator: Any) -> _BoundLookup:
 
 def _group_blocks(
     pool: Any,
+    seen: dict[int, Any],
     block_hashes: Any,
     group_id: int,
     group: GroupSpec,
@@ -273,7 +292,8 @@ def _group_blocks(
     ids = [group_id]
 
     def cached(index: int) -> Any:
-        found = pool.get_cached_block(block_hashes[index], ids)
+        # What the lookup already read of the pool, else the pool.
+        found = seen[index] if index in seen else pool.get_cached_block(block_hashes[index], ids)
         return None if found is None else found[0]
 
     def served(index: int) -> Any:
@@ -291,11 +311,17 @@ def _group_blocks(
         first = max(num_blocks - group.blocks_for_hit(False), 0)
     blocks = [pool.null_block] * first
     units = len(block_hashes)
+    readable = min(read_limit, units)
     for index in range(first, num_blocks):
         # The hit's last unit in this block. The core proved it from any
         # registration of a unit in [needed, block end) within the chain
         # (audit.lookup's covered reading), so that range is searched whole.
         whole = (index + 1) * scale - 1
+        if whole < readable:  # the whole block, within the bound: taken first
+            block = cached(whole)
+            if block is not None:
+                blocks.append(block)
+                continue
         needed = min(whole, hit // unit - 1)
         end = min(whole + 1, units)
         block = next(
