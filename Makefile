@@ -203,7 +203,7 @@ vllm-suite: $(STAMP)
 # shadow asking the drop-in every lookup, split and mask vLLM answers; exits 1
 # on an exception or a difference no documented finding explains (identical
 # mode: any difference). The fast slice is tests/audit/test_dropin_engine.py.
-# About 7 min on one core (docs/dropin.md).
+# 5 to 7 min on one core (docs/dropin.md).
 vllm-engine: $(STAMP)
 	$(PY) -m junction.audit.scheduler_differential --seeds 4 --requests 300
 
