@@ -16,7 +16,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 BOUND ?= 4
 
-.PHONY: check results setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine bench-replay exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite
+.PHONY: check results setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine bench-replay exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite vllm-engine bench-dropin
 
 # The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
 # torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
@@ -201,7 +201,7 @@ audit-findings: $(STAMP)
 
 # vLLM 0.33.0's own tests (tests/v1/core of its sdist) that call one of the
 # three decision points, run against unmodified vLLM and then with the core
-# swapped in (junction.audit.dropin); prints N passed, M failed of T and each
+# swapped in (junction.dropin); prints N passed, M failed of T and each
 # failure's reason, and exits 1 unless every counted test passes or differs
 # where its expectation encodes a recorded finding (audit/vllm_suite/suite.py;
 # a refusal of an option the core cannot express is a failure). Part of
@@ -211,6 +211,22 @@ audit-findings: $(STAMP)
 # .vllm-suite/ (git-ignored). About 2.5 min of CPU (BENCHMARKS.md, "vLLM suite").
 vllm-suite: $(STAMP)
 	$(PY) -m junction.audit.vllm_suite --cache .vllm-suite $(if $(REQUIRE),--require-vllm)
+
+# vLLM 0.33.0's real Scheduler (CPU, no model) as shipped against the
+# drop-in, step by step, on every layout of audit/scheduler_differential
+# (39) x 4 seeds x 300 seeded multi-turn requests, in both modes, with a
+# shadow asking the drop-in every lookup, split and mask vLLM answers; exits 1
+# on an exception or a difference no documented finding explains (identical
+# mode: any difference). The fast slice is tests/audit/test_dropin_engine.py.
+# 5 to 7 min on one core (docs/dropin.md).
+vllm-engine: $(STAMP)
+	$(PY) -m junction.audit.scheduler_differential --seeds 4 --requests 300
+
+# vLLM 0.33.0's scheduler loop (schedule + update_from_output) with the drop-in
+# in each mode against vLLM as shipped, alternating rounds, medians and ratio;
+# then the bind-once cost (BENCHMARKS.md, "The drop-in in vLLM's scheduler loop").
+bench-dropin: $(STAMP)
+	$(PY) -m benchmarks.bench_dropin_loop
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit

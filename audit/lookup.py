@@ -88,32 +88,45 @@ class GroupReader:
     covered_block: int
 
     def predicate(
-        self, block_pool: Any, block_hashes: Sequence[Any]
+        self, block_pool: Any, block_hashes: Sequence[Any], found: dict[int, Any] | None = None
     ) -> tuple[Callable[[int], bool], int]:
         """``is_cached`` over one request's chain, and how many indices exist.
 
         One pool call per question and no intermediate frames: this is the
-        lookup's hot loop (vLLM's coordinator calls the pool directly)."""
+        lookup's hot loop (vLLM's coordinator calls the pool directly). Each
+        answer the pool gives is kept in ``found`` under its hash unit, so a
+        caller that then collects the blocks need not ask again."""
         get, ids, units = block_pool.get_cached_block, [self.group_id], len(block_hashes)
+        seen: dict[int, Any] = {} if found is None else found
         if self.covered_block:
             block_units = self.covered_block
 
             def covered(index: int) -> bool:
-                block_end = min(next_grid_point(index, block_units), units)
-                return any(get(block_hashes[k], ids) is not None for k in range(index, block_end))
+                for unit in range(index, min(next_grid_point(index, block_units), units)):
+                    seen[unit] = answer = get(block_hashes[unit], ids)
+                    if answer is not None:
+                        return True
+                return False
 
             return covered, units
         scale, count = self.scale, units // self.scale
         if scale == 1:  # a block is a hash unit: no index arithmetic per question
 
             def unit_cached(index: int) -> bool:
-                return index < count and get(block_hashes[index], ids) is not None
+                if index >= count:
+                    return False
+                seen[index] = answer = get(block_hashes[index], ids)
+                return answer is not None
 
             return unit_cached, count
 
         def cached(index: int) -> bool:
             # A lookup of M = N - 1 tokens may ask past the hashed chain.
-            return index < count and get(block_hashes[(index + 1) * scale - 1], ids) is not None
+            if index >= count:
+                return False
+            unit = (index + 1) * scale - 1
+            seen[unit] = answer = get(block_hashes[unit], ids)
+            return answer is not None
 
         return cached, count
 

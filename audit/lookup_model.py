@@ -49,22 +49,37 @@ other, as vLLM's does (harmless without the departures).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
+from typing import Protocol
 
 import attrs
 
 from junction.core import (
     Finder,
     GroupKind,
+    GroupSpec,
     HybridGeometry,
     floor_to,
     group_finder,
     lcm,
 )
 
-from .lookup import GroupView
+__all__ = ["ALL_QUIRKS", "NO_QUIRKS", "CacheView", "Quirks", "model_reconcile"]
 
-__all__ = ["ALL_QUIRKS", "NO_QUIRKS", "Quirks", "model_reconcile"]
+
+class CacheView(Protocol):
+    """What the model reads of one group (``audit.lookup.GroupView``, or the
+    drop-in's view that asks the pool on demand): the group, the finder's spec,
+    the cached indices of the chain in ``spec`` units, the registered hash units."""
+
+    @property
+    def group(self) -> GroupSpec: ...
+    @property
+    def spec(self) -> GroupSpec: ...
+    @property
+    def cached(self) -> Container[int]: ...
+    @property
+    def registered(self) -> Container[int]: ...
 
 
 @attrs.frozen
@@ -88,7 +103,7 @@ ALL_QUIRKS = Quirks()
 NO_QUIRKS = Quirks(False, False, False, False)
 
 
-def _window_finder(view: GroupView, alignment: int, quirks: Quirks) -> Finder:
+def _window_finder(view: CacheView, alignment: int, quirks: Quirks) -> Finder:
     spec = view.spec
     block, cached = spec.block_size, view.cached
 
@@ -122,7 +137,7 @@ def _window_finder(view: GroupView, alignment: int, quirks: Quirks) -> Finder:
 
 
 def _full_unit_finder(
-    view: GroupView, geometry: HybridGeometry, drop_tokens: int, quirks: Quirks
+    view: CacheView, geometry: HybridGeometry, drop_tokens: int, quirks: Quirks
 ) -> Finder:
     unit, block, alignment = (
         geometry.hash_block_size,
@@ -152,7 +167,7 @@ def _full_unit_finder(
     return find
 
 
-def _finder(geometry: HybridGeometry, view: GroupView, quirks: Quirks) -> Finder:
+def _finder(geometry: HybridGeometry, view: CacheView, quirks: Quirks) -> Finder:
     alignment = geometry.alignment_tokens
     if view.spec.kind is GroupKind.SLIDING_WINDOW:
         return _window_finder(view, alignment, quirks)
@@ -164,7 +179,7 @@ def _finder(geometry: HybridGeometry, view: GroupView, quirks: Quirks) -> Finder
 
 def model_reconcile(
     geometry: HybridGeometry,
-    views: Sequence[GroupView],
+    views: Sequence[CacheView],
     max_hit_length: int,
     hashed_tokens: int,
     quirks: Quirks = ALL_QUIRKS,

@@ -16,7 +16,13 @@ import importlib.metadata
 
 import attrs
 
-__all__ = ["Pin"]
+__all__ = ["Pin", "public_version"]
+
+
+def public_version(version: str) -> str:
+    """``version`` without its PEP 440 local label (``0.33.0+cu128`` is 0.33.0:
+    a build of the same release for another platform, the same code)."""
+    return version.split("+", 1)[0]
 
 
 @attrs.frozen
@@ -46,7 +52,7 @@ class Pin:
         if reason is not None:
             raise missing(reason)
         found = importlib.metadata.version(self.distribution)
-        if found != self.version:
+        if public_version(found) != self.version:
             raise RuntimeError(
                 f"the audit is written against {self.name} {self.version}, found {found}: "
                 f"run `make {self.extra}-setup`"

@@ -5,7 +5,7 @@ Each case of ``benchmarks.bench_audit`` calls vLLM's function as vLLM does
 ``MambaManager.reachable_block_mask``,
 ``HybridKVCacheCoordinator.find_longest_cache_hit``); here that same call is
 timed twice, alternating in one run: once as installed vLLM has it, once with
-``junction.audit.dropin`` installed, so the second time includes everything
+``junction.dropin`` installed, so the second time includes everything
 the adapter adds to the core (reading vLLM's arguments and attributes,
 finding the binding, and for the lookup collecting the hit's blocks, which
 the core's finders do not return). The ratio is drop-in / vLLM. Before
@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from junction.audit import dropin
+from junction import dropin
 
 from .bench_audit import cases, per_call_us
 

@@ -1,12 +1,13 @@
 """Junction: the retention decisions of hybrid-model prefix caches, proven.
 
-One installed name, four parts:
+One installed name, five parts:
 
 * ``junction.core``: the three decisions as pure functions (attrs only).
 * ``junction.kernels``: the same decisions batched (torch, Triton), equal to core.
 * ``junction.reference``: the first-principles oracle, the reference engine, the
   policies, the promise harness, the simulator and the command line.
 * ``junction.audit``: real engines' own code driven through the same harness.
+* ``junction.dropin``: the core swapped into a running vLLM 0.33.0 (and its plugin).
 
 Why the folders sit at the repository's top level and not under ``junction/``:
 the design keeps ``core/`` where an engine team finds it and copies it from.
@@ -14,7 +15,7 @@ Installed, setuptools maps each folder under this one name (``package-dir`` in
 pyproject.toml); in a checkout, the entries of this folder are relative
 symlinks to those folders, so ``import junction.core`` means the same files
 with or without an install. Rejected: installing ``core``, ``kernels``,
-``reference`` and ``audit`` as top-level names (generic names that collide with
+``reference``, ``audit`` and ``dropin`` as top-level names (generic names that collide with
 other distributions: ``kernels`` is taken), and moving the folders into a
 ``src/junction`` tree (the layout engine teams vendor from would change).
 """

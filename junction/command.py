@@ -63,6 +63,7 @@ BENCHMARKS = (
     "sweep",
     "gpu",
     "peer",
+    "dropin_loop",
 )
 
 

@@ -3,6 +3,6 @@
 ``make vllm-suite`` (``python -m junction.audit.vllm_suite``): fetch vLLM's
 sdist (:mod:`.workspace`), select the tests that call one of the three
 decision points and run them against unmodified vLLM, then run them with
-:mod:`junction.audit.dropin` installed (:mod:`.suite`, through the pytest
+:mod:`junction.dropin` installed (:mod:`.suite`, through the pytest
 plugin :mod:`.plugin`), and report (:mod:`.__main__`).
 """

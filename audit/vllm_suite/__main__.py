@@ -3,7 +3,7 @@
 Prints ``vLLM 0.33.0 tests with the core swapped in: N passed, M failed (of T
 exercising the three decisions)``, then every test that did not pass with
 its reason (for a refusal, the option the core cannot express, from the
-:class:`~junction.audit.dropin.UnsupportedOption` it raised), grouped by
+:class:`~junction.dropin.UnsupportedOption` it raised), grouped by
 reason. Exits 0 only when the suite's rule holds (:mod:`.suite`: every
 counted test passes, or differs where its expectation encodes a recorded
 finding, :mod:`.expected`); 1 otherwise, or with one line when a run could

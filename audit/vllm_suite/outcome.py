@@ -28,7 +28,7 @@ class TestOutcome:
     """A test's status, the decision points it called (count mode), and why it failed.
 
     ``unsupported`` is ``(option, value)`` of the
-    :class:`~junction.audit.dropin.UnsupportedOption` the failure raised, if
+    :class:`~junction.dropin.UnsupportedOption` the failure raised, if
     any; ``error`` is the last line of pytest's report of a failure.
     """
 

@@ -4,7 +4,7 @@
 the three decision points in a counter that calls the original, so the run is
 unmodified vLLM that also records which points each test calls (the
 selection is made from this, mechanically). ``--junction-mode=dropin``
-installs the core (:mod:`junction.audit.dropin`) before collection and
+installs the core (:mod:`junction.dropin`) before collection and
 checks after every test that it is still installed (a test that put vLLM's
 code back would otherwise pass on vLLM's answers).
 
@@ -14,7 +14,7 @@ the INDEX-th, so COUNT processes side by side split a run evenly.
 Each test's :class:`~junction.audit.vllm_suite.outcome.TestOutcome` is
 appended to ``--junction-report`` as a JSON line as soon as it ends, so a
 run cut short still reports what it finished. A failure carries the
-:class:`~junction.audit.dropin.UnsupportedOption` it raised, found anywhere
+:class:`~junction.dropin.UnsupportedOption` it raised, found anywhere
 in the exception chain (vLLM's code may re-raise it wrapped).
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import pytest
 
-from junction.audit import dropin
+from junction import dropin
 
 from .outcome import Status, TestOutcome
 

@@ -15,7 +15,7 @@ tested without vLLM or its tests), and :attr:`SuiteResult.ok` is the rule
   fail and are left out of the count;
 * with the core, every counted test passes, or fails where its test is in
   :data:`~.expected.EXPECTED_TO_DIFFER` under a recorded finding. A refusal
-  (:class:`~junction.audit.dropin.UnsupportedOption`) is a failure like any
+  (:class:`~junction.dropin.UnsupportedOption`) is a failure like any
   other: the core not expressing what vLLM decides is a gap, not an excuse.
   A test skipped with the core that passed without it is a failure too (it
   proved nothing);

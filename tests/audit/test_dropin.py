@@ -28,8 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from junction.audit import dropin
-from junction.audit.dropin import Decision, UnsupportedOption
+from junction import dropin
 from junction.audit.specs import manager_class, vllm_geometry, vllm_spec
 from junction.audit.split import SchedulerStandIn, make_request
 from junction.audit.vllm_engine import VllmEngine
@@ -40,6 +39,7 @@ from junction.core import (
     mamba_block_aligned_split,
     reachable_block_mask,
 )
+from junction.dropin import Decision, UnsupportedOption
 
 from .strategies import PromptRun, examples, prompt_runs
 
@@ -395,7 +395,7 @@ def test_the_sdist_is_refused_when_its_bytes_are_not_the_pinned_ones(
 
 
 def test_bindings_are_found_by_the_identity_of_what_they_were_built_from() -> None:
-    from junction.audit.dropin.bindings import IdentityCache
+    from junction.dropin.bindings import IdentityCache
 
     cache: IdentityCache[str] = IdentityCache(limit=2)
     spec, twin = [1, 2], [1, 2]  # equal, not the same object

@@ -22,7 +22,7 @@ started=$(date +%s)
 # the source tree, and its build/ would otherwise land in the checkout.
 mkdir "$work/src"
 cp "$repo/pyproject.toml" "$repo/README.md" "$repo/LICENSE" "$work/src/"
-for folder in junction core kernels reference audit; do
+for folder in junction core kernels reference audit dropin; do
     cp -R "$repo/$folder" "$work/src/$folder"  # -R keeps junction/'s relative links
 done
 find "$work/src" -name __pycache__ -prune -exec rm -rf {} +

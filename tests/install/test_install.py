@@ -5,7 +5,7 @@ The wheel is built from a copy of the installable files (``pip wheel
 ``dev`` extra), then its RECORD, top_level.txt and METADATA are checked:
 
 * one top-level name, ``junction``: no generic ``core``/``kernels``/... names;
-* every module of ``core/``, ``kernels/``, ``reference/`` and ``audit/`` is in
+* every module of ``core/``, ``kernels/``, ``reference/``, ``audit/`` and ``dropin/`` is in
   it under ``junction.`` (a new subpackage missing from pyproject's
   ``packages`` list fails here), plus ``py.typed``;
 * the core's only requirement is attrs; the ``demo`` and ``reference`` extras
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("core", "kernels", "reference", "audit")
+FOLDERS = ("core", "kernels", "reference", "audit", "dropin")
 HEAVY = ("torch", "triton", "vllm")
 
 

@@ -43,18 +43,20 @@ times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
 
 from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
-from ..lookup import GroupReader, group_readers, reader_finders
+from ..audit.lookup import GroupReader, group_readers
+from ..audit.lookup_model import ALL_QUIRKS, model_reconcile
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
 
-__all__ = ["core_find_longest_cache_hit"]
+__all__ = ["core_find_longest_cache_hit", "vllm_find_longest_cache_hit"]
 
 
 @attrs.frozen
@@ -74,36 +76,121 @@ class _BoundLookup:
 def core_find_longest_cache_hit(
     self: Any, block_hashes: Any, max_cache_hit_length: int
 ) -> tuple[tuple[list[Any], ...], int, int]:
-    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit``: its
-    signature, names included."""
+    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (mode
+    ``corrected``): its signature, names included; the core's reconciliation."""
     coordinator = self
     bound = _bind(coordinator)
     # Each group reads its own manager's pool, as vLLM's coordinator does
     # (one pool for all, except with HiSparse's host-backed groups).
     managers = coordinator.single_type_managers
     pools = [managers[group_id].block_pool for group_id in bound.group_ids]
-    unit = bound.geometry.hash_block_size
-    lookup_limit = len(block_hashes) * unit
+    lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
+    # What the finders read of the pool, kept per group for collecting the blocks.
+    found: list[dict[int, Any]] = [{} for _ in pools]
     finders = [
-        reader_finders([reader], pool, block_hashes)[0]
-        for reader, pool in zip(bound.readers, pools, strict=True)
+        reader.lookup.finder(reader.predicate(pool, block_hashes, seen)[0])
+        for reader, pool, seen in zip(bound.readers, pools, found, strict=True)
     ]
     reconciled = bound.reconciler.reconcile(finders, max_cache_hit_length, lookup_limit)
-    hit = reconciled.hit_length
-    # Full attention's partial tail is the deepest hash unit its lookup could
-    # read: the candidate plus its EAGLE peek (none for a group that is not an
-    # EAGLE group), within the hashed tokens.
+    hit, longest = reconciled.hit_length, reconciled.longest_hit_length
+    blocks = _collect(bound, pools, found, block_hashes, max_cache_hit_length, hit, longest)
+    return blocks, hit, longest - hit
+
+
+def vllm_find_longest_cache_hit(
+    self: Any, block_hashes: Any, max_cache_hit_length: int
+) -> tuple[tuple[list[Any], ...], int, int]:
+    """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (mode
+    ``identical``): vLLM 0.33.0's answer, its four lookup departures
+    included (``audit.lookup_model`` with every quirk on), reading the pool
+    on demand through the same readers; the blocks collected by the same rule."""
+    coordinator = self
+    bound = _bind(coordinator)
+    managers = coordinator.single_type_managers
+    pools = [managers[group_id].block_pool for group_id in bound.group_ids]
+    lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
+    found: list[dict[int, Any]] = [{} for _ in pools]
+    views = [
+        _pool_view(group, reader, pool, block_hashes, seen)
+        for group, reader, pool, seen in zip(
+            bound.geometry.groups, bound.readers, pools, found, strict=True
+        )
+    ]
+    hit, longest, _ = model_reconcile(
+        bound.geometry, views, max_cache_hit_length, lookup_limit, ALL_QUIRKS
+    )
+    blocks = _collect(bound, pools, found, block_hashes, max_cache_hit_length, hit, longest)
+    return blocks, hit, longest - hit
+
+
+@attrs.frozen
+class _Membership:
+    """A container whose membership test asks the pool."""
+
+    test: Callable[[int], bool]
+
+    def __contains__(self, index: object) -> bool:
+        return type(index) is int and self.test(index)
+
+
+@attrs.frozen
+class _PoolView:
+    """``audit.lookup_model.CacheView`` of one group, asking the pool on demand."""
+
+    group: GroupSpec
+    spec: GroupSpec
+    cached: _Membership
+    registered: _Membership
+
+
+def _pool_view(
+    group: GroupSpec, reader: GroupReader, pool: Any, block_hashes: Any, found: dict[int, Any]
+) -> _PoolView:
+    is_cached, _ = reader.predicate(pool, block_hashes, found)
+    get, ids, units = pool.get_cached_block, [reader.group_id], len(block_hashes)
+
+    def registered(index: int) -> bool:
+        if not 0 <= index < units:
+            return False
+        found[index] = answer = get(block_hashes[index], ids)
+        return answer is not None
+
+    return _PoolView(group, reader.spec, _Membership(is_cached), _Membership(registered))
+
+
+def _collect(
+    bound: _BoundLookup,
+    pools: list[Any],
+    found: list[dict[int, Any]],
+    block_hashes: Any,
+    max_cache_hit_length: int,
+    hit: int,
+    longest: int,
+) -> tuple[list[Any], ...]:
+    """Each vLLM group's blocks for a hit of ``hit`` tokens (``longest`` for a
+    group the coordinator keeps past the hit); no blocks for the others."""
+    unit = bound.geometry.hash_block_size
+    lookup_limit = len(block_hashes) * unit
     blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
     groups = zip(
-        bound.group_ids, bound.geometry.groups, pools, bound.retained, bound.peeks, strict=True
+        bound.group_ids,
+        bound.geometry.groups,
+        pools,
+        found,
+        bound.retained,
+        bound.peeks,
+        strict=True,
     )
-    for group_id, group, pool, retained, peek in groups:
-        length = reconciled.longest_hit_length if retained else hit
+    for group_id, group, pool, seen, retained, peek in groups:
+        # How far the group's own lookup reads: the bound plus its EAGLE peek
+        # (none for a group that is not an EAGLE group), within the hashed
+        # tokens. It orders the registrations a block is taken from.
         read_limit = min(max_cache_hit_length + peek, lookup_limit) // unit
+        length = longest if retained else hit
         blocks[group_id] = _group_blocks(
-            pool, block_hashes, group_id, group, unit, length, read_limit
+            pool, seen, block_hashes, group_id, group, unit, length, read_limit
         )
-    return tuple(blocks), hit, reconciled.longest_hit_length - hit
+    return tuple(blocks)
 
 
 def _bind(coordinator: Any) -> _BoundLookup:
@@ -185,6 +272,7 @@ def _bound(coordinator: Any) -> _BoundLookup:
 
 def _group_blocks(
     pool: Any,
+    seen: dict[int, Any],
     block_hashes: Any,
     group_id: int,
     group: GroupSpec,
@@ -192,14 +280,20 @@ def _group_blocks(
     hit: int,
     read_limit: int,
 ) -> list[Any]:
-    """The blocks group ``group_id`` contributes to a hit of ``hit`` tokens, as vLLM lists them."""
+    """The blocks group ``group_id`` contributes to a hit of ``hit`` tokens, as vLLM lists them.
+
+    Exactly the blocks the core proved: a full-attention unit read by unit is
+    proved by any registration inside its block within the chain, however far
+    past the lookup's bound it lies, and its block is taken from there; a
+    proved block that cannot be found is a bug and raises."""
     if hit == 0:
         return []
     scale = group.block_size // unit
     ids = [group_id]
 
     def cached(index: int) -> Any:
-        found = pool.get_cached_block(block_hashes[index], ids)
+        # What the lookup already read of the pool, else the pool.
+        found = seen[index] if index in seen else pool.get_cached_block(block_hashes[index], ids)
         return None if found is None else found[0]
 
     def served(index: int) -> Any:
@@ -216,16 +310,42 @@ def _group_blocks(
     if group.kind is GroupKind.SLIDING_WINDOW:
         first = max(num_blocks - group.blocks_for_hit(False), 0)
     blocks = [pool.null_block] * first
+    units = len(block_hashes)
+    readable = min(read_limit, units)
     for index in range(first, num_blocks):
-        last_unit = (index + 1) * scale - 1
-        block = cached(last_unit) if last_unit < len(block_hashes) else None
-        if block is None:  # a partial tail: the deepest unit of this block the lookup read
-            deepest = min(last_unit, read_limit, len(block_hashes))
-            block = next(
-                (found for k in range(deepest - 1, hit // unit - 2, -1) if (found := cached(k))),
-                None,
-            )
-            if block is None:
-                raise RuntimeError(f"group {group_id}: block {index} of a core hit is not cached")
+        # The hit's last unit in this block. The core proved it from any
+        # registration of a unit in [needed, block end) within the chain
+        # (audit.lookup's covered reading), so that range is searched whole.
+        whole = (index + 1) * scale - 1
+        if whole < readable:  # the whole block, within the bound: taken first
+            block = cached(whole)
+            if block is not None:
+                blocks.append(block)
+                continue
+        needed = min(whole, hit // unit - 1)
+        end = min(whole + 1, units)
+        block = next(
+            (
+                found
+                for k in _registrations(needed, end, whole, read_limit)
+                if (found := cached(k)) is not None
+            ),
+            None,
+        )
+        if block is None:  # the core said the group serves the hit: a bug, never a fallback
+            raise RuntimeError(f"group {group_id}: block {index} of a core hit is not cached")
         blocks.append(block)
     return blocks
+
+
+def _registrations(needed: int, end: int, whole: int, read_limit: int) -> Iterator[int]:
+    """The units ``[needed, end)`` whose registration holds unit ``needed``,
+    in the order their blocks are taken, which is vLLM's wherever vLLM's
+    lookup reads (below ``read_limit``): the whole block's (unit ``whole``),
+    then the deepest partial tail; past the bound, the nearest registration
+    (vLLM never reads there; the core proves units from it)."""
+    readable = min(read_limit, end)
+    if whole < readable:
+        yield whole
+    yield from range(min(readable, whole) - 1, needed - 1, -1)
+    yield from range(max(readable, needed), end)

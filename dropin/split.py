@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from junction.core import ChunkSplitter, PrefillCheckpoints
+from junction.core import ChunkSplitter, PrefillCheckpoints, prefill_end
 
 __all__ = ["core_split"]
 
@@ -52,6 +52,22 @@ def core_split(
     """Drop-in for ``Scheduler._mamba_block_aligned_split``: its signature, names
     included (vLLM's tests pass ``self=`` by keyword)."""
     scheduler = self
+    start = request.num_computed_tokens + num_new_local_computed_tokens
+    start += num_external_computed_tokens
+    num_tokens = request.num_tokens
+    # A decoding request's chunk is never split (core.prefill_end): most calls
+    # of a running engine, answered before the engine's settings are read.
+    # Anything unusual (a count that is no int, negative, past the request)
+    # goes to the splitter, which checks every count and raises.
+    if (
+        type(start) is int
+        and type(num_new_tokens) is int
+        and num_new_tokens >= 0
+        and min(request.num_computed_tokens, num_new_local_computed_tokens) >= 0
+        and num_external_computed_tokens >= 0
+        and prefill_end(request.num_prompt_tokens, num_tokens) <= start <= num_tokens
+    ):
+        return num_new_tokens
     max_prefill_tokens = scheduler.max_num_scheduled_tokens
     threshold = scheduler.scheduler_config.long_prefill_token_threshold
     if threshold > 0:
@@ -73,7 +89,7 @@ def core_split(
         num_computed_tokens=request.num_computed_tokens,
         num_new_tokens=num_new_tokens,
         num_prompt_tokens=request.num_prompt_tokens,
-        num_tokens=request.num_tokens,
+        num_tokens=num_tokens,
         shared_prefix_boundary=request.shared_prefix_boundary,
         num_new_local_computed_tokens=num_new_local_computed_tokens,
         num_external_computed_tokens=num_external_computed_tokens,

@@ -1,0 +1,646 @@
+"""vLLM 0.33.0's real ``Scheduler`` as shipped against the drop-in, step by step.
+
+Two schedulers of one layout (:mod:`audit.vllm_scheduler`) run one seeded
+multi-turn workload (:func:`workload`: shared system prompts, forks, resends,
+extensions, prefixes cut on the hash and scheduler grids, aborts; a pool
+small enough to evict and preempt) in lockstep: vLLM's own code in one, the
+drop-in in the other (installed for its steps only). After every step the two
+are compared (:class:`StepRecord`: tokens scheduled per request, each lookup's
+hit and junction, preempted and finished requests, the hashes each group
+holds in its cache). The first step where they differ ends the comparison of
+that run; the drop-in's scheduler runs the workload to its end regardless, so
+an exception anywhere is seen.
+
+Alongside, a shadow asks the drop-in every question vLLM's scheduler answers
+on vLLM's own state: each lookup, split and mask call of the shipped
+scheduler is also put to the drop-in's adapter, with the same arguments on the
+same pool. A lookup where they differ is judged by the first-principles
+oracle (``reference/oracle``) on that pool: the drop-in's ``(h, J)`` must be
+the oracle's, and vLLM's answer must be what one of its documented lookup
+departures (``audit.lookup_model``, findings 8 to 11 of docs/findings.md)
+produces, which names the finding; the same hit taken from another block is
+judged by what the block holds (finding 12). Anything else, a split or mask
+that differs, or an exception, is an :class:`Unclassified` difference.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from junction import dropin
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.dropin.lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
+from junction.dropin.mask import core_mask
+from junction.dropin.split import core_split
+from junction.reference.errors import JunctionError
+
+from ..lookup import oracle_reconcile_view, pool_views
+from ..lookup_model import Quirks, model_reconcile
+from ..specs import vllm_geometry
+from ..vllm_env import vllm
+from ..vllm_scheduler import build_scheduler, make_request, model_output
+
+__all__ = [
+    "Finding",
+    "Layout",
+    "Report",
+    "Request",
+    "StepRecord",
+    "Unclassified",
+    "layouts",
+    "run_layout",
+    "workload",
+]
+
+
+class Finding(enum.Enum):
+    """The documented lookup findings a shadow difference can be (docs/findings.md)."""
+
+    VERIFIED_SET = 8  # lookup-verified_set
+    SWA_REALIGN_BEFORE_DROP = 9  # lookup-swa_realign_before_drop
+    WINDOW_OF_ONE = 10  # lookup-swa_window_of_one_needs_a_block
+    FULL_PROBE_BELOW_BOUND = 11  # lookup-full_probe_below_bound
+    SOURCE_BLOCK = 12  # the same hit, its partial tail taken from another block
+
+
+_QUIRK_FINDINGS = {
+    "verified_set": Finding.VERIFIED_SET,
+    "swa_realign_before_drop": Finding.SWA_REALIGN_BEFORE_DROP,
+    "swa_window_of_one_needs_a_block": Finding.WINDOW_OF_ONE,
+    "full_probe_below_bound": Finding.FULL_PROBE_BELOW_BOUND,
+}
+
+
+class Unclassified(JunctionError, AssertionError):
+    """A difference between vLLM and the drop-in that no documented finding explains."""
+
+
+@attrs.frozen
+class Layout:
+    """One hybrid configuration: its geometry, pool and per-step budget, and
+    the engine options the scheduler runs with (lookahead hashes, a backend
+    writing internal prefill checkpoints on tiles of that many tokens)."""
+
+    name: str
+    geometry: HybridGeometry
+    num_blocks: int
+    budget: int
+    max_num_seqs: int = 8
+    hash_lookahead_tokens: int = 0
+    prefill_checkpoint_alignment: int | None = None
+
+
+@attrs.frozen
+class Request:
+    """One request of a workload: when it arrives, its prompt, how many tokens
+    it generates and, for an aborted one, the step it is aborted at."""
+
+    request_id: str
+    arrival: int
+    prompt: tuple[int, ...]
+    max_tokens: int
+    abort_at: int | None = None
+
+
+@attrs.frozen
+class StepRecord:
+    """What one step of one scheduler did, as the comparison sees it."""
+
+    scheduled: tuple[tuple[str, int], ...]
+    lookups: tuple[tuple[str, int, int], ...]  # request, hit, junction
+    preempted: tuple[str, ...]
+    finished: tuple[str, ...]
+    cached: tuple[frozenset[bytes], ...]  # per group: the hashes it holds
+
+
+@attrs.define
+class Report:
+    """What one layout's run found."""
+
+    layout: str
+    seed: int
+    requests: int = 0
+    steps: int = 0
+    compared_steps: int = 0
+    lookups: int = 0
+    splits: int = 0
+    masks: int = 0
+    findings: dict[Finding, int] = attrs.field(factory=dict)
+    preemptions: int = 0  # in vLLM's scheduler
+    evictions: int = 0  # cached hashes vLLM's pool dropped to make room
+    tokens_saved: int = 0  # hit tokens the drop-in's lookups find beyond vLLM's (shadow)
+    hits_vllm: int = 0  # hit tokens over every lookup of vLLM's scheduler (lockstep)
+    hits_dropin: int = 0  # the same in the drop-in's scheduler, on its own state
+    diverged_at: int | None = None  # the first step whose records differ
+
+    def count(self, finding: Finding) -> None:
+        self.findings[finding] = self.findings.get(finding, 0) + 1
+
+
+# 96 blocks shared by the groups: a few requests at once, so the pool evicts
+# and, with the long outputs, preempts.
+_POOL = 96
+_MAX_OUTPUT = 16
+_LONG_OUTPUT = 96  # about one request in three decodes this long: preemption
+
+
+def _longest_prompt(grid: int) -> int:
+    return 6 * grid + 40
+
+
+def output_token(position: int) -> int:
+    """The token a request samples at ``position``: the same in every run, so
+    a workload can extend a conversation with the answer it will get."""
+    return 5000 + (position * 7919) % 997
+
+
+def _geometry(groups: Sequence[GroupSpec], unit: int, **options: Any) -> HybridGeometry:
+    return vllm_geometry(groups, unit, **options)
+
+
+def layouts() -> list[Layout]:
+    """The layouts of the differential run (every axis of issue 23)."""
+    full, mamba, window = GroupSpec.full, GroupSpec.mamba, GroupSpec.sliding_window
+    found: list[Layout] = []
+
+    def add(
+        name: str,
+        groups: Sequence[GroupSpec],
+        unit: int,
+        lookahead: int = 0,
+        checkpoints: int | None = None,
+        **opts: Any,
+    ) -> None:
+        geometry = _geometry(groups, unit, **opts)
+        budget = max(4 * geometry.scheduler_block_size, 64)
+        found.append(Layout(name, geometry, _POOL, budget, 8, lookahead, checkpoints))
+
+    for r in (None, 0, 32):
+        add(f"full16+mamba16 R={r}", [full(16), mamba(16)], 16, retention_interval=r)
+    for r in (None, 0):
+        add(f"full8+mamba16 R={r}", [full(8), mamba(16)], 8, retention_interval=r)
+        add(f"full16+mamba64 H=16 (partial) R={r}", [full(16), mamba(64)], 16, retention_interval=r)
+        add(f"full64+mamba64 H=16 (partial) R={r}", [full(64), mamba(64)], 16, retention_interval=r)
+    add("full32+mamba64 H=16 (partial) R=64", [full(32), mamba(64)], 16, retention_interval=64)
+    for w in (1, 40, 70):
+        for r in (None, 0):
+            add(f"full16+window{w}/16 R={r}", [full(16), window(16, w)], 16, retention_interval=r)
+    add("full8+window40/16 R=0", [full(8), window(16, 40)], 8, retention_interval=0)
+    add(
+        "full16+window40/16+mamba16 R=0",
+        [full(16), window(16, 40), mamba(16)],
+        16,
+        retention_interval=0,
+    )
+    add("full16+window70/16+mamba16 dense", [full(16), window(16, 70), mamba(16)], 16)
+    add(
+        "full16+window40/16+mamba32 R=32",
+        [full(16), window(16, 40), mamba(32)],
+        16,
+        retention_interval=32,
+    )
+    # EAGLE with the block drop, every group an EAGLE group.
+    add("EAGLE full16+mamba16 R=0", [full(16), mamba(16)], 16, use_eagle=True, retention_interval=0)
+    add("EAGLE full16+mamba16 dense", [full(16), mamba(16)], 16, use_eagle=True)
+    add(
+        "EAGLE full16+window40/16 R=0",
+        [full(16), window(16, 40)],
+        16,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add("EAGLE full16+window1/16", [full(16), window(16, 1)], 16, use_eagle=True)
+    add(
+        "EAGLE full16+window40/8 R=0",
+        [full(16), window(8, 40)],
+        8,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add(
+        "EAGLE full16+window70/8+mamba16 R=0",
+        [full(16), window(8, 70), mamba(16)],
+        8,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add("EAGLE full16+mamba64 H=16 (partial)", [full(16), mamba(64)], 16, use_eagle=True)
+    add(
+        "EAGLE full64+mamba64 H=16 (partial) R=0",
+        [full(64), mamba(64)],
+        16,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    # EAGLE on a draft group only.
+    add(
+        "EAGLE draft=mamba full64+mamba64 H=16 (partial)",
+        [full(64, eagle_group=False), mamba(64)],
+        16,
+        use_eagle=True,
+    )
+    add(
+        "EAGLE draft=full full16+window40/16 R=0",
+        [full(16), window(16, 40, eagle_group=False)],
+        16,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add(
+        "EAGLE draft=window full16+window40/8 R=0",
+        [full(16, eagle_group=False), window(8, 40)],
+        8,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add(
+        "EAGLE draft=full full16+mamba16 R=0",
+        [full(16), mamba(16, eagle_group=False)],
+        16,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add(
+        "EAGLE draft=window full16+window40/16+mamba16",
+        [full(16, eagle_group=False), window(16, 40), mamba(16, eagle_group=False)],
+        16,
+        use_eagle=True,
+    )
+    # vLLM 0.33.0's lookahead hashes (EAGLE without the block drop).
+    add(
+        "EAGLE lookahead 1 full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        lookahead=1,
+        retention_interval=0,
+    )
+    add("EAGLE lookahead 3 full16+window40/16", [full(16), window(16, 40)], 16, lookahead=3)
+    add("EAGLE lookahead 1 full16+mamba64 H=16 (partial)", [full(16), mamba(64)], 16, lookahead=1)
+    # Internal prefill checkpoints (a backend writing a state inside a chunk).
+    add(
+        "checkpoints/8 full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        checkpoints=8,
+        retention_interval=0,
+    )
+    add("checkpoints/16 full16+mamba64 H=16 (partial)", [full(16), mamba(64)], 16, checkpoints=16)
+    add(
+        "checkpoints/16 EAGLE full16+mamba16",
+        [full(16), mamba(16)],
+        16,
+        checkpoints=16,
+        use_eagle=True,
+    )
+    return found
+
+
+def workload(layout: Layout, seed: int, count: int) -> list[Request]:
+    """``count`` requests of a seeded multi-turn workload on ``layout``.
+
+    System prompts are shared; each new request is a fresh conversation on
+    one, a fork (a prefix of an earlier request plus a new turn), a resend,
+    an extension (an earlier prompt, the answer it gets, a new turn) or a
+    prefix cut on the hash or scheduler grid; about one in ten is aborted a
+    few steps after it arrives. Arrivals are spread so that several run at
+    once in a pool of ``layout.num_blocks`` blocks (eviction, preemption).
+    """
+    rng = random.Random(seed * 1_000_003 + len(layout.name))
+    geometry = layout.geometry
+    unit, grid = geometry.hash_block_size, geometry.scheduler_block_size
+    fresh = iter(range(10_000, 1 << 30))
+
+    def turn(low: int, high: int) -> tuple[int, ...]:
+        return tuple(next(fresh) for _ in range(rng.randint(low, high)))
+
+    systems = [turn(grid // 2, 3 * grid) for _ in range(3)]
+    made: list[Request] = []
+    arrival = 0
+    for number in range(count):
+        kind = rng.random()
+        max_tokens = rng.randint(1, _MAX_OUTPUT if rng.random() < 0.7 else _LONG_OUTPUT)
+        if not made or kind < 0.25:
+            prompt = rng.choice(systems) + turn(1, 2 * grid)
+        elif kind < 0.45:
+            base = rng.choice(made).prompt
+            prompt = base[: rng.randint(1, len(base))] + turn(1, grid)
+        elif kind < 0.6:
+            prompt = rng.choice(made).prompt
+        elif kind < 0.8:
+            earlier = rng.choice(made)
+            answer = tuple(
+                output_token(p)
+                for p in range(len(earlier.prompt), len(earlier.prompt) + earlier.max_tokens)
+            )
+            prompt = earlier.prompt + answer + turn(1, grid)
+        else:
+            base = rng.choice(made).prompt
+            step = rng.choice((unit, grid))
+            cut = max(step * rng.randint(1, max(len(base) // step, 1)), 1)
+            prompt = base[: min(cut, len(base))]
+        prompt = prompt[: _longest_prompt(grid)] or turn(1, 4)
+        abort_at = arrival + rng.randint(0, 3) if rng.random() < 0.1 else None
+        made.append(Request(f"r{number}", arrival, prompt, max_tokens, abort_at))
+        arrival += rng.choice((0, 0, 0, 1, 1, 2))
+    return made
+
+
+def _vllm_request(request: Request, layout: Layout) -> Any:
+    return make_request(
+        request.request_id,
+        request.prompt,
+        layout.geometry.hash_block_size,
+        request.max_tokens,
+        layout.hash_lookahead_tokens,
+    )
+
+
+class _Engine:
+    """One scheduler running a workload, recording each step."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.scheduler = build_scheduler(
+            layout.geometry,
+            num_blocks=layout.num_blocks,
+            max_num_batched_tokens=layout.budget,
+            max_num_seqs=layout.max_num_seqs,
+            hash_lookahead_tokens=layout.hash_lookahead_tokens,
+            prefill_checkpoint_alignment=layout.prefill_checkpoint_alignment,
+        )
+        self.lookups: list[tuple[str, int, int]] = []
+        manager = self.scheduler.kv_cache_manager
+        original = manager.get_computed_blocks
+
+        def get_computed_blocks(request: Any, *args: Any, **kwargs: Any) -> Any:
+            answer = original(request, *args, **kwargs)
+            self.lookups.append((request.request_id, int(answer[1]), int(answer[2])))
+            return answer
+
+        manager.get_computed_blocks = get_computed_blocks
+        self.finished: list[str] = []
+
+    def add(self, request: Request) -> None:
+        self.scheduler.add_request(_vllm_request(request, self.layout))
+
+    def abort(self, request_id: str) -> None:
+        status = vllm().request.RequestStatus.FINISHED_ABORTED
+        self.scheduler.finish_requests(request_id, status)
+
+    def step(self) -> StepRecord:
+        scheduler = self.scheduler
+        self.lookups.clear()
+        scheduled = scheduler.schedule()
+        preempted = tuple(sorted(getattr(scheduled, "preempted_req_ids", None) or ()))
+        outputs = scheduler.update_from_output(scheduled, model_output(scheduled, scheduler))
+        finished = sorted(
+            output.request_id
+            for engine_outputs in outputs.values()
+            for output in engine_outputs.outputs
+            if output.finish_reason is not None
+        )
+        return StepRecord(
+            tuple(sorted(scheduled.num_scheduled_tokens.items())),
+            tuple(self.lookups),
+            preempted,
+            tuple(finished),
+            self.cached(),
+        )
+
+    def cached(self) -> tuple[frozenset[bytes], ...]:
+        cache = self.scheduler.kv_cache_manager.block_pool.cached_block_hash_to_block._cache
+        groups = len(self.layout.geometry.groups)
+        held: list[set[bytes]] = [set() for _ in range(groups)]
+        for key in cache:
+            key = bytes(key)
+            held[int.from_bytes(key[-4:], "big")].add(key[:-4])
+        return tuple(frozenset(keys) for keys in held)
+
+    def busy(self) -> bool:
+        return bool(self.scheduler.requests)
+
+
+class _Shadow:
+    """Puts every question the shipped scheduler answers to the drop-in as well."""
+
+    def __init__(self, engine: _Engine, mode: dropin.Mode, report: Report) -> None:
+        self.report = report
+        self.mode = mode
+        self.geometry = engine.layout.geometry
+        scheduler = engine.scheduler
+        coordinator = scheduler.kv_cache_manager.coordinator
+        lookup = (
+            core_find_longest_cache_hit
+            if mode is dropin.Mode.CORRECTED
+            else vllm_find_longest_cache_hit
+        )
+        vllm_lookup = coordinator.find_longest_cache_hit
+
+        def find_longest_cache_hit(block_hashes: Any, max_cache_hit_length: int) -> Any:
+            theirs = vllm_lookup(block_hashes, max_cache_hit_length)
+            ours = lookup(coordinator, block_hashes, max_cache_hit_length)
+            self._lookup(coordinator, block_hashes, max_cache_hit_length, theirs, ours)
+            return theirs
+
+        coordinator.find_longest_cache_hit = find_longest_cache_hit
+        vllm_split = scheduler._mamba_block_aligned_split
+
+        def split(*args: Any, **kwargs: Any) -> Any:
+            theirs = vllm_split(*args, **kwargs)
+            ours = core_split(scheduler, *args, **kwargs)
+            self.report.splits += 1
+            if ours != theirs:
+                raise Unclassified(
+                    f"split differs: vLLM {theirs}, drop-in {ours} ({args} {kwargs})"
+                )
+            return theirs
+
+        scheduler._mamba_block_aligned_split = split
+        for manager in coordinator.single_type_managers:
+            self._spy_mask(manager)
+
+    def _spy_mask(self, manager: Any) -> None:
+        original = manager.reachable_block_mask
+        cls = type(manager)
+        managers = vllm().managers
+        replaced = cls in (managers.SlidingWindowManager, managers.MambaManager)
+
+        def reachable_block_mask(*args: Any, **kwargs: Any) -> Any:
+            theirs = original(*args, **kwargs)
+            if not replaced:
+                return theirs  # full attention's base mask: the drop-in leaves it
+            ours = core_mask(cls, *args, **kwargs)
+            self.report.masks += 1
+            if _flags(ours) != _flags(theirs):
+                raise Unclassified(f"mask differs: vLLM {theirs}, drop-in {ours} ({kwargs})")
+            return theirs
+
+        manager.reachable_block_mask = reachable_block_mask
+
+    def _lookup(
+        self, coordinator: Any, block_hashes: Any, bound: int, theirs: Any, ours: Any
+    ) -> None:
+        report = self.report
+        report.lookups += 1
+        (their_blocks, their_hit, their_u), (our_blocks, our_hit, our_u) = theirs, ours
+        if (their_hit, their_u) == (our_hit, our_u):
+            if _hashes(their_blocks) != _hashes(our_blocks):
+                self._source_block(coordinator.block_pool, block_hashes, our_blocks, our_hit)
+            return
+        _holds(coordinator.block_pool, block_hashes, our_blocks, our_hit, self.geometry)
+        if self.mode is dropin.Mode.IDENTICAL:
+            raise Unclassified(
+                f"identical mode: vLLM (h, U) = ({their_hit}, {their_u}), "
+                f"drop-in ({our_hit}, {our_u})"
+            )
+        geometry = self.geometry
+        pool = coordinator.block_pool
+        views = pool_views(geometry, pool, block_hashes)
+        hashed = len(block_hashes) * geometry.hash_block_size
+        oracle_hit, _, oracle_junction = oracle_reconcile_view(geometry, views, bound, hashed)
+        our_junction = our_hit + our_u if our_u else 0
+        if (our_hit, our_junction) != (oracle_hit, oracle_junction):
+            raise Unclassified(
+                f"drop-in (h, J) = ({our_hit}, {our_junction}) is not the oracle's "
+                f"({oracle_hit}, {oracle_junction})"
+            )
+        their_junction = their_hit + their_u if their_u else 0
+        report.count(_departure(geometry, views, bound, hashed, (their_hit, their_junction)))
+        report.tokens_saved += our_hit - their_hit
+
+    def _source_block(self, pool: Any, block_hashes: Any, ours: Any, hit: int) -> None:
+        if self.mode is dropin.Mode.IDENTICAL:
+            raise Unclassified("identical mode: the same hit from other blocks")
+        _holds(pool, block_hashes, ours, hit, self.geometry)
+        self.report.count(Finding.SOURCE_BLOCK)
+
+
+def _flags(mask: Any) -> Any:
+    return None if mask is None else [bool(flag) for flag in mask]
+
+
+def _hashes(blocks: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    return [[block.block_hash for block in group] for group in blocks]
+
+
+def _holds(
+    pool: Any,
+    block_hashes: Any,
+    blocks: Sequence[Sequence[Any]],
+    hit: int,
+    geometry: HybridGeometry,
+) -> None:
+    """The blocks handed for ``hit`` are as many as the hit covers in each
+    group, and each full-attention block holds the hit's KV: the pool has it
+    registered under a unit of its own block at or past the hit's last unit in
+    it (first principles: a block's KV only grows)."""
+    unit = geometry.hash_block_size
+    for group_id, (group, handed) in enumerate(zip(geometry.groups, blocks, strict=True)):
+        if len(handed) != -(-hit // group.block_size):
+            raise Unclassified(f"{group}: {len(handed)} blocks handed for a hit of {hit} tokens")
+        if group.kind is not GroupKind.FULL:
+            continue
+        scale = group.block_size // unit
+        for index, block in enumerate(handed):
+            whole = (index + 1) * scale - 1
+            needed = min(whole, hit // unit - 1)
+            own = range(needed, min(whole + 1, len(block_hashes)))
+            found = (pool.get_cached_block(block_hashes[k], [group_id]) for k in own)
+            if not any(held is not None and held[0] is block for held in found):
+                raise Unclassified(
+                    f"full attention block {index} is registered under no unit from {needed}"
+                    " to its block's end"
+                )
+
+
+def _departure(
+    geometry: HybridGeometry,
+    views: Any,
+    bound: int,
+    hashed: int,
+    theirs: tuple[int, int],
+) -> Finding:
+    """The documented departure that alone (or with the verified set, which
+    decides which lookups vLLM makes) reproduces vLLM's ``(h, J)``."""
+    names = list(_QUIRK_FINDINGS)
+    tries = [(name, Quirks().only(name)) for name in names]
+    tries += [(name, attrs.evolve(quirks, verified_set=True)) for name, quirks in tries]
+    for name, quirks in tries:
+        hit, _, junction = model_reconcile(geometry, views, bound, hashed, quirks)
+        if (hit, junction) == theirs:
+            return _QUIRK_FINDINGS[name]
+    raise Unclassified(f"vLLM's (h, J) = {theirs} is no documented departure")
+
+
+def run_layout(
+    layout: Layout,
+    seed: int,
+    count: int,
+    mode: dropin.Mode | str = dropin.Mode.CORRECTED,
+    *,
+    max_steps: int = 20_000,
+) -> Report:
+    """One layout and seed: vLLM as shipped (with the shadow) against the
+    drop-in in ``mode``, in lockstep. Raises :class:`Unclassified` for a
+    difference no finding explains, and whatever either scheduler raises."""
+    mode = dropin.Mode.of(mode)
+    report = Report(layout.name, seed, count)
+    requests = workload(layout, seed, count)
+    if dropin.installed():
+        raise RuntimeError("the differential run installs the drop-in itself: uninstall it first")
+    shipped = _Engine(layout)
+    with dropin.swapped_in(mode):
+        ours = _Engine(layout)
+    _Shadow(shipped, mode, report)
+    arrivals = sorted(requests, key=lambda r: r.arrival)
+    aborts = sorted((r for r in requests if r.abort_at is not None), key=lambda r: r.abort_at or 0)
+    step = 0
+    compared = True
+    held = tuple(frozenset[bytes]() for _ in layout.geometry.groups)
+    while step < max_steps:
+        for request in _due(arrivals, step, lambda r: r.arrival):
+            shipped.add(request)
+            ours.add(request)
+        for request in _due(aborts, step, lambda r: r.abort_at or 0):
+            shipped.abort(request.request_id)
+            ours.abort(request.request_id)
+        if not arrivals and not aborts and not shipped.busy() and not ours.busy():
+            break
+        theirs = shipped.step()
+        report.preemptions += len(theirs.preempted)
+        report.evictions += sum(
+            len(old - new) for old, new in zip(held, theirs.cached, strict=True)
+        )
+        held = theirs.cached
+        with dropin.swapped_in(mode):
+            mine = ours.step()
+        report.hits_vllm += sum(hit for _, hit, _ in theirs.lookups)
+        report.hits_dropin += sum(hit for _, hit, _ in mine.lookups)
+        if compared:
+            if mine == theirs:
+                report.compared_steps += 1
+            elif mode is dropin.Mode.IDENTICAL:
+                raise Unclassified(f"step {step}: identical mode differs:\n{theirs}\n{mine}")
+            elif not report.findings:
+                raise Unclassified(
+                    f"step {step}: the schedulers differ with no classified lookup difference:"
+                    f"\nvLLM {theirs}\ndrop-in {mine}"
+                )
+            else:
+                compared = False
+                report.diverged_at = step
+        step += 1
+    else:
+        raise RuntimeError(f"{layout.name} seed {seed}: not done after {max_steps} steps")
+    report.steps = step
+    return report
+
+
+def _due(queue: list[Request], step: int, when: Callable[[Request], int]) -> Iterator[Request]:
+    while queue and when(queue[0]) <= step:
+        yield queue.pop(0)
