@@ -9,15 +9,24 @@ final table gives each promise's verdict; a violation prints its shrunk
 counterexample as a replayable scenario. ``--seed`` replays a run: the same
 seed runs the same examples in order.
 
-The policy is untrusted code: it runs in a worker process
-(``cli.policy_worker``, supervised by ``cli.fuzz_supervisor``), so nothing it
-does can end this command early, silently or never. ``--seconds`` is a hard
-deadline for the whole run, the policy's import included (the command ends
-within about a second after it); one policy call may take ``--call-seconds``
-(default 10), and one that takes longer is a ``timeout`` verdict naming the
-call, with the scenario it was running. An exception of any kind from the
-policy (``SystemExit`` and ``KeyboardInterrupt`` included) is an ``error``
-naming the call. A promise that ran no example is ``unchecked``.
+The policy is untrusted code, and ``fuzz`` is a gate: the policy's code runs
+in a worker process (``cli.policy_worker``) that only answers policy calls;
+the engine, the harness, Hypothesis and every promise check run in this
+process (``cli.fuzz_supervisor``), which asks the worker for each answer
+over plain, size-limited JSON (``cli.policy_wire``) and checks it into
+plain ints, bools and lists before using it. Nothing the policy does can
+patch the checks, forge a verdict or end this command early, silently or
+never. The worker runs in a session and process group of its own with
+``/dev/null`` as its standard streams; it is killed, with every process it
+started, at a timeout, when it ends and when the run ends (docs/fuzzing.md).
+``--seconds`` is a hard deadline for the whole run, the policy's import
+included (the command ends within about a second after it); one policy call
+may take ``--call-seconds`` (default 10), and one that takes longer is a
+``timeout`` verdict naming the call, with the scenario it was running. An
+exception of any kind from the policy (``SystemExit`` and
+``KeyboardInterrupt`` included) is an ``error`` naming the call. A promise
+that judged no example (out of time, none in scope, every one invalid) is
+``unchecked``, which fails.
 
 Exit status: 0 when every promise was checked and held; 1 on any violation,
 policy error, timeout or unchecked promise, with one line on standard error
@@ -49,7 +58,6 @@ _MARKS = {
     Verdict.ERROR: " ERROR",
     Verdict.TIMEOUT: " TIMEOUT",
     Verdict.UNCHECKED: " unchecked",
-    Verdict.NOT_APPLICABLE: " n/a",
 }
 
 
