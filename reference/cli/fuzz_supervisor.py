@@ -47,7 +47,7 @@ from typing import Any
 import attrs
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.cli import policy_wire
+from junction.reference.cli import policy_wire, terminal
 from junction.reference.cli.policy_worker import geometry_json, group_json
 from junction.reference.cli.processes import Contained
 from junction.reference.engine.policy import (
@@ -496,9 +496,13 @@ def supervise(
             seconds=max(deadline - time.monotonic(), 0.0),
             seed=seed,
             promises=promises,
-            stop=lambda: remote.gone is not None,
+            # A signal that reached a policy call of the harness's own (the dense bound's,
+            # which catches everything) still stops the run at the next example.
+            stop=lambda: remote.gone is not None or terminal.signalled() is not None,
             on_verdict=on_verdict,
         )
         if remote.interrupted is not None:
             raise remote.interrupted
+        if terminal.signalled() is not None:
+            raise KeyboardInterrupt
         return attrs.evolve(report, call_seconds=limits.call_seconds)
