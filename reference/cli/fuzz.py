@@ -39,14 +39,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from junction.reference.cli import outputs, terminal
-from junction.reference.cli.arguments import int_at_least, output_path
+from junction.reference.cli.arguments import finite_seconds, int_at_least, output_path
 from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
 from junction.reference.harness import ConformanceReport, Promise, PromiseVerdict, Verdict
 
@@ -59,17 +58,6 @@ _MARKS = {
     Verdict.TIMEOUT: " TIMEOUT",
     Verdict.UNCHECKED: " unchecked",
 }
-
-
-def _seconds(text: str) -> float:
-    """A finite number of seconds > 0 (``inf`` and ``nan`` are no deadline)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
 
 
 def _fuzz(args: argparse.Namespace) -> ConformanceReport | LoadFailure:
@@ -164,13 +152,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seconds",
-        type=_seconds,
+        type=finite_seconds,
         default=60.0,
         help="deadline for the whole run, the policy's import included (default 60)",
     )
     parser.add_argument(
         "--call-seconds",
-        type=_seconds,
+        type=finite_seconds,
         default=10.0,
         help="limit for one policy call; longer is a timeout verdict (default 10)",
     )

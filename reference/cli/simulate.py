@@ -49,6 +49,7 @@ from junction.reference.workloads.step_time import StepTimeModel
 
 from . import outputs, terminal
 from .simulate_checks import (
+    check_engines,
     check_tier,
     check_workers,
     checked_arrivals,
@@ -117,6 +118,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         eviction=args.eviction,
     )
     check_tier(args, parser, geometries, workload, settings)
+    check_engines(args, parser, workload, settings)
     savings = list(dict.fromkeys(args.tier_saving or [TierSaving.POLICY.value]))
     runs_settings = [attrs.evolve(settings, tier_saving=saving) for saving in savings]
     if not settings.tiered:

@@ -147,7 +147,8 @@ def interruptible(main: Callable[[], int]) -> int:
     """``main()``'s exit status; a Ctrl-C, SIGTERM or SIGHUP ends it with one line.
 
     Exit status: 130 after Ctrl-C (``interrupted``), 143 after SIGTERM and
-    129 after SIGHUP (``terminated (SIGTERM)``), never a traceback. Every
+    129 after SIGHUP (``terminated (SIGTERM)``), 1 for a ``MemoryError`` the
+    up-front estimates missed (``error: out of memory ...``), never a traceback. Every
     command's entry point goes through this; what a command writes, it
     writes whole or not at all, and its worker processes end with it, so an
     ended one leaves nothing partial and nothing running. A signal that a
@@ -164,6 +165,14 @@ def interruptible(main: Callable[[], int]) -> int:
         if not _received:  # raised by other means than the handlers above
             _received.append(error.signum if isinstance(error, Terminated) else signal.SIGINT)
         code = 0
+    except MemoryError:
+        # The estimates refuse what they can count up front; this is what they missed.
+        print(
+            "error: out of memory (the machine's, or the address-space limit, ulimit -v); "
+            "nothing written",
+            file=sys.stderr,
+        )
+        return 1
     except BaseException:
         # Unwinding from a signal can break a library's own state on the way (an
         # assertion inside Hypothesis's engine): still the one line, no traceback.
