@@ -46,6 +46,7 @@ from junction.reference.simulator.table import format_table, format_tier, format
 from junction.reference.simulator.variants import sweep_variants, table_variants
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.step_time import StepTimeModel
+from junction.reference.workloads.trace import TraceError
 
 from . import outputs, terminal
 from .simulate_checks import (
@@ -82,7 +83,7 @@ def _source(args: argparse.Namespace) -> BuiltinSource | TraceSource:
     """Where a worker process loads the workload from (never its tokens: they are rebuilt)."""
     if args.trace is None:
         return BuiltinSource(args.seed, args.sessions, args.turns, args.system_prompt)
-    return TraceSource(args.trace, args.requests)
+    return TraceSource(args.trace, args.requests, getattr(args, "trace_digest", None))
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -163,6 +164,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     for variant in variants
                 ]
                 results = run_all(specs, jobs=jobs, on_result=ended)
+    except TraceError as error:  # a worker found the trace changed since it was checked
+        print(f"python -m junction.reference simulate: error: {error}", file=sys.stderr)
+        return 1
     except PoolTooSmall as error:
         print(
             f"python -m junction.reference simulate: error: {error}; use more --blocks",

@@ -36,7 +36,7 @@ from junction.reference.simulator.workload import (
 )
 from junction.reference.workloads.mooncake import HashTraceRequest
 from junction.reference.workloads.trace import TraceError, TraceRequest
-from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text
+from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text, text_digest
 
 __all__ = [
     "check_engines",
@@ -118,6 +118,7 @@ def load_workload(
     try:
         text = read_trace_text(trace, limit.bytes // TRACE_BYTES_PER_FILE_BYTE)
         requests = parse_any_trace(text, args.trace)
+        args.trace_digest = text_digest(text)  # what --jobs workers must read again
     except TraceError as error:
         parser.error(f"--trace: {error}")
     if args.requests is not None:
