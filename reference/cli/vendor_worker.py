@@ -10,10 +10,10 @@ sent after the walk ended, with the report's text and its status. A child
 that ends without one has failed, whatever its exit status.
 
 Run as ``python -m junction.reference.cli.vendor_worker WRITE_FD TARGET BOUND``.
-The copy's free functions are judged too: each split and mask input of the
-walk is also asked of ``mamba_block_aligned_split`` and
-``reachable_block_mask``, which must answer as the copy's bound classes do,
-which the walk has just proven against the oracle.
+The walk asks the copy's bound classes; the free functions
+``mamba_block_aligned_split`` and ``reachable_block_mask`` are then asked
+every split and mask input of the walk too, against the oracle, so a free
+function that answers anything at all no longer passes.
 """
 
 from __future__ import annotations
