@@ -152,9 +152,16 @@ def _dispatch(argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``junction ARGS``; the exit status (130 on Ctrl-C, with one line)."""
+    """Run ``junction ARGS``; the exit status. Ctrl-C, SIGTERM and SIGHUP end
+    it with one line and 130, 143 or 129, workers killed, nothing partial
+    written (``reference.cli.terminal.interruptible``, as every entry point)."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(sys.argv[1:] if argv is None else argv)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        from junction.reference.cli.terminal import interruptible
+    except ImportError:  # the core alone: only help runs, and each command names its extra
+        try:
+            return _dispatch(arguments)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+    return interruptible(lambda: _dispatch(arguments))

@@ -38,6 +38,7 @@ Decisions, and what was rejected:
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import itertools
 import json
@@ -65,8 +66,10 @@ __all__ = [
     "NotVendorable",
     "Stamp",
     "code_files",
+    "compiled_files",
     "content_hashes",
     "drift",
+    "forged_release",
     "load",
     "set_digest",
     "source_folder",
@@ -184,6 +187,30 @@ def code_files(folder: Path) -> list[str]:
     )
 
 
+def compiled_files(folder: Path) -> list[str]:
+    """Files under ``folder`` that Python would import besides the sources: extension
+    modules (``.so``, ``.pyd``) win over a ``.py`` of the same name, and a ``.pyc`` is
+    imported where its source is gone. A copy holds none (``__pycache__`` aside, which
+    the import system validates against the source)."""
+    suffixes = (*importlib.machinery.EXTENSION_SUFFIXES, *importlib.machinery.BYTECODE_SUFFIXES)
+    return sorted(
+        path.relative_to(folder).as_posix()
+        for path in folder.rglob("*")
+        if "__pycache__" not in path.relative_to(folder).parts
+        and path.is_file()
+        and (path.name.endswith(suffixes) or path.suffix in (".so", ".pyd", ".pyc"))
+    )
+
+
+def forged_release(stamp: Stamp, installed: Stamp) -> bool:
+    """Whether ``stamp`` claims the very release installed here (same version, same clean
+    commit) with other files: a copy edited and stamped again. The package knows its own
+    files' digests, so that claim is checked, not trusted."""
+    same_release = stamp.version == installed.version and stamp.commit == installed.commit
+    clean = installed.commit is not None and not installed.commit.endswith("-dirty")
+    return same_release and clean and stamp.digest != installed.digest
+
+
 def content_hashes(folder: Path) -> dict[str, str]:
     """sha256 of each code file under ``folder``, by relative path."""
     return {
@@ -265,6 +292,10 @@ def vendor(target: Path, now: datetime | None = None) -> Stamp:
     stamp = source_stamp(now)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
+        # mkdtemp's folder is private (0700); the copy is an ordinary folder of the tree.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
         _write_copy(staging, stamp)
         if target.is_dir():
             target.rmdir()

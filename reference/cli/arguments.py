@@ -7,6 +7,7 @@ status 2 and a message naming the option and the value.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from junction.reference.simulator.geometries import GEOMETRIES
 from junction.reference.simulator.pool import PoolSize
 
 __all__ = [
+    "finite_seconds",
     "geometry_name",
     "int_at_least",
     "interval_list",
@@ -29,6 +31,17 @@ def _int(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+
+
+def finite_seconds(text: str) -> float:
+    """A finite number of seconds > 0 (``inf`` and ``nan`` are no deadline)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:

@@ -9,15 +9,24 @@ final table gives each promise's verdict; a violation prints its shrunk
 counterexample as a replayable scenario. ``--seed`` replays a run: the same
 seed runs the same examples in order.
 
-The policy is untrusted code: it runs in a worker process
-(``cli.policy_worker``, supervised by ``cli.fuzz_supervisor``), so nothing it
-does can end this command early, silently or never. ``--seconds`` is a hard
-deadline for the whole run, the policy's import included (the command ends
-within about a second after it); one policy call may take ``--call-seconds``
-(default 10), and one that takes longer is a ``timeout`` verdict naming the
-call, with the scenario it was running. An exception of any kind from the
-policy (``SystemExit`` and ``KeyboardInterrupt`` included) is an ``error``
-naming the call. A promise that ran no example is ``unchecked``.
+The policy is untrusted code, and ``fuzz`` is a gate: the policy's code runs
+in a worker process (``cli.policy_worker``) that only answers policy calls;
+the engine, the harness, Hypothesis and every promise check run in this
+process (``cli.fuzz_supervisor``), which asks the worker for each answer
+over plain, size-limited JSON (``cli.policy_wire``) and checks it into
+plain ints, bools and lists before using it. Nothing the policy does can
+patch the checks, forge a verdict or end this command early, silently or
+never. The worker runs in a session and process group of its own with
+``/dev/null`` as its standard streams; it is killed, with every process it
+started, at a timeout, when it ends and when the run ends (docs/fuzzing.md).
+``--seconds`` is a hard deadline for the whole run, the policy's import
+included (the command ends within about a second after it); one policy call
+may take ``--call-seconds`` (default 10), and one that takes longer is a
+``timeout`` verdict naming the call, with the scenario it was running. An
+exception of any kind from the policy (``SystemExit`` and
+``KeyboardInterrupt`` included) is an ``error`` naming the call. A promise
+that judged no example (out of time, none in scope, every one invalid) is
+``unchecked``, which fails.
 
 Exit status: 0 when every promise was checked and held; 1 on any violation,
 policy error, timeout or unchecked promise, with one line on standard error
@@ -30,14 +39,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from junction.reference.cli import outputs, terminal
-from junction.reference.cli.arguments import int_at_least, output_path
+from junction.reference.cli.arguments import finite_seconds, int_at_least, output_path
 from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
 from junction.reference.harness import ConformanceReport, Promise, PromiseVerdict, Verdict
 
@@ -49,19 +57,7 @@ _MARKS = {
     Verdict.ERROR: " ERROR",
     Verdict.TIMEOUT: " TIMEOUT",
     Verdict.UNCHECKED: " unchecked",
-    Verdict.NOT_APPLICABLE: " n/a",
 }
-
-
-def _seconds(text: str) -> float:
-    """A finite number of seconds > 0 (``inf`` and ``nan`` are no deadline)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
 
 
 def _fuzz(args: argparse.Namespace) -> ConformanceReport | LoadFailure:
@@ -156,13 +152,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--seconds",
-        type=_seconds,
+        type=finite_seconds,
         default=60.0,
         help="deadline for the whole run, the policy's import included (default 60)",
     )
     parser.add_argument(
         "--call-seconds",
-        type=_seconds,
+        type=finite_seconds,
         default=10.0,
         help="limit for one policy call; longer is a timeout verdict (default 10)",
     )

@@ -28,11 +28,13 @@ from junction.kernels.backend import BACKENDS, resolve_backend
 from junction.kernels.mask import reachable_block_mask
 from junction.kernels.split import mamba_block_aligned_split
 from junction.reference.cli import terminal
-from junction.reference.cli.arguments import int_at_least
+from junction.reference.cli.arguments import finite_seconds, int_at_least
+from junction.reference.cli.main import COUNTED_BOUND, MAX_SECONDS, WALK_RATES
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import (
     CheckpointGrid,
     MaskInput,
+    count_inputs,
     mask_inputs,
     split_inputs,
 )
@@ -162,6 +164,20 @@ def available_device(text: str) -> torch.device:
     return device
 
 
+def estimated_seconds(bound: int) -> int | None:
+    """Seconds ``core`` takes on every split and mask input of bounds 1 to ``bound`` (the
+    sweep's floor: each input is checked by core too), at ``exhaustive``'s measured
+    rates; ``None`` past the bounds that are counted."""
+    if bound > COUNTED_BOUND:
+        return None
+    milliseconds = 0
+    for each in range(1, bound + 1):
+        counts = count_inputs(each)
+        for name in ("mamba_block_aligned_split", "reachable_block_mask"):
+            milliseconds += 1000 * counts[name] // WALK_RATES[name]
+    return milliseconds // 1000
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m junction.reference.cli.kernel_sweep", description=__doc__
@@ -176,8 +192,17 @@ def main(argv: list[str] | None = None) -> int:
         help="a torch device this machine has (default cuda if available, else cpu)",
     )
     parser.add_argument("--backend", default="auto", choices=BACKENDS)
-    parser.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    parser.add_argument("--seconds", type=finite_seconds, default=None, help="stop after this long")
     args = parser.parse_args(argv)
+    seconds = estimated_seconds(args.bound)
+    if seconds is None or seconds > MAX_SECONDS:
+        estimate = "more" if seconds is None else f"about {seconds // 3600:,} hours"
+        parser.error(
+            f"--bound {args.bound}: core alone would take {estimate} to check the walk up to it "
+            f"(at {WALK_RATES['reachable_block_mask']:,}-"
+            f"{WALK_RATES['mamba_block_aligned_split']:,} inputs/s); the limit is "
+            f"{MAX_SECONDS // 3600} hours"
+        )
     device = args.device
     try:
         resolve_backend(args.backend, device)  # e.g. triton on cpu without its interpreter

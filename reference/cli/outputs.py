@@ -23,9 +23,26 @@ writes files does two things with this module:
   standard error what was written, or why nothing was, and gives the exit
   status.
 
-The moves themselves are the only window: a failure between two
-``os.replace`` calls in one folder (the folder removed or made read-only
-meanwhile) can still leave a mix; nothing cheaper closes it. Rejected:
+Three more rules make a set one unit even against a kill:
+
+* **a journal**: before the first move, the list of moves is written (whole,
+  by a rename) to ``.junction-commit-<digest of the names>.json`` in the
+  folder, and removed after the last. A run killed between two moves leaves
+  the journal, and the next check or commit into that folder finishes the moves first (the killed
+  run's set was rendered whole), so no folder is left holding one run's JSON
+  beside another's text;
+* **a lock**: the first check of an output takes an exclusive lock on it
+  (``flock`` on a file in the system's temporary folder named by the
+  output's real path: the folder of a set, or the one file), held until its
+  commit ends or the process exits, so a second run into the same output is
+  refused before it starts;
+* **leftovers**: temporary files of this module's pattern for the set's
+  names (``.NAME.XXXXXXXX.tmp``) left by a killed run are removed by the
+  next commit.
+
+A folder's writability is probed by creating and removing a file in it (or in
+its nearest existing ancestor), not only read from its mode bits, which a
+``/sys``-like file system or a read-only mount does not reflect. Rejected:
 writing into a fresh folder and renaming it over the old one (the output
 folder is a user's folder that may hold other files, such as ``docs/``),
 and ``NamedTemporaryFile`` (it creates files with mode 0600, which the
@@ -35,7 +52,12 @@ or the replaced file's).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import json
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -44,6 +66,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from junction.reference.errors import JunctionError
 
@@ -54,8 +77,90 @@ class OutputError(JunctionError):
     """An output that cannot be written; the message names the option or path and why."""
 
 
+JOURNAL_PREFIX = ".junction-commit-"  # a set's journal: this, its names' digest, ".json"
+_held: dict[str, int] = {}  # output (real path) -> the descriptor holding its lock
+
+
 def _writable(path: Path) -> bool:
-    return os.access(path, os.W_OK | os.X_OK)
+    """Whether a file can be created in the folder ``path``: its mode, then a real try."""
+    if not os.access(path, os.W_OK | os.X_OK):
+        return False
+    probe = path / f".junction-probe.{secrets.token_hex(4)}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    with contextlib.suppress(OSError):
+        probe.unlink()
+    return True
+
+
+def _lock(option: str, output: Path) -> None:
+    """Hold an exclusive lock on ``output`` for this process, or raise naming the holder."""
+    key = os.path.realpath(output)
+    if key in _held:
+        return
+    name = hashlib.sha256(key.encode()).hexdigest()[:24]
+    path = Path(tempfile.gettempdir()) / f"junction-output-{name}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise OutputError(
+            f"{option} {output}: another run is writing into it (pid {holder}); "
+            "wait for it or choose another"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _held[key] = fd
+
+
+def _unlock(output: Path) -> None:
+    fd = _held.pop(os.path.realpath(output), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _journal(folder: Path, names: Iterable[str]) -> Path:
+    """The journal of the set ``names`` in ``folder`` (sets of other names have their own)."""
+    digest = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:12]
+    return folder / f"{JOURNAL_PREFIX}{digest}.json"
+
+
+def _finish_journal(folder: Path) -> None:
+    """Complete the moves killed commits into ``folder`` left in their journals."""
+    with contextlib.suppress(OSError):
+        journals = [e.path for e in os.scandir(folder) if _JOURNAL_NAME.fullmatch(e.name)]
+        for journal in map(Path, journals):
+            try:
+                moves = json.loads(journal.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                moves = None
+            if type(moves) is dict:
+                for temp, target in moves.get("moves", []):
+                    source = folder / Path(temp).name
+                    if source.exists():
+                        os.replace(source, folder / Path(target).name)
+                for name in moves.get("stale", []):
+                    (folder / Path(name).name).unlink(missing_ok=True)
+            journal.unlink(missing_ok=True)
+
+
+_JOURNAL_NAME = re.compile(rf"{re.escape(JOURNAL_PREFIX)}[0-9a-f]{{12}}\.json")
+
+
+def _remove_leftovers(folder: Path, names: Iterable[str], keep: set[Path]) -> None:
+    """Remove this module's temporary files for ``names`` and for any journal (a killed
+    run's), but ``keep``."""
+    patterns = [re.compile(rf"\.{re.escape(n)}\.[0-9a-f]{{8}}\.tmp") for n in names]
+    patterns.append(re.compile(rf"\.{_JOURNAL_NAME.pattern}\.[0-9a-f]{{8}}\.tmp"))
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if any(p.fullmatch(entry.name) for p in patterns) and Path(entry.path) not in keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _check_creatable(option: str, value: Path, folder: Path) -> None:
@@ -85,16 +190,26 @@ def _check_target(option: str, target: Path) -> None:
 
 
 def check_folder(option: str, folder: Path, names: Iterable[str]) -> None:
-    """Raise :class:`OutputError` unless ``folder`` can receive the files ``names``."""
+    """Raise :class:`OutputError` unless ``folder`` can receive the files ``names``.
+
+    Takes the folder's lock (held until :func:`commit` into it ends) and
+    finishes a commit a killed run left half done.
+    """
     _check_creatable(option, folder, folder)
     for name in names:
         _check_target(option, folder / name)
+    _lock(option, folder)
+    if folder.is_dir():
+        _finish_journal(folder)
 
 
 def check_file(option: str, path: Path) -> None:
-    """Raise :class:`OutputError` unless the file ``path`` can be written."""
+    """Raise :class:`OutputError` unless the file ``path`` can be written (and lock it)."""
     _check_creatable(option, path, path.parent)
     _check_target(option, path)
+    _lock(option, path)
+    if path.parent.is_dir():
+        _finish_journal(path.parent)
 
 
 def _temporary(target: Path) -> Path:
@@ -107,12 +222,15 @@ def _temporary(target: Path) -> Path:
 
 
 @contextmanager
-def _staged(folder: Path) -> Iterator[Callable[[Path], Path]]:
+def _staged(folder: Path, stale: Iterable[str] = ()) -> Iterator[Callable[[Path], Path]]:
     """Yield ``stage(target) -> temporary file``; on a clean exit move every one into place.
 
-    ``folder`` (and its missing parents) is created first. On any failure
-    the temporary files and the folders created are removed and an
-    ``OSError`` becomes an :class:`OutputError`; nothing is moved.
+    ``folder`` (and its missing parents) is created first, a half-done commit
+    a killed run left there is finished, and this module's leftovers are
+    removed. On any failure before the journal is written the temporary
+    files and the folders created are removed and an ``OSError`` becomes an
+    :class:`OutputError`; nothing is moved. After it, the moves and the
+    removal of the ``stale`` names happen, then the journal goes.
     """
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     temps: dict[Path, Path] = {}
@@ -125,7 +243,17 @@ def _staged(folder: Path) -> Iterator[Callable[[Path], Path]]:
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        _finish_journal(folder)
         yield stage
+        _remove_leftovers(folder, [target.name for target in temps], set(temps.values()))
+        journal = _journal(folder, [target.name for target in temps])
+        record: dict[str, list[Any]] = {
+            "moves": [[t.name, target.name] for target, t in temps.items()]
+        }
+        record["stale"] = list(stale)
+        staged = _temporary(journal)
+        staged.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(staged, journal)  # from here on the set is committed: a kill is redone
     except BaseException as error:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
@@ -137,19 +265,29 @@ def _staged(folder: Path) -> Iterator[Callable[[Path], Path]]:
         raise
     for target, temp in temps.items():
         os.replace(temp, target)
+    for name in stale:
+        (folder / name).unlink(missing_ok=True)
+    journal.unlink(missing_ok=True)
 
 
 def commit(folder: Path, files: Mapping[str, bytes], stale: Iterable[str] = ()) -> list[Path]:
     """Write ``files`` (name -> bytes) into ``folder`` all at once; remove ``stale`` names.
 
     Returns the paths written. Raises :class:`OutputError` (the previous set
-    left as it was) when a file cannot be written.
+    left as it was) when a file cannot be written. Takes the output's lock
+    unless a check took it (the folder's, or a single file's), and releases
+    it when done, whatever happened.
     """
-    with _staged(folder) as stage:
-        for name, data in files.items():
-            stage(folder / name).write_bytes(data)
-    for name in stale:
-        (folder / name).unlink(missing_ok=True)
+    keys = [folder, *(folder / name for name in files)]
+    try:
+        if not any(os.path.realpath(key) in _held for key in keys):
+            _lock("output", folder)
+        with _staged(folder, list(stale)) as stage:
+            for name, data in files.items():
+                stage(folder / name).write_bytes(data)
+    finally:
+        for key in keys:
+            _unlock(key)
     return [folder / name for name in files]
 
 

@@ -1,260 +1,214 @@
-"""The process that runs an untrusted policy for ``fuzz``, and what it tells its parent.
+"""The process that runs an untrusted policy for ``fuzz``: it answers policy calls, nothing else.
 
-``fuzz`` runs policies other teams are still writing, in their CI, where a
-false pass is the worst outcome and a run that never ends the second worst.
-Code in the same process can defeat any in-process guard: ``sys.exit(0)``
-on import, a C loop that never releases the GIL, ``time.sleep(10**6)``. So the
-policy is imported and run here, in a child process (``spawn``: a fresh
-interpreter, no state forked from the parent) that the parent
-(:mod:`.fuzz_supervisor`) can always stop, and that owns no deadline itself.
+``fuzz`` gates policies other teams write, in their CI, where a false pass is
+the worst outcome. Code in one process can defeat anything else in it (patch
+the checks, forge the messages, make Hypothesis skip every example), so the
+policy's code runs here and *only* the policy's code: the engine, the
+harness, Hypothesis and every promise check run in the parent
+(:mod:`.fuzz_supervisor`), which asks this process one policy call at a time
+and judges the answer it gets back.
 
-What crosses the pipe are typed, picklable values, never prose: :class:`Loaded`
-or :class:`LoadFailed`, then an :class:`Example` before each example (so the
-parent knows the scenario in progress), a ``PromiseVerdict`` after each batch
-and at each failure, :class:`Crashed` if the harness itself raised, and
-:class:`Finished`. The policy call in progress is not a message: the parent
-must see it while the worker is stuck inside it, and one message per call
-would cost a system call each, so :class:`CallBoard` keeps it in shared
-memory (the call and the time it began) and :class:`WatchedPolicy` writes it
-around every call.
+Run as ``python -m junction.reference.cli.policy_worker READ_FD WRITE_FD
+SPEC``. The parent starts it in a session and process group of its own with
+only those two pipe descriptors (:mod:`.processes`). Every message is a
+frame of plain JSON (:mod:`.policy_wire`):
 
-Rejected: ``signal.alarm`` in one process (it cannot interrupt a C loop, and
-a policy can install its own handler); threads (a thread cannot be stopped);
-a subprocess running the CLI with its output parsed back (prose parsed back).
-The worker ignores SIGINT, so a Ctrl-C reaches only the parent, which stops
-it; its standard output goes to standard error, so whatever the policy prints
-cannot mix into the report on standard output.
+* first, the worker says ``{"loaded": {"name", "fixed_boundaries",
+  "writes_prefill_checkpoints"}}`` or ``{"load_failed": "<one line>"}``;
+* then, per request ``{"id", "call", "geometry", ...}``, one answer with the
+  same ``id``: ``{"value": ...}`` (``None``, a bool, an int, or a list of
+  those), ``{"raised": "<Type: message>"}``, ``{"too_long": n}`` (a list
+  longer than the request's ``limit``: not sent), ``{"unsupported":
+  "<type>"}`` or ``{"element": i, "type": "<type>"}``.
+
+Nothing here is trusted: the parent treats every byte as hostile. What the
+worker does carefully is only for honest policies' sake, so that a buggy
+answer comes back as a precise message: exact ``list``/``tuple``/``int``/
+``bool`` are sent as they are (reading them runs no policy code), anything
+else is named by its type and not touched.
 """
 
 from __future__ import annotations
 
-import os
 import signal
-import time
-from collections.abc import Sequence
-from multiprocessing.connection import Connection
-from multiprocessing.context import SpawnContext
+import sys
 from typing import Any
 
-import attrs
-
-from junction.core import GroupSpec, HybridGeometry
-from junction.reference.engine.policy import (
-    CheckedPolicy,
-    Policy,
-    PolicyError,
-    RequestView,
-    describe_request,
-)
-from junction.reference.harness import Promise, PromiseVerdict, Scenario, run_conformance
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.cli import policy_wire
+from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError
 from junction.reference.policies.registry import resolve_policy
 
-__all__ = [
-    "CallBoard",
-    "Crashed",
-    "Example",
-    "Finished",
-    "FuzzRequest",
-    "LoadFailed",
-    "Loaded",
-    "Message",
-    "WatchedPolicy",
-    "work",
-]
+__all__ = ["WorkerRequest", "geometry_json", "group_json", "main", "plain_answer"]
+
+_INT = 1 << 63
 
 
-@attrs.frozen
-class FuzzRequest:
-    """What the worker runs: ``deadline`` is on ``time.monotonic``'s clock (system-wide)."""
+class WorkerRequest:
+    """What a policy reads of a request: the four counts the parent sent, as plain ints."""
 
-    policy: str
-    seed: int
-    promises: tuple[Promise, ...]
-    deadline: float
+    __slots__ = ("num_computed_tokens", "num_prompt_tokens", "num_tokens", "shared_prefix_boundary")
 
-
-@attrs.frozen
-class Loaded:
-    policy: str  # the policy's own name
-
-
-@attrs.frozen
-class LoadFailed:
-    message: str  # one line, naming the policy and what failed
+    def __init__(self, counts: list[int]) -> None:
+        (
+            self.num_prompt_tokens,
+            self.num_tokens,
+            self.num_computed_tokens,
+            self.shared_prefix_boundary,
+        ) = counts
 
 
-@attrs.frozen
-class Example:
-    """An example about to run: the ``examples``-th of ``promise``, on ``scenario``."""
-
-    promise: Promise
-    examples: int
-    scenario: Scenario
-
-
-@attrs.frozen
-class Crashed:
-    message: str  # the harness itself raised: one line
+def group_json(group: GroupSpec) -> dict[str, Any]:
+    return {
+        "kind": group.kind.value,
+        "block_size": group.block_size,
+        "window": group.window,
+        "eagle_group": group.eagle_group,
+    }
 
 
-@attrs.frozen
-class Finished:
-    """Every promise is done, or the deadline passed between examples."""
+def geometry_json(geometry: HybridGeometry) -> dict[str, Any]:
+    """Every field of ``geometry`` as plain data (what the parent sends once per geometry)."""
+    return {
+        "groups": [group_json(g) for g in geometry.groups],
+        "hash_block_size": geometry.hash_block_size,
+        "partial_hits": geometry.partial_hits,
+        "use_eagle": geometry.use_eagle,
+        "retention_interval": geometry.retention_interval,
+    }
 
 
-Message = Loaded | LoadFailed | Example | PromiseVerdict | Crashed | Finished
-
-_CALL_BYTES = 400
-
-
-class CallBoard:
-    """The policy call in progress, in memory shared with the parent.
-
-    ``since`` is when the call began (``time.monotonic``), 0 between calls;
-    ``call`` names it. A torn read is harmless: the parent acts only on a
-    call that has been running for its whole limit, and then nothing writes.
-    """
-
-    def __init__(self, context: SpawnContext) -> None:
-        self._since = context.RawValue("d", 0.0)
-        self._call = context.RawArray("c", _CALL_BYTES)
-
-    def begin(self, call: str) -> None:
-        self._call.value = call.encode("utf-8", "replace")[: _CALL_BYTES - 1]
-        self._since.value = time.monotonic()
-
-    def end(self) -> None:
-        self._since.value = 0.0
-
-    def read(self) -> tuple[float, str]:
-        """``(since, call)``: ``since`` is 0 when no call is in progress."""
-        since = float(self._since.value)
-        return since, bytes(self._call.value).decode("utf-8", "replace")
+def _group(data: dict[str, Any]) -> GroupSpec:
+    return GroupSpec(
+        GroupKind(data["kind"]), data["block_size"], data["window"], eagle_group=data["eagle_group"]
+    )
 
 
-class WatchedPolicy:
-    """``policy`` with every call posted on ``board`` while it runs (a :class:`Policy`)."""
-
-    def __init__(self, policy: Policy, name: str, board: CallBoard) -> None:
-        self._policy = policy
-        self._board = board
-        self.name = name
-
-    @property
-    def fixed_boundaries(self) -> object:
-        """The policy's optional declaration, read (and judged) by ``CheckedPolicy``:
-        fuzzed with it, a false one is found by the engine's check."""
-        return getattr(self._policy, "fixed_boundaries", False)
-
-    @property
-    def writes_prefill_checkpoints(self) -> object:
-        """The policy's optional question, read (and judged) by ``CheckedPolicy``:
-        fuzzed without it, a policy whose split relies on the backend's internal
-        checkpoint would be judged on an engine that never writes one."""
-        return getattr(self._policy, "writes_prefill_checkpoints", False)
-
-    def prefill_checkpoint(
-        self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int
-    ) -> Any:
-        """Asked only when the policy declares ``writes_prefill_checkpoints``; a policy
-        declaring it without the method raises here, which ``CheckedPolicy`` names."""
-        self._board.begin(f"prefill_checkpoint({describe_request(request)}, n={num_new_tokens})")
-        try:
-            return self._policy.prefill_checkpoint(  # type: ignore[attr-defined]
-                geometry, request, num_new_tokens
-            )
-        finally:
-            self._board.end()
-
-    def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> Any:
-        self._board.begin(f"checkpoint_positions({describe_request(request)})")
-        try:
-            return self._policy.checkpoint_positions(geometry, request)
-        finally:
-            self._board.end()
-
-    def reachable_boundaries(
-        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
-    ) -> Any:
-        self._board.begin(f"reachable_boundaries({group}, {describe_request(request)})")
-        try:
-            return self._policy.reachable_boundaries(geometry, group, request)
-        finally:
-            self._board.end()
-
-    def block_mask(
-        self,
-        geometry: HybridGeometry,
-        group: GroupSpec,
-        request: RequestView,
-        start_block: int,
-        end_block: int,
-        boundaries: Sequence[int],
-    ) -> Any:
-        self._board.begin(
-            f"block_mask({group}, {describe_request(request)}, {start_block}, {end_block})"
-        )
-        try:
-            return self._policy.block_mask(
-                geometry, group, request, start_block, end_block, boundaries
-            )
-        finally:
-            self._board.end()
-
-    def split(
-        self,
-        geometry: HybridGeometry,
-        request: RequestView,
-        num_new_tokens: int,
-        max_prefill_tokens: int,
-    ) -> Any:
-        self._board.begin(f"split({describe_request(request)}, n={num_new_tokens})")
-        try:
-            return self._policy.split(geometry, request, num_new_tokens, max_prefill_tokens)
-        finally:
-            self._board.end()
+def _geometry(data: dict[str, Any]) -> HybridGeometry:
+    return HybridGeometry(
+        [_group(g) for g in data["groups"]],
+        data["hash_block_size"],
+        partial_hits=data["partial_hits"],
+        use_eagle=data["use_eagle"],
+        retention_interval=data["retention_interval"],
+    )
 
 
 def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    try:
+        text = " ".join(str(error).split())
+    except BaseException:
+        text = "<str() of the exception raised too>"
+    if len(text) > 200:
+        text = text[:197] + "..."
+    name = type(error).__name__
+    return f"{name}: {text}" if text else name
 
 
-def _load(spec: str) -> tuple[Policy, str]:
-    """The policy and its name; :class:`PolicyError` for anything that goes wrong."""
+def _type_name(value: object) -> str:
+    try:
+        name = type(value).__name__
+    except BaseException:
+        return "object"
+    return name if type(name) is str else "object"
+
+
+def _scalar(value: object) -> bool:
+    kind = type(value)
+    return value is None or kind is bool or (kind is int and -_INT <= value < _INT)  # type: ignore[operator]
+
+
+def plain_answer(answer: object, limit: int) -> dict[str, Any]:
+    """``answer`` as this format's answer; reads nothing but exact built-in types."""
+    if _scalar(answer):
+        return {"value": answer}
+    if type(answer) is list or type(answer) is tuple:
+        items: list[Any] | tuple[Any, ...] = answer
+        if len(items) > limit:
+            return {"too_long": len(items)}
+        for index, item in enumerate(items):
+            if not _scalar(item):
+                return {"element": index, "type": _type_name(item)}
+        return {"value": list(items)}
+    return {"unsupported": _type_name(answer)}
+
+
+def _load(spec: str) -> tuple[Policy, dict[str, Any]]:
+    """The policy and its ``loaded`` message; :class:`PolicyError` for anything that goes wrong."""
     try:
         policy = resolve_policy(spec)
+        checked = CheckedPolicy(policy)
     except PolicyError:
         raise
     except BaseException as error:  # SystemExit on import, KeyboardInterrupt in a factory
         raise PolicyError(spec, "load", f"raised {_one_line(error)}") from error
-    return policy, CheckedPolicy(policy).name
+    loaded = {
+        "name": str.__str__(checked.name),  # an exact str, whatever subclass ``name`` was
+        "fixed_boundaries": checked.fixed_boundaries is True,
+        "writes_prefill_checkpoints": checked.writes_prefill_checkpoints is True,
+    }
+    return policy, loaded
 
 
-def work(request: FuzzRequest, connection: Connection, board: CallBoard) -> None:
-    """The worker's entry point: load the policy, run the promises, report each step."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.dup2(2, 1)
+def _call(policy: Policy, request: dict[str, Any], geometry: HybridGeometry) -> object:
+    """Ask ``policy`` what ``request`` names; the policy's answer, unread."""
+    view = WorkerRequest(request["request"])
+    match request["call"]:
+        case "checkpoint_positions":
+            return policy.checkpoint_positions(geometry, view)
+        case "reachable_boundaries":
+            return policy.reachable_boundaries(geometry, _group_of(request, geometry), view)
+        case "block_mask":
+            group = _group_of(request, geometry)
+            start, end, boundaries = request["start"], request["end"], tuple(request["boundaries"])
+            return policy.block_mask(geometry, group, view, start, end, boundaries)
+        case "split":
+            return policy.split(geometry, view, request["n"], request["max_prefill"])
+        case "prefill_checkpoint":
+            ask: Any = policy
+            return ask.prefill_checkpoint(geometry, view, request["n"])
+    raise ValueError(f"no such call: {request['call']!r}")
+
+
+def _group_of(request: dict[str, Any], geometry: HybridGeometry) -> GroupSpec:
+    """The request's group: an index into ``geometry``, or a group's fields."""
+    group = request["group"]
+    return geometry.groups[group] if type(group) is int else _group(group)
+
+
+def serve(policy: Policy, read_fd: int, write_fd: int) -> None:
+    """Answer requests until the parent closes its end (or kills this process)."""
+    geometries: dict[int, HybridGeometry] = {}
+    while True:
+        try:
+            request = policy_wire.read_frame(read_fd, None)
+        except policy_wire.ChannelClosed:
+            return
+        if "define" in request:
+            geometries[request["geometry"]] = _geometry(request["define"])
+        try:
+            answer = plain_answer(
+                _call(policy, request, geometries[request["geometry"]]), request["limit"]
+            )
+        except BaseException as error:  # the policy's, SystemExit included: an answer too
+            answer = {"raised": _one_line(error)}
+        answer["id"] = request["id"]
+        policy_wire.write_frame(write_fd, answer, None)
+
+
+def main(argv: list[str]) -> int:
+    """The worker's entry point: load the policy named ``argv[2]``, then serve."""
+    read_fd, write_fd, spec = int(argv[0]), int(argv[1]), argv[2]
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent alone answers a Ctrl-C
     try:
-        policy, name = _load(request.policy)
+        policy, loaded = _load(spec)
     except PolicyError as error:
-        connection.send(LoadFailed(" ".join(str(error).split())))
-        return
-    connection.send(Loaded(name))
+        policy_wire.write_frame(write_fd, {"load_failed": " ".join(str(error).split())}, None)
+        return 0
+    policy_wire.write_frame(write_fd, {"loaded": loaded}, None)
+    serve(policy, read_fd, write_fd)
+    return 0
 
-    def example(promise: Promise, examples: int, scenario: Scenario) -> None:
-        connection.send(Example(promise, examples, scenario))
 
-    try:
-        run_conformance(
-            WatchedPolicy(policy, name, board),
-            seconds=max(request.deadline - time.monotonic(), 0.0),
-            seed=request.seed,
-            promises=request.promises,
-            on_example=example,
-            on_verdict=connection.send,
-        )
-    except BaseException as error:  # the harness itself, or a policy thread's doing
-        connection.send(Crashed(_one_line(error)))
-        return
-    connection.send(Finished())
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

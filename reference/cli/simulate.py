@@ -49,9 +49,11 @@ from junction.reference.simulator.table import format_table, format_tier, format
 from junction.reference.simulator.variants import Variant, sweep_variants, table_variants
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.step_time import StepTimeModel
+from junction.reference.workloads.trace import TraceError
 
 from . import outputs, terminal
 from .simulate_checks import (
+    check_engines,
     check_tier,
     check_workers,
     checked_arrivals,
@@ -95,7 +97,7 @@ def _source(args: argparse.Namespace) -> BuiltinSource | TraceSource:
     """Where a worker process loads the workload from (never its tokens: they are rebuilt)."""
     if args.trace is None:
         return BuiltinSource(args.seed, args.sessions, args.turns, args.system_prompt)
-    return TraceSource(args.trace, args.requests)
+    return TraceSource(args.trace, args.requests, getattr(args, "trace_digest", None))
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -131,6 +133,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         eviction=args.eviction,
     )
     check_tier(args, parser, geometries, workload, settings)
+    check_engines(args, parser, workload, settings)
     savings = list(dict.fromkeys(args.tier_saving or [TierSaving.POLICY.value]))
     runs_settings = [attrs.evolve(settings, tier_saving=saving) for saving in savings]
     if not settings.tiered:
@@ -176,6 +179,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     for variant in variants
                 ]
                 results = run_all(specs, jobs=jobs, on_result=ended)
+    except TraceError as error:  # a worker found the trace changed since it was checked
+        print(f"python -m junction.reference simulate: error: {error}", file=sys.stderr)
+        return 1
     except PoolTooSmall as error:
         print(
             f"python -m junction.reference simulate: error: {error}; use more --blocks",

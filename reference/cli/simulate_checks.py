@@ -33,9 +33,10 @@ from junction.reference.simulator.workload import (
     trace_file_workload,
 )
 from junction.reference.workloads.trace import TraceError
-from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text
+from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text, text_digest
 
 __all__ = [
+    "check_engines",
     "check_tier",
     "check_workers",
     "checked_arrivals",
@@ -114,6 +115,7 @@ def load_workload(
     try:
         text = read_trace_text(trace, limit.bytes // TRACE_BYTES_PER_FILE_BYTE)
         requests = parse_any_trace(text, args.trace)
+        args.trace_digest = text_digest(text)  # what --jobs workers must read again
     except TraceError as error:
         parser.error(f"--trace: {error}")
     if args.requests is not None:
@@ -158,8 +160,7 @@ def check_workers(
     """
     if jobs == 1:
         return
-    blocks = max(settings.blocks_for(name) for name in args.geometry or DEFAULT_GEOMETRIES)
-    size = SimulationSize(workload.prompt_tokens, blocks, workload.holds_prompts)
+    size = _run_size(args, workload, settings)
     each = size.total_bytes
     limit = memory_limit()
     if each * jobs > limit.bytes:
@@ -167,6 +168,38 @@ def check_workers(
             f"--jobs {jobs}: {jobs} workers would need about {size_in_words(each * jobs)} "
             f"({size_in_words(each)} each), over the limit of {size_in_words(limit.bytes)} "
             f"({limit.source}); use fewer --jobs or a smaller pool"
+        )
+
+
+def _run_size(args: argparse.Namespace, workload: Workload, settings: Settings) -> SimulationSize:
+    """One run's estimate: the workload, every instance's pool and the tier."""
+    blocks = max(settings.blocks_for(name) for name in args.geometry or DEFAULT_GEOMETRIES)
+    return SimulationSize(
+        workload.prompt_tokens,
+        blocks,
+        workload.holds_prompts,
+        instances=settings.instances,
+        tier_blocks=settings.tier_blocks,
+    )
+
+
+def check_engines(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    workload: Workload,
+    settings: Settings,
+) -> None:
+    """Refuse (status 2) a run whose instances' pools and tier exceed the memory limit."""
+    size = _run_size(args, workload, settings)
+    limit = memory_limit()
+    if size.total_bytes > limit.bytes:
+        parser.error(
+            f"--instances {settings.instances}: a run would need about "
+            f"{size_in_words(size.total_bytes)} ({settings.instances:,} pools of "
+            f"{size.blocks:,} blocks and a tier of {settings.tier_blocks:,}: "
+            f"{size_in_words(size.pool_bytes)}; the workload: "
+            f"{size_in_words(size.workload_bytes)}), "
+            f"over the limit of {size_in_words(limit.bytes)} ({limit.source})"
         )
 
 

@@ -71,6 +71,7 @@ from junction.reference.simulator.table import format_table, format_times
 from junction.reference.simulator.variants import COMPARED_POLICIES, Variant
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.trace import TraceError
+from junction.reference.workloads.tracefile import read_trace_text, text_digest
 
 from . import outputs, terminal
 from .arguments import (
@@ -250,10 +251,17 @@ def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[
         if args.arrivals == "trace":
             parser.error("--arrivals trace: the built-in workload has no timestamps")
         return [BuiltinSource(args.seed, args.sessions, args.turns, args.system_prompt)]
-    for trace in args.trace:
+    sources: list[WorkloadSource] = []
+    for trace in dict.fromkeys(args.trace):
         if not Path(trace).is_file():
             parser.error(f"--trace {trace}: not a regular file")
-    return [TraceSource(path, args.requests) for path in dict.fromkeys(args.trace)]
+        try:  # read once here: every worker must read exactly this text
+            limit = memory_limit().bytes // TRACE_BYTES_PER_FILE_BYTE
+            digest = text_digest(read_trace_text(trace, limit))
+        except TraceError as error:
+            parser.error(f"--trace: {error}")
+        sources.append(TraceSource(trace, args.requests, digest))
+    return sources
 
 
 def _check_geometries(

@@ -13,7 +13,9 @@ tqdm, which has no tables, so a second library would have been needed.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
@@ -29,7 +31,17 @@ from rich.progress import (
 )
 from rich.table import Table
 
-__all__ = ["ProgressLine", "interruptible", "progress", "stderr", "table"]
+__all__ = [
+    "TERMINATION_SIGNALS",
+    "ProgressLine",
+    "Terminated",
+    "exit_status",
+    "interruptible",
+    "progress",
+    "signalled",
+    "stderr",
+    "table",
+]
 
 stderr = Console(stderr=True, highlight=False)
 
@@ -87,14 +99,91 @@ def table(title: str | None, header: Sequence[str], rows: Sequence[Sequence[str]
     return result
 
 
-def interruptible(main: Callable[[], int]) -> int:
-    """``main()``'s exit status; Ctrl-C ends it with 130 and one line, never a traceback.
+class Terminated(KeyboardInterrupt):
+    """A termination signal (SIGTERM, SIGHUP), raised where a Ctrl-C would be.
 
-    Every command's entry point goes through this; what a command writes, it
-    writes whole or not at all, so an interrupted one leaves nothing partial.
+    A subclass of ``KeyboardInterrupt`` so that every path that already ends
+    a command cleanly on Ctrl-C (workers killed, nothing partial committed)
+    ends it the same way on ``timeout``, a CI cancel or ``docker stop``.
     """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_received: list[int] = []  # the signals that asked this process to end, first first
+
+
+def signalled() -> int | None:
+    """The first Ctrl-C or termination signal this command received, if any.
+
+    Long loops that run untrusted code (which may catch what the signal
+    raised) ask this to stop anyway: ``fuzz`` stops its examples on it.
+    """
+    return _received[0] if _received else None
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _terminate(signum: int, frame: object) -> None:
+    # Once is enough: a second signal must not interrupt the cleanup the first began.
+    for number in TERMINATION_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    _received.append(signum)
+    raise Terminated(signum)
+
+
+def exit_status(signum: int) -> int:
+    """The status a command ends with on signal ``signum``: 128 + its number, as shells report."""
+    return 128 + signum
+
+
+def interruptible(main: Callable[[], int]) -> int:
+    """``main()``'s exit status; a Ctrl-C, SIGTERM or SIGHUP ends it with one line.
+
+    Exit status: 130 after Ctrl-C (``interrupted``), 143 after SIGTERM and
+    129 after SIGHUP (``terminated (SIGTERM)``), 1 for a ``MemoryError`` the
+    up-front estimates missed (``error: out of memory ...``), never a traceback. Every
+    command's entry point goes through this; what a command writes, it
+    writes whole or not at all, and its worker processes end with it, so an
+    ended one leaves nothing partial and nothing running. A signal that a
+    layer turned into an error of its own (a policy call catches
+    everything) still ends the command this way.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _interrupt)
+        for number in TERMINATION_SIGNALS:
+            signal.signal(number, _terminate)
     try:
-        return main()
-    except KeyboardInterrupt:
+        code = main()
+    except KeyboardInterrupt as error:
+        if not _received:  # raised by other means than the handlers above
+            _received.append(error.signum if isinstance(error, Terminated) else signal.SIGINT)
+        code = 0
+    except MemoryError:
+        # The estimates refuse what they can count up front; this is what they missed.
+        print(
+            "error: out of memory (the machine's, or the address-space limit, ulimit -v); "
+            "nothing written",
+            file=sys.stderr,
+        )
+        return 1
+    except BaseException:
+        # Unwinding from a signal can break a library's own state on the way (an
+        # assertion inside Hypothesis's engine): still the one line, no traceback.
+        if not _received:
+            raise
+        code = 0
+    signum = signalled()
+    if signum is None:
+        return code
+    if signum == signal.SIGINT:
         print("interrupted", file=sys.stderr)
         return 130
+    print(f"terminated ({signal.Signals(signum).name})", file=sys.stderr)
+    return exit_status(signum)

@@ -33,15 +33,16 @@ relative imports only.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
 
 from junction.reference import vendoring
-from junction.reference.cli import terminal
-from junction.reference.cli.arguments import output_path
-from junction.reference.cli.coverage import report_coverage
-from junction.reference.oracle.exhaustive import check_exhaustively, count_inputs
+from junction.reference.cli import policy_wire
+from junction.reference.cli.arguments import finite_seconds, output_path
+from junction.reference.cli.processes import Contained
+from junction.reference.oracle.exhaustive import count_inputs
 
 __all__ = ["add_parser"]
 
@@ -94,7 +95,16 @@ def _check(args: argparse.Namespace) -> int:
             print(f"  {change.describe()}")
     else:
         print(f"installed {drift.installed.origin}: the same core as the copy's source")
-    return 1 if drift.local else 0
+    compiled = vendoring.compiled_files(args.target)
+    forged = vendoring.forged_release(stamp, drift.installed)
+    if compiled:
+        print(f"compiled files that would be imported ({len(compiled)}): {', '.join(compiled)}")
+    if forged:
+        print(
+            f"the stamp claims {stamp.origin}, but its file digests are not that release's: "
+            "a copy edited and stamped again"
+        )
+    return 1 if drift.local or compiled or forged else 0
 
 
 def _update(args: argparse.Namespace) -> int:
@@ -115,24 +125,64 @@ def _update(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify_deadline(bound: int) -> float:
+    """Seconds the walk may take: five times its estimate at the measured rates, at least 60."""
+    from junction.reference.cli.main import WALK_RATES  # main imports this module
+
+    counts = count_inputs(bound)
+    estimate = sum(counts[name] / rate for name, rate in WALK_RATES.items())
+    return max(60.0, 5 * 2 * estimate)  # the free functions walk split and mask again
+
+
 def _verify(args: argparse.Namespace) -> int:
+    """Walk the copy in a contained child (``cli.vendor_worker``) under a deadline.
+
+    Only the child's one result frame counts: a child that exits (``SystemExit``
+    in the copy, a crash) or runs past the deadline without sending it fails.
+    """
+    if not (args.target / "__init__.py").is_file():
+        return _refuse("verify", f"{args.target}: not a package folder (no __init__.py)", 2)
+    seconds = args.seconds if args.seconds is not None else _verify_deadline(args.bound)
+    deadline = time.monotonic() + seconds
+    results, sender = os.pipe()
+    argv = [sys.executable, "-m", "junction.reference.cli.vendor_worker"]
+    argv += [str(sender), str(args.target), str(args.bound)]
+    path = os.pathsep.join(p or os.getcwd() for p in sys.path)
+    env = {**os.environ, "PYTHONPATH": path}
     try:
-        copy = vendoring.load(args.target)
-    except vendoring.NotVendorable as error:
-        return _refuse("verify", str(error), 2)
-    except Exception as error:
-        return _refuse("verify", f"{args.target}: cannot import the copy: {error!r}", 1)
-    started = time.perf_counter()
-    total = sum(count_inputs(args.bound).values())
+        child = Contained(argv, pass_fds=(sender,), env=env)
+    finally:
+        os.close(sender)
+    os.set_blocking(results, False)
+    reader = policy_wire.FrameReader(results)
     try:
-        with terminal.progress(f"verify, bound {args.bound}", total) as advance:
-            coverage = check_exhaustively(
-                copy, args.bound, on_progress=lambda name, n: advance(n, status=name)
-            )
-    except Exception as error:
-        return _refuse("verify", f"{args.target}: the copy raised {error!r} on a valid input", 1)
-    elapsed = time.perf_counter() - started
-    return report_coverage(coverage, str(args.target), args.bound, elapsed)
+        message = reader.read(deadline, lambda: child.poll() is None)
+    except policy_wire.ChannelTimeout:
+        return _refuse(
+            "verify",
+            f"{args.target}: the walk did not end within {seconds:g} s (--seconds); "
+            "the copy may loop forever on some input",
+            1,
+        )
+    except (policy_wire.ChannelClosed, policy_wire.MalformedMessage):
+        status = child.process.wait(timeout=5) if child.poll() is None else child.poll()
+        return _refuse(
+            "verify",
+            f"{args.target}: the check ended without a result (exit status {status}): "
+            "the copy exited or crashed during it",
+            1,
+        )
+    finally:
+        child.kill()
+        os.close(results)
+    fields = message if type(message) is dict else {}
+    status, report, error = fields.get("status"), fields.get("report"), fields.get("error")
+    if status not in (0, 1, 2) or type(report) is not str or type(error) is not str:
+        return _refuse("verify", f"{args.target}: the check sent no valid result", 1)
+    print(report, end="")
+    if error:
+        return _refuse("verify", error[:1000], int(status))
+    return int(status)
 
 
 def _bound(text: str) -> int:
@@ -173,5 +223,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                 type=_bound,
                 default=3,
                 help=f"size of every dimension, 1-{MAX_BOUND} (default 3: about 1.9M inputs)",
+            )
+            action.add_argument(
+                "--seconds",
+                type=finite_seconds,
+                default=None,
+                help="deadline for the walk (default: five times its estimate, at least 60)",
             )
     return parser

@@ -35,7 +35,14 @@ from junction.reference.engine.protocol import Policy, RequestView
 from junction.reference.errors import JunctionError
 
 # Policy and RequestView are re-exported: callers import the protocol with its checker.
-__all__ = ["CheckedPolicy", "Policy", "PolicyError", "RequestView", "describe_request"]
+__all__ = [
+    "CheckedPolicy",
+    "Policy",
+    "PolicyError",
+    "PolicyTimeout",
+    "RequestView",
+    "describe_request",
+]
 
 
 class PolicyError(JunctionError):
@@ -46,6 +53,11 @@ class PolicyError(JunctionError):
         self.policy = policy
         self.call = call
         self.problem = problem
+
+
+class PolicyTimeout(PolicyError):
+    """A policy call that did not return within its limit (a proxy's answer: ``fuzz``'s
+    worker is stopped at the limit, so no in-process policy raises it)."""
 
 
 def describe_request(request: RequestView) -> str:
@@ -204,6 +216,8 @@ class CheckedPolicy:
     ) -> tuple[int, ...]:
         try:
             answer = self.policy.checkpoint_positions(geometry, request)
+        except PolicyError:  # a proxy's verdict on the call (a timeout) stands
+            raise
         except BaseException as error:
             raise self._call_failed(_positions_call(None, request), error) from error
         return self._positions(answer, 1, request, None)
@@ -213,6 +227,8 @@ class CheckedPolicy:
     ) -> tuple[int, ...]:
         try:
             answer = self.policy.reachable_boundaries(geometry, group, request)
+        except PolicyError:  # a proxy's verdict on the call (a timeout) stands
+            raise
         except BaseException as error:
             raise self._call_failed(_positions_call(group, request), error) from error
         return self._positions(answer, 0, request, group)
@@ -250,6 +266,8 @@ class CheckedPolicy:
             answer = self.policy.block_mask(
                 geometry, group, request, start_block, end_block, boundaries
             )
+        except PolicyError:  # a proxy's verdict on the call (a timeout) stands
+            raise
         except BaseException as error:
             call = _block_mask_call(group, request, start_block, end_block)
             raise self._call_failed(call, error) from error
@@ -279,6 +297,8 @@ class CheckedPolicy:
     ) -> int:
         try:
             answer = self.policy.split(geometry, request, num_new_tokens, max_prefill_tokens)
+        except PolicyError:  # a proxy's verdict on the call (a timeout) stands
+            raise
         except BaseException as error:
             raise self._call_failed(_chunk_call("split", request, num_new_tokens), error) from error
         if type(answer) is not int or not 0 <= answer <= num_new_tokens:
@@ -302,6 +322,8 @@ class CheckedPolicy:
             return 0
         try:
             answer = ask(geometry, request, num_new_tokens)
+        except PolicyError:  # a proxy's verdict on the call (a timeout) stands
+            raise
         except BaseException as error:
             call = _chunk_call("prefill_checkpoint", request, num_new_tokens)
             raise self._call_failed(call, error) from error

@@ -24,8 +24,8 @@ class PromiseVerdict:
 
     ``violation`` is set when ``status`` is violated; ``error`` (the
     ``PolicyError`` text, naming the policy and the call) when it is error;
-    ``counterexample`` is the (shrunk) scenario of either. ``n/a`` means
-    ``where`` excluded every geometry in the promise's scope.
+    ``counterexample`` is the (shrunk) scenario of either. ``examples``
+    counts the examples judged.
     ``seconds_to_counterexample`` is the wall time from the start of the run
     to the first failing example, before shrinking; ``seconds`` the time this
     promise's checks took.

@@ -27,7 +27,7 @@ from hypothesis.errors import Unsatisfiable
 from junction.core import HybridGeometry
 from junction.reference.engine.engine import Engine
 from junction.reference.engine.eviction import EvictionPolicy
-from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError
+from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError, PolicyTimeout
 
 from .engine_subject import EngineFactory, EngineSubject
 from .promise import Promise
@@ -71,7 +71,11 @@ class _OutOfTime(BaseException):
     """
 
 
-_UNCHECKED = "no example ran before the time ran out"
+_UNCHECKED = "no example was judged before the time ran out"
+_OUT_OF_SCOPE = (
+    "no example was judged: none in the promise's scope (``where`` left no geometry), "
+    "or every one was invalid"
+)
 
 
 @attrs.define
@@ -84,6 +88,7 @@ class _Progress:
     violation: Violation | None = None
     error: str = ""
     status: Verdict = Verdict.KEPT
+    exhausted: bool = False  # Hypothesis found no valid example in its last batch
 
     def verdict(self, running_since: float | None = None) -> PromiseVerdict:
         """The verdict so far (``running_since``: when the batch now running began)."""
@@ -105,7 +110,7 @@ class _Progress:
 
 @attrs.frozen
 class _Hooks:
-    out_of_time: Callable[[], bool]
+    out_of_time: Callable[[], bool]  # the time is spent, or the caller said stop
     on_example: OnExample | None
     on_verdict: OnVerdict | None
 
@@ -138,19 +143,23 @@ def _run_batch(
     def run(scenario: Scenario) -> None:
         if hooks.out_of_time():
             raise _OutOfTime
-        progress.examples += 1
         if hooks.on_example is not None:
-            hooks.on_example(progress.promise, progress.examples, scenario)
+            hooks.on_example(progress.promise, progress.examples + 1, scenario)
+        status = Verdict.VIOLATED
         try:
             violation, error = check(scenario, subject), ""
         except PolicyError as policy_error:
             violation, error = None, str(policy_error)
+            status = Verdict.TIMEOUT if isinstance(policy_error, PolicyTimeout) else Verdict.ERROR
+        # Counted once judged: an example Hypothesis drops as invalid (an assumption
+        # raised inside the check) is no evidence, and a promise with none is unchecked.
+        progress.examples += 1
         if violation is None and not error:
             return
         if progress.first_failure is None:
             progress.first_failure = time.perf_counter() - started
         progress.scenario, progress.violation, progress.error = scenario, violation, error
-        progress.status = Verdict.ERROR if error else Verdict.VIOLATED
+        progress.status = status
         if hooks.on_verdict is not None:  # each smaller failure while shrinking, too
             hooks.on_verdict(progress.verdict(batch_started))
         raise _Found
@@ -159,8 +168,10 @@ def _run_batch(
         run()
     except (_Found, _OutOfTime):
         pass
-    except Unsatisfiable:  # ``where`` leaves no geometry in this promise's scope
-        progress.status = Verdict.NOT_APPLICABLE
+    except Unsatisfiable:  # ``where`` leaves no geometry in scope, or all were invalid
+        progress.exhausted = True
+        if not progress.examples:
+            progress.status, progress.error = Verdict.UNCHECKED, _OUT_OF_SCOPE
     finally:
         progress.spent += time.perf_counter() - batch_started
 
@@ -176,34 +187,38 @@ def run_conformance(
     eviction: EvictionPolicy | None = None,
     fail_fast: bool = False,
     where: Callable[[HybridGeometry], bool] | None = None,
+    stop: Callable[[], bool] | None = None,
     on_progress: OnProgress | None = None,
     on_example: OnExample | None = None,
     on_verdict: OnVerdict | None = None,
 ) -> ConformanceReport:
     """Check every promise of docs/domain.md on ``policy``; a structured report.
 
-    The promises take turns in batches (25 examples, doubling each round, so
-    early rounds favour small inputs). Without ``seconds`` each promise runs
-    ``examples`` examples; with ``seconds`` the rounds go on until the time
-    is spent, and no example starts after it (a batch, or a shrink, in
-    progress stops there; a failure already found is kept). A promise that
-    ran no example is ``unchecked``, which fails the run: never a pass. A
-    promise stops at its first violation, which Hypothesis shrinks to a
-    minimal :class:`Scenario`; ``fail_fast`` stops every promise then. The
-    same ``seed`` replays the same examples in the same order. ``where``
-    narrows the geometries (e.g. an engine without partial hits:
-    ``lambda g: not g.partial_hits``). ``eviction`` is the engine's eviction
-    policy (``None``: its default, LRU); only the safety promise's scenarios
-    fill the pool, so it is the one it changes.
+        The promises take turns in batches (25 examples, doubling each round, so
+        early rounds favour small inputs). Without ``seconds`` each promise runs
+        ``examples`` examples; with ``seconds`` the rounds go on until the time
+        is spent, and no example starts after it (a batch, or a shrink, in
+        progress stops there; a failure already found is kept). A promise that
+        judged no example (none ran in time, none was in scope, every one was
+    invalid) is ``unchecked``, which fails the run: never a pass. A
+        promise stops at its first violation, which Hypothesis shrinks to a
+        minimal :class:`Scenario`; ``fail_fast`` stops every promise then. The
+        same ``seed`` replays the same examples in the same order. ``where``
+        narrows the geometries (e.g. an engine without partial hits:
+        ``lambda g: not g.partial_hits``). ``stop()`` answering True ends the run
+        as the time running out does (``fuzz``: the policy's worker is gone).
+        ``eviction`` is the engine's eviction
+        policy (``None``: its default, LRU); only the safety promise's scenarios
+        fill the pool, so it is the one it changes.
 
-    Hooks: ``on_progress(promise, examples, status)`` after each batch;
-    ``on_example(promise, examples, scenario)`` before each example (its
-    ordinal and input: what the ``fuzz`` worker reports, so a policy call
-    that never returns is reported with its scenario); ``on_verdict(verdict)``
-    after each batch and at each failure found, shrinking included.
+        Hooks: ``on_progress(promise, examples, status)`` after each batch;
+        ``on_example(promise, examples, scenario)`` before each example (its
+        ordinal and input: what the ``fuzz`` worker reports, so a policy call
+        that never returns is reported with its scenario); ``on_verdict(verdict)``
+        after each batch and at each failure found, shrinking included.
 
-    Raises :class:`PolicyError` if ``policy`` does not implement the protocol,
-    ``ValueError`` for an unknown promise name.
+        Raises :class:`PolicyError` if ``policy`` does not implement the protocol,
+        ``ValueError`` for an unknown promise name.
     """
     name = CheckedPolicy(policy).name  # fails early, naming what is missing
     chosen = [Promise.named(p) for p in promises]
@@ -212,6 +227,8 @@ def run_conformance(
     started = time.perf_counter()
 
     def out_of_time() -> bool:
+        if stop is not None and stop():
+            return True
         return seconds is not None and time.perf_counter() - started >= seconds
 
     hooks = _Hooks(out_of_time, on_example, on_verdict)
@@ -222,6 +239,7 @@ def run_conformance(
             p
             for p in chosen
             if state[p].status is Verdict.KEPT
+            and not state[p].exhausted
             and (seconds is not None or state[p].examples < examples)
         ]
         if not todo or out_of_time():

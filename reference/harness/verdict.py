@@ -52,8 +52,9 @@ class Verdict(enum.Enum):
     VIOLATED = "violated"
     ERROR = "error"  # the policy raised or answered something malformed
     TIMEOUT = "timeout"  # a policy call outlived its limit, or an example outlived the run
-    UNCHECKED = "unchecked"  # no example ran: the time ran out first (never a pass)
-    NOT_APPLICABLE = "n/a"  # ``where`` left no geometry in the promise's scope
+    # No example was judged: the time ran out first, ``where`` left none in the
+    # promise's scope, or every one was invalid. Never a pass.
+    UNCHECKED = "unchecked"
 
     @property
     def failed(self) -> bool:

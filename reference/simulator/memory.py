@@ -25,19 +25,25 @@ existed before it), rounded up:
   of 8 bytes per 2-byte token, and the line).
 
 Runs are one after another, each with a fresh engine, so the peak is the
-workload plus one run. The limit is half the machine's physical memory
-(``os.sysconf``), leaving the rest to the system and to the error of the
-estimate; where the machine's memory is unknown, a fixed
-:data:`FALLBACK_LIMIT`. Rejected: reading cgroup or ``RLIMIT_AS`` limits (not
-portable, and a container's limit is usually its machine's), and guarding
-the run time too (a long run shows its progress line and can be stopped;
-an allocation that grows without bound cannot).
+workload plus one run; a run of several instances holds one pool per
+instance, and an external tier holds its blocks too
+(:data:`TIER_BYTES_PER_BLOCK`: assumed equal to a pool block, not measured:
+an entry of the tier's ordered map and its hash key). The limit is half the
+machine's physical memory (``os.sysconf``), leaving the rest to the system
+and to the error of the estimate, or, when lower, 80 % of this process's
+address-space limit (``RLIMIT_AS``, ``ulimit -v``: past it an allocation
+fails outright); where the machine's memory is unknown, a fixed
+:data:`FALLBACK_LIMIT`. Rejected: reading cgroup limits (not portable, and a
+container's limit is usually its machine's), and guarding the run time too
+(a long run shows its progress line and can be stopped; an allocation that
+grows without bound cannot).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import resource
 
 import attrs
 
@@ -47,6 +53,7 @@ __all__ = [
     "FALLBACK_LIMIT",
     "POOL_BYTES_PER_BLOCK",
     "RUN_BYTES_PER_TOKEN",
+    "TIER_BYTES_PER_BLOCK",
     "TRACE_BYTES_PER_FILE_BYTE",
     "WORKLOAD_BYTES_PER_TOKEN",
     "MemoryLimit",
@@ -57,6 +64,7 @@ __all__ = [
 ]
 
 POOL_BYTES_PER_BLOCK = 240
+TIER_BYTES_PER_BLOCK = POOL_BYTES_PER_BLOCK
 WORKLOAD_BYTES_PER_TOKEN = 16
 RUN_BYTES_PER_TOKEN = 24
 TRACE_BYTES_PER_FILE_BYTE = 10
@@ -78,8 +86,14 @@ def memory_limit() -> MemoryLimit:
     except (AttributeError, ValueError, OSError):  # no sysconf, or no such name here
         physical = -1
     if physical <= 0:
-        return MemoryLimit(FALLBACK_LIMIT, "a fixed limit: this machine's memory is unknown")
-    return MemoryLimit(physical // 2, f"half of this machine's {size_in_words(physical)}")
+        limit = MemoryLimit(FALLBACK_LIMIT, "a fixed limit: this machine's memory is unknown")
+    else:
+        limit = MemoryLimit(physical // 2, f"half of this machine's {size_in_words(physical)}")
+    address_space = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if address_space != resource.RLIM_INFINITY and address_space * 4 // 5 < limit.bytes:
+        words = size_in_words(address_space)
+        return MemoryLimit(address_space * 4 // 5, f"80 % of the address-space limit of {words}")
+    return limit
 
 
 def builtin_prompt_tokens(sessions: int, turns: int, system_prompt_tokens: int) -> int:
@@ -103,8 +117,10 @@ class SimulationSize:
     """The estimate for one simulation: the workload (built here or loaded) and one run."""
 
     prompt_tokens: int
-    blocks: int
+    blocks: int  # one instance's pool
     workload_built: bool  # False: already in memory (a loaded trace)
+    instances: int = 1  # engines, each with its own pool of ``blocks``
+    tier_blocks: int = 0  # the external tier the instances share
 
     @property
     def workload_bytes(self) -> int:
@@ -113,7 +129,9 @@ class SimulationSize:
 
     @property
     def pool_bytes(self) -> int:
-        return self.blocks * POOL_BYTES_PER_BLOCK
+        """Every instance's pool and the tier."""
+        pools = self.blocks * self.instances * POOL_BYTES_PER_BLOCK
+        return pools + self.tier_blocks * TIER_BYTES_PER_BLOCK
 
     @property
     def total_bytes(self) -> int:

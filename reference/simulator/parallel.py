@@ -84,7 +84,8 @@ from urllib.parse import urlsplit
 import attrs
 
 from junction.reference.errors import JunctionError
-from junction.reference.workloads.tracefile import load_any_trace
+from junction.reference.workloads.trace import TraceError
+from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text, text_digest
 
 from .geometries import GEOMETRIES
 from .memory import TRACE_BYTES_PER_FILE_BYTE, memory_limit
@@ -148,6 +149,10 @@ class TraceSource:
     requests: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(_at_least_1)
     )
+    # The digest of the text the parent checked (``tracefile.text_digest``): a worker
+    # refuses a file that changed since, so every row is computed on the text the
+    # report names. ``None``: not checked.
+    digest: str | None = None
 
     @property
     def option(self) -> str:
@@ -157,7 +162,12 @@ class TraceSource:
 
     def load(self) -> Workload:
         """The workload; raises ``workloads.trace.TraceError`` naming the file and line."""
-        loaded = load_any_trace(self.path, memory_limit().bytes // TRACE_BYTES_PER_FILE_BYTE)
+        text = read_trace_text(self.path, memory_limit().bytes // TRACE_BYTES_PER_FILE_BYTE)
+        if self.digest is not None and text_digest(text) != self.digest:
+            raise TraceError(
+                self.path, 0, None, "changed since it was checked: its text is not the one read"
+            )
+        loaded = parse_any_trace(text, self.path)
         requests = loaded[: self.requests] if self.requests is not None else loaded
         return trace_file_workload(self.path, requests)
 

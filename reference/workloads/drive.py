@@ -225,7 +225,8 @@ def run_trace(
 ) -> Replay:
     """Open loop: each turn is submitted once the clock reaches its ``arrival_ms``.
 
-    ``turns`` must be in arrival order, each with an ``arrival_ms``; a
+    ``turns`` must be in arrival order, each with an ``arrival_ms``; the
+    clock (and every time reported) counts from the first arrival. A
     request that arrives during a step is submitted when the step ends (the
     scheduler sees it at the next one), its queueing counted from its
     arrival. An idle engine's clock jumps to the next arrival. Raises
@@ -241,6 +242,11 @@ def run_trace(
                 f"(arrival order), got {arrival!r}"
             )
         times.append(arrival)
+    # The clock starts at the first arrival: a trace's timestamps may be epoch-scale
+    # integers (nanoseconds since 1970 are accepted), where a float clock has no room
+    # left for a step's milliseconds. Differences are taken in ints, then made floats.
+    first = times[0] if times else 0
+    times = [time - first for time in times]
     timeline = Timeline(engine, model, on_finished)
     following = 0
     while following < len(turns) or not engine.idle:

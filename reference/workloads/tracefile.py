@@ -20,6 +20,7 @@ the other (a malformed line would be reported against the wrong format).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -39,6 +40,7 @@ __all__ = [
     "load_any_trace",
     "parse_any_trace",
     "read_trace_text",
+    "text_digest",
 ]
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -101,6 +103,11 @@ def read_trace_text(path: str | Path, max_bytes: int) -> str:
         return data.decode("utf-8")
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
         raise TraceError(source, 0, None, f"cannot read: {error}") from None
+
+
+def text_digest(text: str) -> str:
+    """The SHA-256 of a trace's (decompressed) text: what a worker checks it read."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def detect_format(text: str, source: str) -> TraceFormat:

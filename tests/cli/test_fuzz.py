@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from junction.core import GroupSpec, HybridGeometry
+from junction.reference.cli.fuzz_supervisor import Limits, RemotePolicy, remote_policy
 from junction.reference.cli.main import main as reference
-from junction.reference.cli.policy_worker import CallBoard, WatchedPolicy
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
 from junction.reference.policies.builtin import JunctionPolicy
@@ -74,18 +74,25 @@ def test_bad_options_exit_2(
 
 
 def test_the_worker_asks_the_optional_prefill_checkpoint_question() -> None:
-    # fuzz runs the policy behind the worker's WatchedPolicy: a policy whose split
-    # relies on the backend writing its prefill checkpoint inside a chunk must be
-    # judged on an engine that writes it, so the declaration and the question pass.
-    policy = JunctionPolicy(JunctionOptions(prefill_checkpoint_alignment=4))
-    board = CallBoard(multiprocessing.get_context("spawn"))
-    watched = CheckedPolicy(WatchedPolicy(policy, policy.name, board))
+    # fuzz asks the policy's worker for every answer: a policy whose split relies on
+    # the backend writing its prefill checkpoint inside a chunk must be judged on an
+    # engine that writes it, so the declaration and the question cross the wire.
+    policy = CheckpointsInside()
     direct = CheckedPolicy(policy)
-    assert watched.writes_prefill_checkpoints
     geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
     request = Request(0, (0,) * 30, 1, 4)
-    answers = [watched.prefill_checkpoint(geometry, request, n) for n in range(1, 31)]
+    limits = Limits(30.0, 10.0)
+    with remote_policy(f"{__name__}:CheckpointsInside", limits, time.monotonic() + 30) as remote:
+        assert isinstance(remote, RemotePolicy)
+        watched = CheckedPolicy(remote)
+        assert watched.writes_prefill_checkpoints
+        answers = [watched.prefill_checkpoint(geometry, request, n) for n in range(1, 31)]
     assert answers == [direct.prefill_checkpoint(geometry, request, n) for n in range(1, 31)]
-    assert any(answers) and board.read()[0] == 0.0
-    plain = CheckedPolicy(WatchedPolicy(JunctionPolicy(), "junction", board))
-    assert not plain.writes_prefill_checkpoints
+    assert any(answers)
+    with remote_policy("junction", limits, time.monotonic() + 30) as plain:
+        assert isinstance(plain, RemotePolicy)
+        assert not CheckedPolicy(plain).writes_prefill_checkpoints
+
+
+def CheckpointsInside() -> JunctionPolicy:
+    return JunctionPolicy(JunctionOptions(prefill_checkpoint_alignment=4))

@@ -181,4 +181,6 @@ def test_where_narrows_the_geometries_and_marks_empty_scopes() -> None:
         JunctionPolicy(), examples=5, promises=["segments"], where=lambda g: g.use_eagle
     )
     (verdict,) = report.verdicts
-    assert verdict.status is Verdict.NOT_APPLICABLE and report.passed
+    # Nothing judged is no evidence: unchecked, and the run fails (it used to pass as n/a).
+    assert verdict.status is Verdict.UNCHECKED and not report.passed
+    assert verdict.examples == 0 and "no example was judged" in verdict.error

@@ -79,6 +79,7 @@ def test_an_older_copy_is_an_available_update_not_drift(
     fields = json.loads(stamp_path.read_text())
     fields["files"]["grid.py"] = vendoring.content_hashes(vendored)["grid.py"]
     fields["digest"] = vendoring.set_digest(fields["files"])
+    fields["commit"] = "0" * 40  # another core is another commit (the same one is a forgery)
     stamp_path.write_text(json.dumps(fields))
     code, out, _ = run(capsys, "check", str(vendored))
     assert code == 0

@@ -1,0 +1,251 @@
+"""The message format between ``fuzz`` and its policy worker: plain data, bounded, checked.
+
+Every message is one *frame*: a 4-byte big-endian length, then that many
+bytes of UTF-8 JSON. Decoding runs no code of the sender's (no pickle, no
+object hooks but a duplicate-key check) and refuses what JSON allows and a
+message never needs: a frame over :data:`MAX_FRAME` bytes (checked on the
+length, before a byte of the body is read), floats, ``NaN``/``Infinity``,
+duplicate keys, nesting past a few levels, integers past 64 bits. Whatever
+a frame says, :func:`decode` gives plain ``dict``/``list``/``str``/``int``/
+``bool``/``None`` values, and the reader (:mod:`.fuzz_supervisor`) checks
+their shapes before using any.
+
+Both ends read and write with deadlines (``select`` on raw descriptors), so
+a peer that stops reading or writing costs the caller its deadline, never a
+hang. Rejected: ``multiprocessing.Connection`` (pickle: a message can run
+code in the reader); a line-based format (a policy's stray write on the
+same pipe would splice into a message undetected).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from junction.reference.errors import JunctionError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FRAME",
+    "ChannelClosed",
+    "ChannelTimeout",
+    "FrameReader",
+    "MalformedMessage",
+    "decode",
+    "encode",
+    "read_frame",
+    "write_frame",
+]
+
+MAX_FRAME = 1 << 20  # bytes of JSON in one message: a mask of a chunk is far smaller
+MAX_DEPTH = 4  # nesting of lists and objects a message may have
+_MAX_INT = 1 << 63
+_HEADER = struct.Struct(">I")
+_POLL = 0.05  # seconds between checks that the writer is still alive while nothing arrives
+
+
+class MalformedMessage(JunctionError):
+    """A frame that is not a message of this format; the text says which rule it broke."""
+
+
+class ChannelClosed(JunctionError):
+    """The peer closed its end (or died) before a whole frame arrived."""
+
+    def __init__(self, message: str = "the peer closed its end before a whole frame") -> None:
+        super().__init__(message)
+
+
+class ChannelTimeout(JunctionError):
+    """The deadline passed before a whole frame was read or written."""
+
+    def __init__(self, message: str = "the deadline passed before a whole frame") -> None:
+        super().__init__(message)
+
+
+def _reject_constant(name: str) -> Any:
+    raise MalformedMessage(f"{name} is not a value of this format")
+
+
+def _reject_float(text: str) -> Any:
+    raise MalformedMessage(f"a float ({text[:20]}) is not a value of this format")
+
+
+def _int(text: str) -> int:
+    if len(text) > 20:
+        raise MalformedMessage(f"an integer of {len(text)} digits is past 64 bits")
+    value = int(text)
+    if not -_MAX_INT <= value < _MAX_INT:
+        raise MalformedMessage(f"the integer {value} is past 64 bits")
+    return value
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise MalformedMessage(f"the key {key[:40]!r} appears twice")
+        result[key] = value
+    return result
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_object,
+    parse_float=_reject_float,
+    parse_int=_int,
+    parse_constant=_reject_constant,
+    strict=True,
+)
+
+
+def _depth(value: object, limit: int) -> None:
+    """Raise unless ``value`` nests at most ``limit`` lists/objects (iteratively)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is list or type(item) is dict:
+            if depth >= limit:
+                raise MalformedMessage(f"nested deeper than {limit} levels")
+            children = item.values() if type(item) is dict else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def decode(body: bytes) -> Any:
+    """A frame's body as plain data; :class:`MalformedMessage` for anything else.
+
+    Deep nesting ends the C decoder's recursion (``RecursionError``, caught)
+    long before it costs memory; what decodes is then held to :data:`MAX_DEPTH`.
+    """
+    if len(body) > MAX_FRAME:
+        raise MalformedMessage(f"a message of {len(body)} bytes is over {MAX_FRAME}")
+    try:
+        text = body.decode("utf-8")
+        value = _DECODER.decode(text)
+    except MalformedMessage:
+        raise
+    except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError
+        raise MalformedMessage(f"not JSON: {' '.join(str(error).split())[:120]}") from None
+    _depth(value, MAX_DEPTH)
+    return value
+
+
+def encode(message: object) -> bytes:
+    """``message`` (plain data) as one frame, header included."""
+    body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    if len(body) > MAX_FRAME:
+        raise MalformedMessage(f"a message of {len(body)} bytes is over {MAX_FRAME}")
+    return _HEADER.pack(len(body)) + body
+
+
+def _wait(fd: int, writing: bool, deadline: float | None) -> None:
+    """Until ``fd`` is ready (``deadline`` ``None``: however long that takes)."""
+    left = None if deadline is None else deadline - time.monotonic()
+    if left is not None and left <= 0:
+        raise ChannelTimeout
+    ready = select.select([], [fd], [], left) if writing else select.select([fd], [], [], left)
+    if not any(ready):
+        raise ChannelTimeout
+
+
+def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
+    chunks: list[bytes] = []
+    while size:
+        _wait(fd, False, deadline)
+        try:
+            chunk = os.read(fd, min(size, 1 << 16))
+        except BlockingIOError:
+            continue
+        except OSError:
+            raise ChannelClosed from None
+        if not chunk:
+            raise ChannelClosed
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, deadline: float | None) -> Any:
+    """The next message on ``fd``, decoded, by ``deadline`` (``time.monotonic``; ``None``: none).
+
+    The parent's descriptors are non-blocking, so a short read never blocks
+    past the deadline.
+
+    Raises :class:`ChannelTimeout`, :class:`ChannelClosed`, or
+    :class:`MalformedMessage` (an oversized length is refused before its body is read).
+    """
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    if size > MAX_FRAME:
+        raise MalformedMessage(f"a message of {size} bytes is over {MAX_FRAME}")
+    return decode(_read_exactly(fd, size, deadline))
+
+
+def write_frame(fd: int, message: object, deadline: float | None) -> None:
+    """Write ``message`` as one frame by ``deadline``; :class:`ChannelClosed`: the peer is gone."""
+    data = memoryview(encode(message))
+    while data:
+        _wait(fd, True, deadline)
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:
+            continue
+        except OSError:  # EPIPE: the reader is gone
+            raise ChannelClosed from None
+        data = data[written:]
+
+
+class FrameReader:
+    """Frames from a non-blocking descriptor, read with a deadline and a liveness check.
+
+    A writer that died while something else (a grandchild it forked) still
+    holds the pipe open would never produce end-of-file, so while nothing
+    arrives the reader asks ``alive()`` every few hundredths of a second and
+    gives up (:class:`ChannelClosed`) once it says no. The buffer holds at
+    most one frame and one read beyond it.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+
+    def _frame(self) -> bytes | None:
+        if len(self._buffer) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(self._buffer)
+        if size > MAX_FRAME:
+            raise MalformedMessage(f"a message of {size} bytes is over {MAX_FRAME}")
+        end = _HEADER.size + size
+        if len(self._buffer) < end:
+            return None
+        body = bytes(self._buffer[_HEADER.size : end])
+        del self._buffer[:end]
+        return body
+
+    def read(self, deadline: float, alive: Callable[[], bool]) -> Any:
+        """The next message, decoded; :class:`ChannelTimeout` at ``deadline``,
+        :class:`ChannelClosed` at end-of-file or once ``alive()`` is false,
+        :class:`MalformedMessage` for a frame that breaks the format."""
+        while True:
+            body = self._frame()
+            if body is not None:
+                return decode(body)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChannelTimeout
+            ready, _, _ = select.select([self._fd], [], [], min(left, _POLL))
+            if not ready:
+                if not alive():
+                    raise ChannelClosed
+                continue
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                raise ChannelClosed from None
+            if not chunk:
+                raise ChannelClosed
+            self._buffer += chunk

@@ -1,0 +1,163 @@
+"""An output set is one unit: a lock per output, a journal against a kill, no leftovers.
+
+Each failure here was issue 24's: a SIGKILL during the commit left one run's
+JSON beside another's text and stray temporary files; two runs into one
+``--out`` interleaved; an ``--out`` on a ``/sys``-like file system passed the
+check (its mode bits say writable) and failed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from junction.reference.cli import outputs
+from junction.reference.cli.main import main
+from tests.cli.in_process import run_in_process
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _python(script: str, **popen: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **popen,  # type: ignore[call-overload]
+    )
+
+
+def test_a_second_run_into_a_locked_output_is_refused_before_it_starts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    holder = _python(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from junction.reference.cli import outputs
+        outputs.check_folder("--out", Path({str(out)!r}), ["a.json"])
+        print("locked", flush=True)
+        time.sleep(60)
+        """
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(
+            outputs.OutputError, match=rf"another run is writing into it \(pid {holder.pid}\)"
+        ):
+            outputs.check_folder("--out", out, ["a.json"])
+    finally:
+        holder.kill()
+        holder.communicate()
+    outputs.check_folder("--out", out, ["a.json"])  # the lock died with its holder
+    outputs.commit(out, {"a.json": b"{}"})  # and a commit releases this process's
+
+
+def test_simulate_into_an_output_another_run_holds_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    holder = _python(
+        f"""
+        import time
+        from pathlib import Path
+        from junction.reference.cli import outputs
+        outputs.check_folder("--out", Path({str(out)!r}), [])
+        print("locked", flush=True)
+        time.sleep(60)
+        """
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        ended = run_in_process(main, ["simulate", "--sessions", "2", "--out", str(out)], capsys)
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert ended.code == 2 and "another run is writing into it" in ended.last_line
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_commit_killed_between_its_moves_is_finished_by_the_next_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.json").write_bytes(b"old json")
+    (out / "run.txt").write_bytes(b"old text")
+    (out / "notes.md").write_bytes(b"the user's own file")
+    killed = _python(
+        f"""
+        import os
+        from pathlib import Path
+        from junction.reference.cli import outputs
+        moves = []
+        real = os.replace
+        def replace(source, target):
+            real(source, target)
+            moves.append(target)
+            if str(target).endswith(".txt") or len(moves) == 3:  # the journal, then one file
+                os._exit(9)  # as SIGKILL would: nothing after this runs
+        os.replace = replace
+        outputs.commit(Path({str(out)!r}), {{"run.txt": b"new text", "run.json": b"new json"}})
+        """
+    )
+    killed.communicate(timeout=60)
+    assert killed.returncode == 9
+    assert any(p.name.startswith(outputs.JOURNAL_PREFIX) for p in out.iterdir())  # mid-commit
+    mixed = {p.name: p.read_bytes() for p in out.iterdir() if p.name.startswith("run.")}
+    assert mixed == {"run.txt": b"new text", "run.json": b"old json"}  # what a reader saw
+    outputs.check_folder("--out", out, ["run.json", "run.txt"])  # the next run
+    outputs.commit(out, {"other.json": b"{}"})
+    assert sorted(p.name for p in out.iterdir()) == [
+        "notes.md",
+        "other.json",
+        "run.json",
+        "run.txt",
+    ]
+    assert (out / "run.json").read_bytes() == b"new json"
+    assert (out / "run.txt").read_bytes() == b"new text"
+
+
+def test_leftover_temporary_files_of_a_killed_run_are_removed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    leftovers = [
+        ".run.json.0123abcd.tmp",
+        ".run.txt.deadbeef.tmp",
+        "..junction-commit-0123456789ab.json.0badf00d.tmp",
+    ]
+    for name in leftovers:
+        (out / name).write_bytes(b"half")
+    (out / ".run.json.mine.tmp").write_bytes(b"not ours: another pattern")
+    outputs.commit(out, {"run.json": b"{}", "run.txt": b""})
+    assert sorted(p.name for p in out.iterdir()) == [".run.json.mine.tmp", "run.json", "run.txt"]
+
+
+@pytest.mark.skipif(
+    not (Path("/sys/kernel").is_dir() and os.access("/sys/kernel", os.W_OK)),
+    reason="needs a /sys whose mode bits say writable (root on Linux)",
+)
+@pytest.mark.parametrize("where", ["/sys/kernel/junction-out", "/sys/kernel"])
+def test_an_output_on_a_sys_like_file_system_is_refused_before_the_run(where: str) -> None:
+    with pytest.raises(outputs.OutputError, match="not writable"):
+        outputs.check_folder("--out", Path(where), ["simulate.json"])
+
+
+def test_end_to_end_simulate_into_sys_exits_2_at_once(tmp_path: Path) -> None:
+    if not os.access("/sys/kernel", os.W_OK):
+        pytest.skip("needs a /sys whose mode bits say writable (root on Linux)")
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "junction.reference", "simulate", "--out", "/sys/kernel/x"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "not writable" in done.stderr.strip().splitlines()[-1]
+    assert time.monotonic() - started < 10
