@@ -20,6 +20,7 @@ from junction.reference.cli import main as cli_main
 from junction.reference.oracle.exhaustive import (
     count_inputs,
     mask_inputs,
+    next_turn_inputs,
     reconcile_inputs,
     split_inputs,
 )
@@ -44,6 +45,7 @@ def test_the_counts_are_the_enumerations_sizes(bound: int) -> None:
         "reachable_block_mask": sum(1 for _ in mask_inputs(core, bound)),
         "mamba_block_aligned_split": sum(1 for _ in split_inputs(bound)),
         "reconcile_hits": sum(1 for _ in reconcile_inputs(core, bound)),
+        "promised_positions": sum(1 for _ in next_turn_inputs(core, bound)),
     }
 
 
