@@ -39,9 +39,10 @@ interpreted engine.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 
-from junction.core import GroupKind, GroupSpec, cdiv
+from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv, decode_checkpoint
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.config import EngineConfig, Metrics
 from junction.reference.engine.coordinator import Coordinator
@@ -53,6 +54,18 @@ from junction.reference.engine.tier import TierConnector
 
 # EngineConfig and Metrics (config.py) are re-exported: they come with the engine.
 __all__ = ["Engine", "EngineConfig", "Metrics"]
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_lag(geometry: HybridGeometry) -> int:
+    """:meth:`Engine._decode_checkpoint_lag` of a geometry, computed once."""
+    period = geometry.scheduler_block_size
+    start = 2 * period  # the lag repeats from here (below, floors at 0 clip it)
+    lag = max(
+        computed - decode_checkpoint(geometry, computed + 1)
+        for computed in range(1, start + period)
+    )
+    return max(lag, period - 1)
 
 
 class Engine:
@@ -84,18 +97,36 @@ class Engine:
         # Finished in the last step: their tokens are released at the next one
         # (request.py: what a finished request keeps).
         self._finished: list[Request] = []
+        # Decode checkpoints: how far below the computed tokens a pinned state or a
+        # held window may lie (``_group_peak``), and so how many states are pinned.
+        self._decode_lag = self._decode_checkpoint_lag()
         # What submit refuses, bound once: the peak is a function of the length alone.
         self._longest_fitting = self._longest_fitting_request()
 
     # -- requests -------------------------------------------------------------
-    def submit(self, prompt: tuple[int, ...], max_output_tokens: int) -> int:
+    def submit(
+        self,
+        prompt: tuple[int, ...],
+        max_output_tokens: int,
+        declared_checkpoints: tuple[int, ...] = (),
+    ) -> int:
         """Queue a request; raises ``ValueError`` if it could never make progress alone.
+
+        ``declared_checkpoints``: prompt positions its application declares
+        (``ValueError`` for one outside ``[0, len(prompt)]``); a policy reads
+        them from the request (docs/domain.md, "The next turn").
 
         A request that needs more blocks at once than the pool has would be
         admitted, fill the pool, preempt itself and start over forever, so it
         is refused up front, with the count (:meth:`blocks_at_peak`).
         """
-        request = Request(self._next_id, prompt, max_output_tokens, self.geometry.hash_block_size)
+        request = Request(
+            self._next_id,
+            prompt,
+            max_output_tokens,
+            self.geometry.hash_block_size,
+            declared_checkpoints,
+        )
         num_tokens = len(prompt) + max_output_tokens - 1
         longest = self._longest_fitting
         if longest is not None and num_tokens > longest:
@@ -158,16 +189,38 @@ class Engine:
         blocks, and never more than ``cdiv(N, B)``. Mamba: the running state
         and the latest one, which stays held (copied, not overwritten) when it
         is cached: 2; 3 when the policy's chunks write an internal prefill
-        checkpoint (its block is held during the step).
+        checkpoint (its block is held during the step). With decode checkpoints
+        kept, a Mamba group also pins a state at each hit-grid point within the
+        lag below the computed tokens (:meth:`decode_pins`), and a sliding window
+        holds its window that much further back.
         """
         size = group.block_size
         if group.kind is GroupKind.MAMBA:
-            return 3 if self.policy.writes_prefill_checkpoints else 2
+            base = 3 if self.policy.writes_prefill_checkpoints else 2
+            return base + self.decode_pins
         every_block = cdiv(num_tokens, size)
         if group.window is None:
             return every_block
-        reach = group.window - 1 + self._chunk_limit + size - 1
+        reach = group.window - 1 + self._chunk_limit + size - 1 + self._decode_lag
         return min(every_block, cdiv(reach, size))
+
+    def _decode_checkpoint_lag(self) -> int:
+        """How far below the computed tokens ``c`` a next turn may resume: 0 without
+        decode checkpoints; else the most ``c - core.decode_checkpoint(c + 1)`` over
+        one period of the scheduler block ``L`` (the answer repeats every ``L``),
+        or ``L - 1`` (a policy keeping the latest scheduler-aligned state), whichever
+        is more. A policy whose positions lie lower is found by :meth:`check`."""
+        if not self.policy.keeps_decode_checkpoints:
+            return 0
+        return _decode_lag(self.geometry)
+
+    @property
+    def decode_pins(self) -> int:
+        """The most Mamba states a decoding request pins at once (0 without decode
+        checkpoints): the hit-grid points within :meth:`_decode_checkpoint_lag`."""
+        if not self.policy.keeps_decode_checkpoints:
+            return 0
+        return self._decode_lag // self.geometry.hit_grid_tokens + 1
 
     @property
     def _chunk_limit(self) -> int:
@@ -306,6 +359,7 @@ class Engine:
 
     def _finish(self, request: Request) -> None:
         self.running.remove(request)
+        self.coordinator.publish(request)
         self.coordinator.free(request)
         request.status = RequestStatus.FINISHED
         self._finished.append(request)
@@ -374,6 +428,7 @@ class Engine:
                             f"{request}: group {manager.group_id} has slots for {slots}",
                         )
                     continue
+                manager.check_pins(request, self.decode_pins)
                 # A Mamba group resumes from the state after exactly the computed tokens.
                 state = manager.state(request.request_id)
                 at = request.num_computed_tokens

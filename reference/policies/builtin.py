@@ -7,7 +7,10 @@
   (``core.checkpoint_stop``); the exact finders land on them. It keeps every
   promise of docs/domain.md, under EAGLE and ``R > 0``, and with its engine
   option on (``JunctionOptions``: an internal prefill checkpoint, whose state
-  the backend writes inside the chunk, so the split runs past it).
+  the backend writes inside the chunk, so the split runs past it), and, with
+  ``decode_checkpoints``, the next turn (promise 9). It promises the
+  positions a request declares (``declared_checkpoints``) as it does the
+  junction.
 * ``dense``: the same chunks, but every block it materialises is cached
   (``R`` is ignored). In align mode a Mamba state exists only where a chunk
   ended, so an interval policy, whose split also stops at every segment, can
@@ -33,6 +36,7 @@ from junction.core import (
     HybridGeometry,
     InvalidArgument,
     PrefillCheckpoints,
+    decode_checkpoint,
     prefill_end,
     promised_positions,
     promised_stop,
@@ -64,6 +68,7 @@ class JunctionPolicy:
     name = "junction"
     options = DEFAULT_OPTIONS
     writes_prefill_checkpoints = False
+    keeps_decode_checkpoints = False
     # The reachable boundaries are the prompt's and the junction's (the
     # protocol's declaration): a subclass whose junction() reads more says False.
     fixed_boundaries = True
@@ -73,6 +78,7 @@ class JunctionPolicy:
             raise InvalidArgument("options", options, "must be a JunctionOptions")
         self.options = options
         self.writes_prefill_checkpoints = options.prefill_checkpoint_alignment is not None
+        self.keeps_decode_checkpoints = options.decode_checkpoints
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""
@@ -86,7 +92,14 @@ class JunctionPolicy:
             request.num_prompt_tokens,
             self.junction(request),
             prefill_end(request.num_prompt_tokens, request.num_tokens),
+            declared_checkpoints=declared(request),
         )
+
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
+        """Where the next turn of the request resumes were it to finish with its
+        ``num_tokens`` (``core.decode_checkpoint``; none when that is 0)."""
+        position = decode_checkpoint(geometry, request.num_tokens)
+        return (position,) if position else ()
 
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
@@ -205,7 +218,14 @@ class JunctionPolicy:
             geometry.eagle_drop_tokens,
             geometry.sub_block_full_attention_sizes,
             geometry.hit_grid_tokens,
+            declared(request),
         )
+
+
+def declared(request: RequestView) -> tuple[int, ...]:
+    """The positions the request's application declared (``()`` for a view without them)."""
+    positions = getattr(request, "declared_checkpoints", ())
+    return positions if type(positions) is tuple else tuple(positions)
 
 
 class DensePolicy(JunctionPolicy):
