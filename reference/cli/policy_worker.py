@@ -166,6 +166,21 @@ class WatchedPolicy:
         finally:
             self._board.end()
 
+    @property
+    def keeps_decode_checkpoints(self) -> object:
+        """The policy's optional question (the next turn), read (and judged) by
+        ``CheckedPolicy``: fuzzed without it, promise 9 would be n/a for a policy
+        that makes it, and the engine would pin nothing."""
+        return getattr(self._policy, "keeps_decode_checkpoints", False)
+
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> Any:
+        """Asked only when the policy declares ``keeps_decode_checkpoints``."""
+        self._board.begin(f"decode_checkpoints({describe_request(request)})")
+        try:
+            return self._policy.decode_checkpoints(geometry, request)  # type: ignore[attr-defined]
+        finally:
+            self._board.end()
+
     def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> Any:
         self._board.begin(f"checkpoint_positions({describe_request(request)})")
         try:

@@ -194,7 +194,9 @@ def run_conformance(
     narrows the geometries (e.g. an engine without partial hits:
     ``lambda g: not g.partial_hits``). ``eviction`` is the engine's eviction
     policy (``None``: its default, LRU); only the safety promise's scenarios
-    fill the pool, so it is the one it changes.
+    fill the pool, so it is the one it changes. A promise the policy does not
+    make (the next turn, for a policy without decode checkpoints:
+    ``Promise.applies_to``) is ``n/a`` and runs no example.
 
     Hooks: ``on_progress(promise, examples, status)`` after each batch;
     ``on_example(promise, examples, scenario)`` before each example (its
@@ -209,6 +211,9 @@ def run_conformance(
     chosen = [Promise.named(p) for p in promises]
     subject = EngineSubject(policy, engine_factory, eviction)
     state = {promise: _Progress(promise) for promise in chosen}
+    for promise in chosen:  # a promise the policy does not make (the next turn): n/a
+        if not promise.applies_to(policy):
+            state[promise].status = Verdict.NOT_APPLICABLE
     started = time.perf_counter()
 
     def out_of_time() -> bool:

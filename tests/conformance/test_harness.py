@@ -21,14 +21,26 @@ from junction.reference.policies.builtin import (
     JunctionPolicy,
     resolve_policy,
 )
+from junction.reference.policies.options import JunctionOptions
 
 
 def test_a_conforming_policy_gets_a_clean_report() -> None:
     report = run_conformance(JunctionPolicy(), examples=10, seed=3)
     assert report.passed and report.policy == "junction" and report.seed == 3
     assert [v.promise for v in report.verdicts] == list(Promise)
-    assert all(v.status is Verdict.KEPT and v.examples == 10 for v in report.verdicts)
+    made = [v for v in report.verdicts if v.promise is not Promise.NEXT_TURN]
+    assert all(v.status is Verdict.KEPT and v.examples == 10 for v in made)
+    # The next turn is promised only with decode checkpoints: n/a, no example run.
+    (next_turn,) = (v for v in report.verdicts if v.promise is Promise.NEXT_TURN)
+    assert next_turn.status is Verdict.NOT_APPLICABLE and next_turn.examples == 0
     assert "junction" in report.table()
+
+
+def test_with_decode_checkpoints_the_next_turn_is_kept() -> None:
+    policy = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
+    report = run_conformance(policy, examples=30, seed=3, promises=["next_turn"])
+    (verdict,) = report.verdicts
+    assert verdict.status is Verdict.KEPT and verdict.examples == 30
 
 
 def test_a_violation_comes_back_shrunk_and_replayable() -> None:

@@ -174,7 +174,8 @@ def test_the_compiled_engine_runs_step_for_step_like_the_interpreted_one() -> No
     assert found["conformance"] == expected["conformance"]
     statuses = {(name, status) for name, status, _, _ in found["conformance"]}
     assert ("junction", "violated") in statuses  # interval's, the last verdict
-    assert sum(status == "kept" for _, status, _, _ in found["conformance"]) == len(Promise)
+    made = sum(p.applies_to(JunctionPolicy()) for p in Promise)  # the next turn: n/a
+    assert sum(status == "kept" for _, status, _, _ in found["conformance"]) == made
 
 
 def test_run_runs_a_module_on_the_compiled_engine() -> None:

@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Scenario, replay, scenarios
 from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.policies.options import JunctionOptions
 
 POLICY = JunctionPolicy()
 
@@ -98,3 +99,13 @@ def test_promise_7_safety_under_pressure(scenario: Scenario) -> None:
 @given(scenarios("tier"))
 def test_promise_8_tier(scenario: Scenario) -> None:
     assert_holds(scenario)
+
+
+NEXT_TURN_POLICY = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
+
+
+@given(scenarios("next_turn"))
+def test_promise_9_next_turn(scenario: Scenario) -> None:
+    """With decode checkpoints on (promise 9 is the option's promise)."""
+    violation = replay(scenario, NEXT_TURN_POLICY)
+    assert violation is None, f"{violation}\nscenario: {scenario.to_json()}"
