@@ -23,13 +23,35 @@ hit nor shared), so the skip changes nothing in a run.
 
 from __future__ import annotations
 
-from junction.core import HitReconciler, HitReconciliation, HybridGeometry, floor_to
+import functools
+
+from junction.core import (
+    HitReconciler,
+    HitReconciliation,
+    HybridGeometry,
+    decode_checkpoint,
+    floor_to,
+)
 from junction.reference.engine.block_pool import Block, BlockPool, NoFreeBlocks
 from junction.reference.engine.group_managers import BlockIndex, GroupManager, make_manager
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import NextTurnView, Request
 
 __all__ = ["Coordinator"]
+
+
+@functools.lru_cache(maxsize=256)
+def decode_lag(geometry: HybridGeometry) -> int:
+    """How far below the computed tokens ``c`` a next turn may resume: the most
+    ``c - core.decode_checkpoint(c + 1)`` (it repeats every scheduler block ``L``),
+    or ``L - 1`` (a policy keeping the latest scheduler-aligned state), whichever
+    is more. A policy whose positions lie lower is found by ``Engine.check``."""
+    period = geometry.scheduler_block_size
+    lag = max(
+        computed - decode_checkpoint(geometry, computed + 1)
+        for computed in range(1, 3 * period)  # from 2L on, the lag repeats
+    )
+    return max(lag, period - 1)
 
 
 class Coordinator:
@@ -50,6 +72,8 @@ class Coordinator:
         self.policy = policy
         self.keeps_decode = policy.keeps_decode_checkpoints
         self.decode_positions: dict[int, tuple[int, ...]] = {}
+        # How far below the computed tokens a next turn may resume (0: off).
+        self.decode_lag = decode_lag(geometry) if self.keeps_decode else 0
 
     def lookup(self, request: Request, also: BlockIndex | None = None) -> HitReconciliation:
         """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``).
@@ -118,7 +142,9 @@ class Coordinator:
         positions = self.policy.decode_checkpoints(self.geometry, NextTurnView(request, end))
         self.decode_positions[request.request_id] = positions
         grid = self.geometry.hit_grid_tokens
-        lowest = min(floor_to(x, grid) for x in positions) if positions else end + 1
+        # None now: a later answer may still lie down to the lag below (it grows with c).
+        low = min(positions) if positions else max(end - self.decode_lag, 0)
+        lowest = floor_to(low, grid)
         for manager in self.managers:
             manager.track_decode(request, lowest)
 

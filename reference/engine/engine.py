@@ -39,10 +39,9 @@ interpreted engine.
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv, decode_checkpoint
+from junction.core import GroupKind, GroupSpec, cdiv
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.config import EngineConfig, Metrics
 from junction.reference.engine.coordinator import Coordinator
@@ -54,18 +53,6 @@ from junction.reference.engine.tier import TierConnector
 
 # EngineConfig and Metrics (config.py) are re-exported: they come with the engine.
 __all__ = ["Engine", "EngineConfig", "Metrics"]
-
-
-@functools.lru_cache(maxsize=256)
-def _decode_lag(geometry: HybridGeometry) -> int:
-    """:meth:`Engine._decode_checkpoint_lag` of a geometry, computed once."""
-    period = geometry.scheduler_block_size
-    start = 2 * period  # the lag repeats from here (below, floors at 0 clip it)
-    lag = max(
-        computed - decode_checkpoint(geometry, computed + 1)
-        for computed in range(1, start + period)
-    )
-    return max(lag, period - 1)
 
 
 class Engine:
@@ -205,14 +192,9 @@ class Engine:
         return min(every_block, cdiv(reach, size))
 
     def _decode_checkpoint_lag(self) -> int:
-        """How far below the computed tokens ``c`` a next turn may resume: 0 without
-        decode checkpoints; else the most ``c - core.decode_checkpoint(c + 1)`` over
-        one period of the scheduler block ``L`` (the answer repeats every ``L``),
-        or ``L - 1`` (a policy keeping the latest scheduler-aligned state), whichever
-        is more. A policy whose positions lie lower is found by :meth:`check`."""
-        if not self.policy.keeps_decode_checkpoints:
-            return 0
-        return _decode_lag(self.geometry)
+        """How far below the computed tokens a next turn may resume (0 without decode
+        checkpoints): ``coordinator.decode_lag``."""
+        return self.coordinator.decode_lag
 
     @property
     def decode_pins(self) -> int:

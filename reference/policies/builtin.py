@@ -18,7 +18,9 @@
 * ``interval``: segments every ``R`` plus the replay boundary, never the
   junction: the behaviour before vLLM PR #47782 (with ``R = 0``: no pinning).
 * ``vllm-0.33`` and ``vllm-pr47782``: vLLM's formulas, in
-  ``reference.policies.vllm``.
+  ``reference.policies.vllm``; ``vllm-pr50551``: vLLM 0.33.0 with the open
+  PR #50551's decode checkpoint (the latest scheduler-aligned state).
+* ``junction+decode``: the default policy with decode checkpoints on.
 
 ``resolve_policy`` turns a command-line name into a policy: a built-in name
 or ``module:attribute`` (a policy object, or a class/factory called with no
@@ -256,7 +258,11 @@ class IntervalPolicy(JunctionPolicy):
 
 def builtin_policies() -> dict[str, Callable[[], Policy]]:
     """Name -> factory for every built-in policy (``junction`` first, the default)."""
-    from junction.reference.policies.vllm import VllmPolicy, VllmPR47782Policy
+    from junction.reference.policies.vllm import (
+        VllmPolicy,
+        VllmPR47782Policy,
+        VllmPR50551Policy,
+    )
 
     return {
         "junction": JunctionPolicy,
@@ -264,7 +270,15 @@ def builtin_policies() -> dict[str, Callable[[], Policy]]:
         "interval": IntervalPolicy,
         "vllm-0.33": VllmPolicy,
         "vllm-pr47782": VllmPR47782Policy,
+        "junction+decode": junction_with_decode_checkpoints,
+        "vllm-pr50551": VllmPR50551Policy,
     }
+
+
+def junction_with_decode_checkpoints() -> JunctionPolicy:
+    """The default policy keeping the next turn (``JunctionOptions(decode_checkpoints=True)``:
+    Marconi's full admission, the junction and the last decoded state)."""
+    return JunctionPolicy(JunctionOptions(decode_checkpoints=True))
 
 
 def resolve_policy(name: str) -> Policy:

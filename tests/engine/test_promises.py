@@ -105,6 +105,21 @@ NEXT_TURN_POLICY = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
 
 
 @given(scenarios("next_turn"))
+@example(  # no position while c < 16, then 8: the window's block 0 must not be released
+    Scenario(
+        "next_turn",
+        HybridGeometry(
+            [GroupSpec.full(2), GroupSpec.sliding_window(8, 2)],
+            2,
+            use_eagle=True,
+            retention_interval=0,
+        ),
+        [(0,) * 7],
+        (),
+        4,
+        max_output_tokens=10,
+    )
+)
 def test_promise_9_next_turn(scenario: Scenario) -> None:
     """With decode checkpoints on (promise 9 is the option's promise)."""
     violation = replay(scenario, NEXT_TURN_POLICY)
