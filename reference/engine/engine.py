@@ -8,7 +8,8 @@ runs out, and freeing on finish or abort. Every retention decision comes from
 ``core``, through the retention policy the caller chooses (``policy.py``); this
 module only schedules.
 
-Determinism: single-threaded; output tokens are a hash of (seed, request,
+Determinism: single-threaded; output tokens are the request's scripted
+answer (none unless submitted with one), then a hash of (seed, request,
 position); queues are FIFO. The same config and submissions give the same
 run, step for step, in any process (``PYTHONHASHSEED`` salts no hash it
 uses). ``check()`` verifies every invariant and is meant to be called after
@@ -96,12 +97,15 @@ class Engine:
         prompt: tuple[int, ...],
         max_output_tokens: int,
         declared_checkpoints: tuple[int, ...] = (),
+        answer: tuple[int, ...] = (),
     ) -> int:
         """Queue a request; raises ``ValueError`` if it could never make progress alone.
 
         ``declared_checkpoints``: prompt positions its application declares
         (``ValueError`` for one outside ``[0, len(prompt)]``); a policy reads
-        them from the request (docs/domain.md, "The next turn").
+        them from the request (docs/domain.md, "The next turn"). ``answer``: the
+        output tokens a workload scripts (a conversation's reply, which its next
+        turn resends), emitted first; the engine's own follow (none by default).
 
         A request that needs more blocks at once than the pool has would be
         admitted, fill the pool, preempt itself and start over forever, so it
@@ -113,6 +117,7 @@ class Engine:
             max_output_tokens,
             self.geometry.hash_block_size,
             declared_checkpoints,
+            answer,
         )
         num_tokens = len(prompt) + max_output_tokens - 1
         longest = self._longest_fitting
@@ -328,7 +333,11 @@ class Engine:
             if prefill and connector is not None:
                 connector.save(request)
             if end == request.num_tokens:
-                request.append_output(hash((seed, request.request_id, end)) % vocab_size)
+                emitted, answer = end - request.num_prompt_tokens, request.answer
+                if emitted < len(answer):
+                    request.append_output(answer[emitted])
+                else:
+                    request.append_output(hash((seed, request.request_id, end)) % vocab_size)
                 if request.num_tokens - request.num_prompt_tokens >= request.max_output_tokens:
                     self._finish(request)
         metrics.evictions = self.pool.evictions

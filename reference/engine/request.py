@@ -34,16 +34,19 @@ class RequestStatus(enum.Enum):
 class Request:
     """Prompt plus accepted output tokens, and how far the engine has computed them.
 
-        ``shared_prefix_boundary`` is the junction ``J`` found at the last
-        admission with no computed tokens; it lives across steps and is
-        recomputed when the request is admitted again after preemption.
-        ``declared_checkpoints``: positions of the prompt its application declared.
-    ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
-        the request's length once they are released. ``prefill_end`` is
-        ``core.prefill_end(P, N)``: where prefill ends and decode begins.
+            ``shared_prefix_boundary`` is the junction ``J`` found at the last
+            admission with no computed tokens; it lives across steps and is
+            recomputed when the request is admitted again after preemption.
+            ``declared_checkpoints``: positions of the prompt its application declared.
+    ``answer``: output tokens the workload scripts (what a later turn resends), emitted
+    before the engine's own.
+        ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
+            the request's length once they are released. ``prefill_end`` is
+            ``core.prefill_end(P, N)``: where prefill ends and decode begins.
     """
 
     __slots__ = (
+        "answer",
         "chain",
         "declared_checkpoints",
         "hit_length",
@@ -65,6 +68,7 @@ class Request:
         max_output_tokens: int,
         hash_unit: int,
         declared_checkpoints: Sequence[int] = (),
+        answer: Sequence[int] = (),
     ) -> None:
         if not prompt:
             raise ValueError(f"request {request_id}: a prompt needs at least one token")
@@ -78,6 +82,9 @@ class Request:
                 )
         # Positions the request's application declared (docs/domain.md, "The next turn").
         self.declared_checkpoints: tuple[int, ...] = tuple(sorted(set(declared_checkpoints)))
+        # The answer a workload knows (its next turn resends it): the engine emits
+        # these tokens first, then its own.
+        self.answer: tuple[int, ...] = tuple(answer)
         self.request_id = request_id
         self.max_output_tokens = max_output_tokens
         self.tokens: list[int] = list(prompt)
