@@ -9,7 +9,9 @@ in what they retain:
 * ``dense``: every materialised block is cached (``R`` is ignored: ``None``);
 * ``interval``: one checkpoint per ``R``-token segment plus the replay
   boundary, never the junction (with ``R = 0``: vLLM before PR #47782);
-* ``junction``: the same, and the junction pinned (the default policy).
+* ``junction``: the same, and the junction pinned (the default policy);
+* ``junction+decode``: that, and each finished request's decode checkpoint
+  (the next turn: docs/domain.md), Marconi's full admission.
 
 Rejected: a second name -> factory table here (it drifted from the registry
 once already), and accepting vLLM's formula policies (their labels would
@@ -27,7 +29,7 @@ from junction.reference.policies.builtin import resolve_policy
 
 __all__ = ["COMPARED_POLICIES", "Variant", "sweep_variants", "table_variants"]
 
-COMPARED_POLICIES = ("dense", "interval", "junction")
+COMPARED_POLICIES = ("dense", "interval", "junction", "junction+decode")
 
 
 def _interval(instance: Variant, attribute: attrs.Attribute[int | None], value: object) -> None:
@@ -54,9 +56,10 @@ class Variant:
     def label(self) -> str:
         if self.policy == "dense":
             return "dense"
+        decode = " + decode" if self.policy == "junction+decode" else ""
         if self.retention_interval == 0:
-            return "R=0 pinned" if self.pinned else "R=0 unpinned"
-        return f"{'pinned' if self.pinned else 'interval'} R={self.retention_interval}"
+            return ("R=0 pinned" if self.pinned else "R=0 unpinned") + decode
+        return f"{'pinned' if self.pinned else 'interval'} R={self.retention_interval}{decode}"
 
     def make_policy(self) -> Policy:
         return resolve_policy(self.policy)
