@@ -66,7 +66,7 @@ class VllmRun:
 
     @property
     def prefills(self) -> list[Prefill]:
-        prefills = []
+        prefills: list[Prefill] = []
         for run in self.engine.prefills:
             prompt = len(run.tokens)
             state = RequestState(prompt, prompt, prompt, run.lookup.shared_prefix_boundary)
