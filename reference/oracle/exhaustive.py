@@ -472,7 +472,9 @@ def count_inputs(bound: int) -> dict[str, int]:
         for groups, longest in layouts
     )
     finished, prompts = _next_turn_lengths(bound)
-    per_geometry = len(finished) + sum(prompt + 1 for prompt in prompts)
+    # A declared checkpoint in [0, P] of each prompt length 1..n: sum of (P + 1).
+    longest = len(prompts)
+    per_geometry = len(finished) + longest * (longest + 1) // 2 + longest
     next_turn = per_geometry * sum(1 for _ in _next_turn_settings(bound))
     return {
         "reachable_block_mask": mask,
