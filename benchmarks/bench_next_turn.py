@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=int, default=1056, help="the interval row's R")
     parser.add_argument("--blocks", type=int, default=40_000, help="the pool, in blocks")
     parser.add_argument("--skip-trace", action="store_true", help="the built-in workload only")
+    parser.add_argument("--skip-builtin", action="store_true", help="the trace only")
+    parser.add_argument(
+        "--presets", default=",".join(PRESETS), help=f"comma-separated (default {PRESETS})"
+    )
     args = parser.parse_args(argv)
     settings = Settings(
         num_blocks=args.blocks,
@@ -77,10 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         concurrency=8,
         seed=0,
     )
-    workloads: list[tuple[str, Workload, Arrivals]] = [
-        ("built-in", builtin_workload(0, 48, 4, 1500, resend_answers=True), "sessions"),
-        ("built-in as before", builtin_workload(0, 48, 4, 1500), "sessions"),
-    ]
+    workloads: list[tuple[str, Workload, Arrivals]] = []
+    if not args.skip_builtin:
+        workloads += [
+            ("built-in", builtin_workload(0, 48, 4, 1500, resend_answers=True), "sessions"),
+            ("built-in as before", builtin_workload(0, 48, 4, 1500), "sessions"),
+        ]
     if not args.skip_trace:
         requests = [r for r in load_any_trace(TRACE, 10**9) if isinstance(r, HashTraceRequest)]
         ordered = sorted(requests, key=lambda r: r.timestamp)
@@ -91,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         results = simulate(
             workload,
-            PRESETS,
+            args.presets.split(","),
             _rows(args.interval),
             attrs.evolve(settings, arrivals=arrivals),
         )
