@@ -27,9 +27,12 @@ import attrs
 from junction.reference.engine.policy import Policy
 from junction.reference.policies.builtin import resolve_policy
 
-__all__ = ["COMPARED_POLICIES", "Variant", "sweep_variants", "table_variants"]
+__all__ = ["COMPARED_POLICIES", "VARIANT_POLICIES", "Variant", "sweep_variants", "table_variants"]
 
-COMPARED_POLICIES = ("dense", "interval", "junction", "junction+decode")
+COMPARED_POLICIES = ("dense", "interval", "junction")
+# A variant may also keep decode checkpoints (the next turn); the sweep and the
+# table compare the three above unless asked (benchmarks/bench_next_turn.py).
+VARIANT_POLICIES = (*COMPARED_POLICIES, "junction+decode")
 
 
 def _interval(instance: Variant, attribute: attrs.Attribute[int | None], value: object) -> None:
@@ -44,7 +47,7 @@ def _interval(instance: Variant, attribute: attrs.Attribute[int | None], value: 
 class Variant:
     """One retention setting: a registered policy's name and the interval ``R``."""
 
-    policy: str = attrs.field(validator=attrs.validators.in_(COMPARED_POLICIES))
+    policy: str = attrs.field(validator=attrs.validators.in_(VARIANT_POLICIES))
     retention_interval: int | None = attrs.field(validator=_interval)
 
     @property

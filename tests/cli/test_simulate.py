@@ -124,7 +124,11 @@ def test_simulate_reports_every_run_as_it_ends() -> None:
 @pytest.mark.parametrize(
     ("policy", "interval", "message"),
     [
-        ("vllm-0.33", 0, "'policy' must be in ('dense', 'interval', 'junction')"),
+        (
+            "vllm-0.33",
+            0,
+            "'policy' must be in ('dense', 'interval', 'junction', 'junction+decode')",
+        ),
         ("dense", 0, "retention_interval: expected None for dense, got 0"),
         ("junction", -1, "retention_interval: expected an int >= 0, got -1"),
         ("interval", None, "retention_interval: expected an int >= 0, got None"),
