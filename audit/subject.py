@@ -26,7 +26,7 @@ import attrs
 
 from junction.core import HybridGeometry
 from junction.reference.errors import PoolExhausted
-from junction.reference.harness import Hits, Prefill, RequestState, Resume, Scenario
+from junction.reference.harness import Hits, Prefill, Promise, RequestState, Resume, Scenario
 from junction.reference.oracle.first_principles import OracleGroup
 from junction.reference.policies.vllm import VllmPolicy
 
@@ -48,11 +48,17 @@ class VllmRun:
 
     def __init__(self, scenario: Scenario, geometry: HybridGeometry) -> None:
         self.engine = VllmEngine(geometry, num_blocks=scenario.num_blocks)
-        for prompt in scenario.prompts:
+        # The next turn: the first prompt decodes an answer (tokens no prompt uses).
+        next_turn = scenario.promise is Promise.NEXT_TURN
+        answer = tuple(range(1000, 1000 + scenario.max_output_tokens)) if next_turn else ()
+        self._answers: list[tuple[int, ...]] = []
+        for index, prompt in enumerate(scenario.prompts):
+            decoded = answer if index == 0 else ()
             try:
-                self.engine.prefill(prompt, scenario.budget)
+                self.engine.prefill(prompt, scenario.budget, output=decoded)
             except PoolExhausted:
                 continue
+            self._answers.append(decoded)
         self._probes: dict[tuple[int, ...], Lookup] = {}
 
     @property
@@ -61,13 +67,14 @@ class VllmRun:
 
     @property
     def prefills(self) -> list[Prefill]:
-        prefills = []
+        prefills: list[Prefill] = []
         for run in self.engine.prefills:
             prompt = len(run.tokens)
             state = RequestState(prompt, prompt, prompt, run.lookup.shared_prefix_boundary)
             starts = (run.lookup.hit_length, *run.chunk_ends[:-1])
             chunks = tuple(zip(starts, run.chunk_ends, strict=False))
-            prefills.append(Prefill(state, chunks, run.stalled))
+            answer = self._answers[len(prefills)]
+            prefills.append(Prefill(state, chunks, run.stalled, transcript=(*run.tokens, *answer)))
         return prefills
 
     @property

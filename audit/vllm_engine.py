@@ -191,10 +191,31 @@ class VllmEngine:
         return self._lookup(request)[0]
 
     # -- prefill --------------------------------------------------------------
+    def _decode(self, request: Any, tokens: tuple[int, ...], answer: Sequence[int]) -> None:
+        """Decode ``answer`` after the prompt: append a token, compute it the next step."""
+        for index, token in enumerate(answer):
+            request.append_output_token_ids(token)
+            if index == len(answer) - 1:
+                break  # the last token is sampled, never computed
+            if self.manager.allocate_slots(request, 1) is None:
+                raise PoolExhausted("vLLM's pool cannot fit the answer's next token")
+            request.num_computed_tokens += 1
+            self.materialized.add((*tokens, *answer)[: request.num_computed_tokens])
+            self.manager.new_step_starts()
+
     def prefill(
-        self, tokens: Sequence[int], budget: int, long_prefill_token_threshold: int = 0
+        self,
+        tokens: Sequence[int],
+        budget: int,
+        long_prefill_token_threshold: int = 0,
+        output: Sequence[int] = (),
     ) -> Prefill:
-        """Admit a prompt, prefill it chunk by chunk within ``budget`` tokens a step, free it."""
+        """Admit a prompt, prefill it chunk by chunk within ``budget`` tokens a step, free it.
+
+        ``output``: the answer's tokens to decode first, one a step, as vLLM's scheduler
+        does (each sampled token appended, then computed by the next step; the last
+        is sampled, never computed), so a finished request's blocks and states are
+        what its next turn finds (promise 9)."""
         tokens = tuple(tokens)
         prompt = len(tokens)
         request = make_request(list(tokens), prompt, hash_block_size=self.geometry.hash_block_size)
@@ -241,6 +262,8 @@ class VllmEngine:
                 self.materialized.add(tokens[:computed])
                 first = False
                 self.manager.new_step_starts()
+            if not stalled:
+                self._decode(request, tokens, output)
         finally:
             self._current = None
             self.manager.free(request)

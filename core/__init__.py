@@ -10,7 +10,8 @@ imports only: copy this package into an engine unchanged.
 * Decision 3, reachable-block mask: :func:`reachable_block_mask`.
 * The one source of truth behind all three: :func:`promised_positions` and
   :func:`checkpoint_stop` (:func:`promised_stop` for a caller holding the
-  request's reachable boundaries already).
+  request's reachable boundaries already); a finished request's
+  :func:`decode_checkpoint`, where the next turn resumes.
 
 Every function raises :class:`InvalidArgument` (a ``ValueError``) naming the
 argument, the value and the rule when its input is invalid.
@@ -23,7 +24,13 @@ The free functions are these calls on a fresh binding: one copy of each rule.
 """
 
 from .boundaries import reachable_boundaries, replay_boundary
-from .checkpoints import checkpoint_stop, promised_positions, promised_stop, segment_boundaries
+from .checkpoints import (
+    checkpoint_stop,
+    decode_checkpoint,
+    promised_positions,
+    promised_stop,
+    segment_boundaries,
+)
 from .errors import InvalidArgument
 from .finders import (
     Finder,
@@ -61,6 +68,7 @@ __all__ = [
     "PrefillCheckpoints",
     "cdiv",
     "checkpoint_stop",
+    "decode_checkpoint",
     "floor_to",
     "group_finder",
     "last_cacheable_position",

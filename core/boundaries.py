@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .errors import require_int
+from .errors import InvalidArgument, require_int
 from .grid import floor_to
 
 __all__ = ["reachable_boundaries", "replay_boundary"]
@@ -59,6 +59,7 @@ def reachable_boundaries(
     whole_block_sizes: Iterable[int] = (),
     *,
     hit_grid_tokens: int = 1,
+    declared_checkpoints: Iterable[int] = (),
 ) -> tuple[int, ...]:
     """``P - 1`` and, when the request carries one (``J != 0``), ``J``.
 
@@ -72,8 +73,14 @@ def reachable_boundaries(
     :attr:`HybridGeometry.hit_grid_tokens`; 1 by default): a position that
     floors to 0 there is no resumption and is left out.
 
+    ``declared_checkpoints``: positions the request's application declares
+    (a marker in its input), each promised as the junction is: ``x``, and
+    ``x - d`` under EAGLE (a sibling sharing the prefix up to ``x`` diverges
+    right after it); one flooring to 0 is left out like any other.
+
     Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1``, ``J < 0``,
-    ``eagle_drop_tokens < 0``, a block size is < 1 or ``hit_grid_tokens < 1``.
+    ``eagle_drop_tokens < 0``, a block size is < 1, ``hit_grid_tokens < 1``
+    or a declared checkpoint is not an int in ``[0, P]``.
     """
     replay = replay_boundary(num_prompt_tokens)
     junction = require_int("shared_prefix_boundary", shared_prefix_boundary, 0)
@@ -83,9 +90,13 @@ def reachable_boundaries(
         for index, size in enumerate(whole_block_sizes)
     ]
     grid = require_int("hit_grid_tokens", hit_grid_tokens, 1)
+    declared = [
+        _declared(index, position, num_prompt_tokens)
+        for index, position in enumerate(declared_checkpoints)
+    ]
     # J = 0 (none) and every landing below the grid fall to the filter below.
-    positions = {replay, junction}
-    landings = [num_prompt_tokens, junction]
+    positions = {replay, junction, *declared}
+    landings = [num_prompt_tokens, junction, *declared]
     if sizes:
         whole = min(floor_to(num_prompt_tokens, size) for size in sizes)
         positions.add(min(whole, replay))
@@ -93,3 +104,17 @@ def reachable_boundaries(
     if drop:
         positions |= {x - drop for x in landings}
     return tuple(sorted(x for x in positions if x >= grid))
+
+
+def _declared(index: int, position: object, num_prompt_tokens: int) -> int:
+    """A declared checkpoint, checked: an int in ``[0, P]`` (it marks a prompt position)."""
+    name = f"declared_checkpoints[{index}]"
+    value = require_int(name, position, 0)
+    if value > num_prompt_tokens:
+        raise InvalidArgument(
+            name,
+            value,
+            f"must be <= num_prompt_tokens ({num_prompt_tokens}): a declared "
+            "checkpoint lies in the prompt",
+        )
+    return value

@@ -9,7 +9,11 @@ lookup can resume at, on the grid reconciled hits land on
 * the reachable boundaries (:func:`reachable_boundaries`: replay, junction,
   and where EAGLE or whole-block lookups land), floored to that grid;
 * under ``R > 0``, every segment boundary (a multiple of ``R``) before the
-  prefill ends.
+  prefill ends;
+* as options: the positions the request's application declares (each as the
+  junction is) and, for a finished request, its *decode checkpoint*
+  (:func:`decode_checkpoint`): where the next turn, which resends the prompt
+  and the whole answer, resumes.
 
 The mask keeps what these positions need (it floors the same boundaries to
 the same grid) and, in align mode, :func:`checkpoint_stop` makes the split
@@ -30,20 +34,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .boundaries import reachable_boundaries
-from .errors import int_error, require_int
-from .geometry import HybridGeometry
+from .errors import InvalidArgument, int_error, require_int
+from .geometry import GroupKind, HybridGeometry
 from .grid import floor_to, next_grid_point
 
-__all__ = ["checkpoint_stop", "promised_positions", "promised_stop"]
+__all__ = ["checkpoint_stop", "decode_checkpoint", "promised_positions", "promised_stop"]
 
 
-def _boundaries(geometry: HybridGeometry, prompt: int, junction: int) -> tuple[int, ...]:
+def _boundaries(
+    geometry: HybridGeometry, prompt: int, junction: int, declared: Iterable[int] = ()
+) -> tuple[int, ...]:
     return reachable_boundaries(
         prompt,
         junction,
         geometry.eagle_drop_tokens,
         geometry.sub_block_full_attention_sizes,
         hit_grid_tokens=geometry.hit_grid_tokens,
+        declared_checkpoints=declared,
     )
 
 
@@ -52,20 +59,64 @@ def promised_positions(
     num_prompt_tokens: int,
     shared_prefix_boundary: int = 0,
     prefill_end: int | None = None,
+    *,
+    declared_checkpoints: Iterable[int] = (),
+    finished_tokens: int | None = None,
 ) -> tuple[int, ...]:
     """Every position (> 0) the request promises, on the hit grid, sorted.
 
     ``prefill_end`` (default ``P``) bounds the segment boundaries under
-    ``R > 0``: those strictly below it are included. Raises
-    :class:`InvalidArgument` on the arguments of :func:`reachable_boundaries`
-    or a ``prefill_end`` below 1.
+    ``R > 0``: those strictly below it are included. ``declared_checkpoints``
+    (positions in ``[0, P]``) are promised as the junction is
+    (:func:`reachable_boundaries`). ``finished_tokens``: the request finished
+    with this many tokens (prompt and whole answer, ``> P``); its
+    :func:`decode_checkpoint` is promised too. Raises
+    :class:`InvalidArgument` on the arguments of :func:`reachable_boundaries`,
+    a ``prefill_end`` below 1 or a ``finished_tokens`` not above ``P``.
     """
-    boundaries = _boundaries(geometry, num_prompt_tokens, shared_prefix_boundary)
+    boundaries = _boundaries(
+        geometry, num_prompt_tokens, shared_prefix_boundary, declared_checkpoints
+    )
     end = require_int("prefill_end", num_prompt_tokens if prefill_end is None else prefill_end, 1)
     grid = geometry.hit_grid_tokens
     positions = {floor_to(x, grid) for x in boundaries}
     positions.update(segment_boundaries(geometry.retention_interval, end))
+    if finished_tokens is not None:
+        require_int(
+            "finished_tokens", finished_tokens, num_prompt_tokens + 1, "num_prompt_tokens + 1"
+        )
+        positions.add(decode_checkpoint(geometry, finished_tokens))
+        positions.discard(0)
     return tuple(sorted(positions))
+
+
+def decode_checkpoint(geometry: HybridGeometry, finished_tokens: int) -> int:
+    """The deepest position the next turn can resume at, on the hit grid (0: none).
+
+    A request that finished with ``N`` tokens (prompt and answer) computed
+    ``c = N - 1`` of them: its last token was sampled, never computed. A
+    follow-up that resends all ``N`` (and perhaps new text) finds, per group,
+    only blocks the request filled: ``floor_B(c)`` tokens. An EAGLE group's
+    lookup also matches its drop past the hit (full attention ``min(A, B)``,
+    a sliding window one block; Mamba, whose state exists at every decode
+    position, neither). So the follow-up resumes at most at
+    ``floor_G(min(c, min over groups of floor_B(c) - drop))``, and there when
+    every group kept what it reads there. Why per group, not ``c - d`` as the
+    prompt's landings: a finished request holds no block past ``c``, so a
+    group's own block grid cuts first. Raises :class:`InvalidArgument` when
+    ``finished_tokens < 2`` (a prompt token and an answer token).
+    """
+    computed = require_int("finished_tokens", finished_tokens, 2) - 1
+    if not isinstance(geometry, HybridGeometry):
+        raise InvalidArgument("geometry", geometry, "must be a HybridGeometry")
+    alignment, use_eagle = geometry.alignment_tokens, geometry.use_eagle
+    reach = computed
+    for group in geometry.groups:
+        if group.kind is GroupKind.MAMBA:
+            continue
+        drop = group.eagle_drop_tokens(alignment) if group.eagle_lookup(use_eagle) else 0
+        reach = min(reach, floor_to(computed, group.block_size) - drop)
+    return floor_to(max(reach, 0), geometry.hit_grid_tokens)
 
 
 def segment_boundaries(retention_interval: int | None, prefill_end: int) -> range:

@@ -64,6 +64,7 @@ BENCHMARKS = (
     "gpu",
     "peer",
     "dropin_loop",
+    "next_turn",
 )
 
 

@@ -150,6 +150,7 @@ class _Loaded:
     name: str
     fixed_boundaries: bool
     writes_prefill_checkpoints: bool
+    keeps_decode_checkpoints: bool
 
 
 def _loaded(message: object) -> _Loaded | LoadFailure:
@@ -160,7 +161,7 @@ def _loaded(message: object) -> _Loaded | LoadFailure:
     if type(message) is not dict or set(message) != {"loaded"}:
         raise policy_wire.MalformedMessage("the first message must be loaded or load_failed")
     fields = message["loaded"]
-    keys = {"name", "fixed_boundaries", "writes_prefill_checkpoints"}
+    keys = {"name", "fixed_boundaries", "writes_prefill_checkpoints", "keeps_decode_checkpoints"}
     if type(fields) is not dict or set(fields) != keys:
         raise policy_wire.MalformedMessage(f"loaded must have exactly {sorted(keys)}")
     name = fields["name"]
@@ -168,7 +169,11 @@ def _loaded(message: object) -> _Loaded | LoadFailure:
         raise policy_wire.MalformedMessage(
             f"the policy's name must be 1 to {MAX_NAME} printable characters"
         )
-    flags = fields["fixed_boundaries"], fields["writes_prefill_checkpoints"]
+    flags = (
+        fields["fixed_boundaries"],
+        fields["writes_prefill_checkpoints"],
+        fields["keeps_decode_checkpoints"],
+    )
     if any(type(flag) is not bool for flag in flags):
         raise policy_wire.MalformedMessage("the policy's declarations must be bools")
     return _Loaded(name, *flags)
@@ -191,6 +196,7 @@ class RemotePolicy:
         self.name = loaded.name
         self.fixed_boundaries = loaded.fixed_boundaries
         self.writes_prefill_checkpoints = loaded.writes_prefill_checkpoints
+        self.keeps_decode_checkpoints = loaded.keeps_decode_checkpoints
         self._worker, self._limits, self._deadline = worker, limits, deadline
         self._ids = itertools.count(1)
         self._geometries: dict[HybridGeometry, int] = {}
@@ -219,6 +225,7 @@ class RemotePolicy:
                 int(request.num_tokens),
                 int(request.num_computed_tokens),
                 int(request.shared_prefix_boundary),
+                [int(p) for p in getattr(request, "declared_checkpoints", ())],
             ],
             "limit": limit,
             **fields,
@@ -402,6 +409,12 @@ class RemotePolicy:
             n=int(num_new_tokens),
             max_prefill=int(max_prefill_tokens),
         )
+
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
+        def describe() -> str:
+            return f"decode_checkpoints({describe_request(request)})"
+
+        return self._positions(describe, geometry, request, call="decode_checkpoints")
 
     def prefill_checkpoint(
         self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int

@@ -32,6 +32,7 @@ WALK_RATES = {
     "reachable_block_mask": 75_000,
     "mamba_block_aligned_split": 200_000,
     "reconcile_hits": 50_000,
+    "promised_positions": 30_000,  # two oracle reconciliations an input
 }
 # Above WARN_SECONDS the walk says up front how long it will take; above MAX_SECONDS
 # (bound 8: about 10 hours) it is refused. Bounds above COUNTED_BOUND are not counted

@@ -14,7 +14,7 @@ only those two pipe descriptors (:mod:`.processes`). Every message is a
 frame of plain JSON (:mod:`.policy_wire`):
 
 * first, the worker says ``{"loaded": {"name", "fixed_boundaries",
-  "writes_prefill_checkpoints"}}`` or ``{"load_failed": "<one line>"}``;
+  "writes_prefill_checkpoints", "keeps_decode_checkpoints"}}`` or ``{"load_failed": "<one line>"}``;
 * then, per request ``{"id", "call", "geometry", ...}``, one answer with the
   same ``id``: ``{"value": ...}`` (``None``, a bool, an int, or a list of
   those), ``{"raised": "<Type: message>"}``, ``{"too_long": n}`` (a list
@@ -45,17 +45,25 @@ _INT = 1 << 63
 
 
 class WorkerRequest:
-    """What a policy reads of a request: the four counts the parent sent, as plain ints."""
+    """What a policy reads of a request: the four counts the parent sent, as plain ints,
+    and the positions its application declared (a tuple of ints, ``()`` for none)."""
 
-    __slots__ = ("num_computed_tokens", "num_prompt_tokens", "num_tokens", "shared_prefix_boundary")
+    __slots__ = (
+        "declared_checkpoints",
+        "num_computed_tokens",
+        "num_prompt_tokens",
+        "num_tokens",
+        "shared_prefix_boundary",
+    )
 
-    def __init__(self, counts: list[int]) -> None:
+    def __init__(self, counts: list[Any]) -> None:
         (
             self.num_prompt_tokens,
             self.num_tokens,
             self.num_computed_tokens,
             self.shared_prefix_boundary,
-        ) = counts
+        ) = counts[:4]
+        self.declared_checkpoints = tuple(counts[4]) if len(counts) > 4 else ()
 
 
 def group_json(group: GroupSpec) -> dict[str, Any]:
@@ -146,6 +154,7 @@ def _load(spec: str) -> tuple[Policy, dict[str, Any]]:
         "name": str.__str__(checked.name),  # an exact str, whatever subclass ``name`` was
         "fixed_boundaries": checked.fixed_boundaries is True,
         "writes_prefill_checkpoints": checked.writes_prefill_checkpoints is True,
+        "keeps_decode_checkpoints": checked.keeps_decode_checkpoints is True,
     }
     return policy, loaded
 
@@ -167,6 +176,9 @@ def _call(policy: Policy, request: dict[str, Any], geometry: HybridGeometry) -> 
         case "prefill_checkpoint":
             ask: Any = policy
             return ask.prefill_checkpoint(geometry, view, request["n"])
+        case "decode_checkpoints":
+            ask = policy
+            return ask.decode_checkpoints(geometry, view)
     raise ValueError(f"no such call: {request['call']!r}")
 
 

@@ -4,7 +4,9 @@ It reconciles the groups' hits (``core.HitReconciler``, bound once) at admission
 stores the junction on the request, allocates a step's slots in every group
 at once (all or nothing, so a failed allocation leaves nothing half done),
 and hands each group the end of the step (caching through the mask, window
-release, Mamba state hand-over).
+release, Mamba state hand-over). With a policy that keeps decode checkpoints
+it also asks, after each step of a decoding request that did something, where
+the next turn would resume, and has each group publish that on finish.
 
 Most decode steps change nothing but the computed count: no group needs a
 block, none fills one, no block leaves a window, and a Mamba state moves on
@@ -21,13 +23,35 @@ hit nor shared), so the skip changes nothing in a run.
 
 from __future__ import annotations
 
-from junction.core import HitReconciler, HitReconciliation, HybridGeometry
+import functools
+
+from junction.core import (
+    HitReconciler,
+    HitReconciliation,
+    HybridGeometry,
+    decode_checkpoint,
+    floor_to,
+)
 from junction.reference.engine.block_pool import Block, BlockPool, NoFreeBlocks
 from junction.reference.engine.group_managers import BlockIndex, GroupManager, make_manager
 from junction.reference.engine.policy import CheckedPolicy
-from junction.reference.engine.request import Request
+from junction.reference.engine.request import NextTurnView, Request
 
 __all__ = ["Coordinator"]
+
+
+@functools.lru_cache(maxsize=256)
+def decode_lag(geometry: HybridGeometry) -> int:
+    """How far below the computed tokens ``c`` a next turn may resume: the most
+    ``c - core.decode_checkpoint(c + 1)`` (it repeats every scheduler block ``L``),
+    or ``L - 1`` (a policy keeping the latest scheduler-aligned state), whichever
+    is more. A policy whose positions lie lower is found by ``Engine.check``."""
+    period = geometry.scheduler_block_size
+    lag = max(
+        computed - decode_checkpoint(geometry, computed + 1)
+        for computed in range(1, 3 * period)  # from 2L on, the lag repeats
+    )
+    return max(lag, period - 1)
 
 
 class Coordinator:
@@ -43,6 +67,13 @@ class Coordinator:
         # only stamp the new position on the Mamba states they continue in.
         self.quiet: dict[int, int] = {}
         self.quiet_states: dict[int, list[Block]] = {}
+        # Decode checkpoints: per decoding request, the policy's positions for its
+        # next turn were it to finish now (asked after each step that did something).
+        self.policy = policy
+        self.keeps_decode = policy.keeps_decode_checkpoints
+        self.decode_positions: dict[int, tuple[int, ...]] = {}
+        # How far below the computed tokens a next turn may resume (0: off).
+        self.decode_lag = decode_lag(geometry) if self.keeps_decode else 0
 
     def lookup(self, request: Request, also: BlockIndex | None = None) -> HitReconciliation:
         """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``).
@@ -92,6 +123,8 @@ class Coordinator:
             for block in self.quiet_states[rid]:  # a Mamba state moves on in place
                 block.state_position = end
             return
+        if self.keeps_decode and end >= request.prefill_end:
+            self._track_decode(request, end)
         # One pass: a manager's quiet_until reads only its own blocks, which
         # no other manager's after_step touches.
         untils, states = [], []
@@ -103,11 +136,32 @@ class Coordinator:
         self.quiet[rid] = min(untils)
         self.quiet_states[rid] = states
 
+    def _track_decode(self, request: Request, end: int) -> None:
+        """Ask the policy where the next turn resumes were the request to finish now
+        (``end`` computed, ``end + 1`` tokens), and tell every group the lowest."""
+        positions = self.policy.decode_checkpoints(self.geometry, NextTurnView(request, end))
+        self.decode_positions[request.request_id] = positions
+        grid = self.geometry.hit_grid_tokens
+        # None now: a later answer may still lie down to the lag below (it grows with c).
+        low = min(positions) if positions else max(end - self.decode_lag, 0)
+        lowest = floor_to(low, grid)
+        for manager in self.managers:
+            manager.track_decode(request, lowest)
+
+    def publish(self, request: Request) -> None:
+        """The request finished: each group caches what its next turn reads at the
+        policy's decode checkpoints (nothing unless the policy keeps them)."""
+        positions = self.decode_positions.pop(request.request_id, ())
+        if positions:
+            for manager in self.managers:
+                manager.publish(request, positions)
+
     def free(self, request: Request) -> None:
         for manager in self.managers:
             manager.free(request)
         self.quiet.pop(request.request_id, None)
         self.quiet_states.pop(request.request_id, None)
+        self.decode_positions.pop(request.request_id, None)
 
     def holders(self, request_ids: list[int]) -> dict[int, int]:
         """How many (request, group) pairs hold each block."""

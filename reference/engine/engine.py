@@ -8,7 +8,8 @@ runs out, and freeing on finish or abort. Every retention decision comes from
 ``core``, through the retention policy the caller chooses (``policy.py``); this
 module only schedules.
 
-Determinism: single-threaded; output tokens are a hash of (seed, request,
+Determinism: single-threaded; output tokens are the request's scripted
+answer (none unless submitted with one), then a hash of (seed, request,
 position); queues are FIFO. The same config and submissions give the same
 run, step for step, in any process (``PYTHONHASHSEED`` salts no hash it
 uses). ``check()`` verifies every invariant and is meant to be called after
@@ -83,18 +84,40 @@ class Engine:
         # Finished in the last step: their tokens are released at the next one
         # (request.py: what a finished request keeps).
         self._finished: list[Request] = []
+        # Decode checkpoints: how far below the computed tokens a pinned state or a
+        # held window may lie (``_group_peak``), and so how many states are pinned.
+        self._decode_lag = self._decode_checkpoint_lag()
         # What submit refuses, bound once: the peak is a function of the length alone.
         self._longest_fitting = self._longest_fitting_request()
 
     # -- requests -------------------------------------------------------------
-    def submit(self, prompt: tuple[int, ...], max_output_tokens: int) -> int:
+    def submit(
+        self,
+        prompt: tuple[int, ...],
+        max_output_tokens: int,
+        declared_checkpoints: tuple[int, ...] = (),
+        answer: tuple[int, ...] = (),
+    ) -> int:
         """Queue a request; raises ``ValueError`` if it could never make progress alone.
+
+        ``declared_checkpoints``: prompt positions its application declares
+        (``ValueError`` for one outside ``[0, len(prompt)]``); a policy reads
+        them from the request (docs/domain.md, "The next turn"). ``answer``: the
+        output tokens a workload scripts (a conversation's reply, which its next
+        turn resends), emitted first; the engine's own follow (none by default).
 
         A request that needs more blocks at once than the pool has would be
         admitted, fill the pool, preempt itself and start over forever, so it
         is refused up front, with the count (:meth:`blocks_at_peak`).
         """
-        request = Request(self._next_id, prompt, max_output_tokens, self.geometry.hash_block_size)
+        request = Request(
+            self._next_id,
+            prompt,
+            max_output_tokens,
+            self.geometry.hash_block_size,
+            declared_checkpoints,
+            answer,
+        )
         num_tokens = len(prompt) + max_output_tokens - 1
         longest = self._longest_fitting
         if longest is not None and num_tokens > longest:
@@ -157,16 +180,33 @@ class Engine:
         blocks, and never more than ``cdiv(N, B)``. Mamba: the running state
         and the latest one, which stays held (copied, not overwritten) when it
         is cached: 2; 3 when the policy's chunks write an internal prefill
-        checkpoint (its block is held during the step).
+        checkpoint (its block is held during the step). With decode checkpoints
+        kept, a Mamba group also pins a state at each hit-grid point within the
+        lag below the computed tokens (:meth:`decode_pins`), and a sliding window
+        holds its window that much further back.
         """
         size = group.block_size
         if group.kind is GroupKind.MAMBA:
-            return 3 if self.policy.writes_prefill_checkpoints else 2
+            base = 3 if self.policy.writes_prefill_checkpoints else 2
+            return base + self.decode_pins
         every_block = cdiv(num_tokens, size)
         if group.window is None:
             return every_block
-        reach = group.window - 1 + self._chunk_limit + size - 1
+        reach = group.window - 1 + self._chunk_limit + size - 1 + self._decode_lag
         return min(every_block, cdiv(reach, size))
+
+    def _decode_checkpoint_lag(self) -> int:
+        """How far below the computed tokens a next turn may resume (0 without decode
+        checkpoints): ``coordinator.decode_lag``."""
+        return self.coordinator.decode_lag
+
+    @property
+    def decode_pins(self) -> int:
+        """The most Mamba states a decoding request pins at once (0 without decode
+        checkpoints): the hit-grid points within :meth:`_decode_checkpoint_lag`."""
+        if not self.policy.keeps_decode_checkpoints:
+            return 0
+        return self._decode_lag // self.geometry.hit_grid_tokens + 1
 
     @property
     def _chunk_limit(self) -> int:
@@ -292,7 +332,11 @@ class Engine:
             if prefill and connector is not None:
                 connector.save(request)
             if end == request.num_tokens:
-                request.append_output(hash((seed, request.request_id, end)) % vocab_size)
+                emitted, answer = end - request.num_prompt_tokens, request.answer
+                if emitted < len(answer):
+                    request.append_output(answer[emitted])
+                else:
+                    request.append_output(hash((seed, request.request_id, end)) % vocab_size)
                 if request.num_tokens - request.num_prompt_tokens >= request.max_output_tokens:
                     self._finish(request)
         metrics.evictions = self.pool.evictions
@@ -305,6 +349,7 @@ class Engine:
 
     def _finish(self, request: Request) -> None:
         self.running.remove(request)
+        self.coordinator.publish(request)
         self.coordinator.free(request)
         request.status = RequestStatus.FINISHED
         self._finished.append(request)
@@ -373,6 +418,7 @@ class Engine:
                             f"{request}: group {manager.group_id} has slots for {slots}",
                         )
                     continue
+                manager.check_pins(request, self.decode_pins)
                 # A Mamba group resumes from the state after exactly the computed tokens.
                 state = manager.state(request.request_id)
                 at = request.num_computed_tokens

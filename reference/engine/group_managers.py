@@ -170,6 +170,16 @@ class GroupManager:
         """Full attention does nothing else after a step."""
         self.cache_full_blocks(request)
 
+    def track_decode(self, request: Request, lowest: int) -> None:
+        """Hear the lowest position (on the hit grid) the request's next turn may still
+        resume at, after a step at or past the prefill's end (decode checkpoints on).
+        Full attention holds every block to the end anyway: nothing to do."""
+
+    def publish(self, request: Request, positions: Sequence[int]) -> None:
+        """The request finished: cache what its next turn reads at ``positions`` (the
+        policy's decode checkpoints) through the mask. Full attention cached every
+        full block already."""
+
     def quiet_until(self, request: Request) -> int:
         """The furthest chunk end that needs no new block here and makes no block full.
 
@@ -262,6 +272,8 @@ class SlidingWindowManager(GroupManager):
             raise InvalidValue("spec", spec, "a sliding-window manager needs a window")
         self.window = spec.window
         self.released: dict[int, int] = {}
+        # Decode checkpoints: the first block the next turn may still read (held).
+        self.hold: dict[int, int] = {}
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
         full = hit_length // self.block_size
@@ -278,6 +290,9 @@ class SlidingWindowManager(GroupManager):
         blocks = self.blocks[rid]
         done = self.released.get(rid, 0)
         first = min(self.spec.first_window_block(request.num_computed_tokens), len(blocks))
+        hold = self.hold.get(rid)
+        if hold is not None and hold < first:
+            first = hold
         if first > done:
             null = self.pool.null_block
             gone = [b for b in blocks[done:first] if b is not null]
@@ -292,8 +307,29 @@ class SlidingWindowManager(GroupManager):
         leaves = (released + 1) * self.block_size + self.window - 2
         return min(super().quiet_until(request), leaves)
 
+    def track_decode(self, request: Request, lowest: int) -> None:
+        """Hold the window blocks a next turn resuming at ``lowest`` or above reads."""
+        self.hold[request.request_id] = self.spec.first_window_block(lowest)
+
+    def publish(self, request: Request, positions: Sequence[int]) -> None:
+        """Cache the held full blocks the mask marks for the decode checkpoints."""
+        rid, size = request.request_id, self.block_size
+        blocks = self.blocks[rid]
+        full = min(request.num_computed_tokens, request.chain.num_hashed_tokens) // size
+        full = min(full, len(blocks))
+        start = self.released.get(rid, 0)
+        if full <= start or not positions:
+            return
+        mask = self.policy.block_mask(self.geometry, self.spec, request, start, full, positions)
+        null = self.pool.null_block
+        for k, index in enumerate(range(start, full)):
+            block = blocks[index]
+            if block is not null and block.key is None and (mask is None or mask[k]):
+                self.cache_block(request, block, index)
+
     def free(self, request: Request) -> None:
         self.released.pop(request.request_id, None)
+        self.hold.pop(request.request_id, None)
         super().free(request)
 
 
@@ -314,6 +350,14 @@ class MambaManager(GroupManager):
     offered to the mask like a chunk end's, and the block is released after
     the step (staying in the cache if it was cached). Nothing of this runs,
     not even the question, for a policy without it.
+
+    Decode checkpoints (a policy with ``keeps_decode_checkpoints``): once the
+    request reaches its prefill's end, the state at each hit-grid point it
+    reaches is kept as a private copy (``pins``; uncached, so no other request
+    can find it) while its next turn may still resume there, and those the
+    mask marks for the policy's decode checkpoints are cached when it
+    finishes (:meth:`publish`). A preempted or aborted request gives its
+    copies back uncached: it publishes nothing.
     """
 
     moves_state = True
@@ -333,6 +377,12 @@ class MambaManager(GroupManager):
         # Per request, the last such state written (what an observer, the harness, reads).
         self.written: dict[int, int] = {}
         self._writes_checkpoints = policy.writes_prefill_checkpoints
+        # Decode checkpoints (vLLM PR #50551's model): per request, private copies of
+        # the states at grid points reached since the prefill's end that its next
+        # turn may still resume at (position -> block), and the lowest such position.
+        self._keeps_decode = policy.keeps_decode_checkpoints
+        self.pins: dict[int, dict[int, Block]] = {}
+        self.lowest: dict[int, int] = {}
 
     def _checkpoint_in(self, request: Request, num_tokens: int) -> int:
         """The position on this group's grid where the chunk ``[c, num_tokens)``
@@ -396,6 +446,12 @@ class MambaManager(GroupManager):
             self.running[request.request_id] = blocks[0]
 
     def after_step(self, request: Request) -> None:
+        self._step_state(request)
+        if self._keeps_decode and request.request_id in self.lowest:
+            self._pin(request)
+
+    def _step_state(self, request: Request) -> None:
+        """The state moves to the chunk's end; a state on the grid is offered to the mask."""
         rid, size = request.request_id, self.block_size
         end = request.num_computed_tokens
         if self._writes_checkpoints and rid in self.checkpoint:
@@ -417,6 +473,62 @@ class MambaManager(GroupManager):
             self.cache_block(request, running, end // size - 1)
         self.num_cached[rid] = end // size
 
+    def track_decode(self, request: Request, lowest: int) -> None:
+        self.lowest[request.request_id] = lowest
+
+    def _pin(self, request: Request) -> None:
+        """Keep a private copy of the state at a grid point (the latest block, held one
+        reference more, so the next step copies it on instead of overwriting it); give
+        back the copies below the lowest position the next turn may still need."""
+        rid, end = request.request_id, request.num_computed_tokens
+        pins = self.pins.setdefault(rid, {})
+        low = self.lowest[rid]
+        if end and end % self.geometry.hit_grid_tokens == 0 and end >= low and end not in pins:
+            latest = self.latest[rid]
+            self.pool.touch([latest])
+            pins[end] = latest
+        stale = [position for position in pins if position < low]
+        if stale:
+            self.pool.free([pins.pop(position) for position in stale])
+
+    def publish(self, request: Request, positions: Sequence[int]) -> None:
+        """Cache the pinned states the mask marks for the decode checkpoints."""
+        rid, size = request.request_id, self.block_size
+        for position, block in sorted(self.pins.get(rid, {}).items()):
+            index = position // size - 1
+            if block.key is not None or not positions:
+                continue
+            if block.state_position != position:
+                raise InvariantViolation(
+                    "a pinned decode state holds the state at its position",
+                    f"group {self.group_id}: {request}: pin at {position} holds the state "
+                    f"at {block.state_position}",
+                    self.pool.dump(),
+                )
+            mask = self.policy.block_mask(
+                self.geometry, self.spec, request, index, index + 1, positions
+            )
+            if mask is None or mask[0]:
+                self.cache_block(request, block, index)
+
+    def check_pins(self, request: Request, most: int) -> None:
+        """Every pin holds the state at its position, on the hit grid, within the
+        computed tokens; at most ``most`` of them."""
+        pins = self.pins.get(request.request_id, {})
+        grid, computed = self.geometry.hit_grid_tokens, request.num_computed_tokens
+        if len(pins) > most:
+            raise InvariantViolation(
+                "a decoding request pins at most its bound of Mamba states",
+                f"group {self.group_id}: {request} pins {sorted(pins)}, more than {most}",
+            )
+        for position, block in pins.items():
+            if position % grid or position > computed or block.state_position != position:
+                raise InvariantViolation(
+                    "a pinned decode state sits at its grid point, within the computed tokens",
+                    f"group {self.group_id}: {request}: pin at {position} holds the state "
+                    f"at {block.state_position} (grid {grid})",
+                )
+
     def _write_checkpoint(self, request: Request) -> None:
         """The state the chunk wrote inside it: cached through the mask, then released."""
         rid, size = request.request_id, self.block_size
@@ -435,6 +547,9 @@ class MambaManager(GroupManager):
         self.num_cached.pop(rid, None)
         self.known_boundaries.pop(rid, None)
         blocks = [b for b in (self.running.pop(rid, None), self.latest.pop(rid, None)) if b]
+        if self._keeps_decode:  # unpublished copies are given back, never cached
+            self.lowest.pop(rid, None)
+            blocks += self.pins.pop(rid, {}).values()
         if self._writes_checkpoints and (checkpoint := self.checkpoint.pop(rid, None)):
             blocks.append(checkpoint[0])  # preempted between allocation and the step
         self.pool.free(blocks)
@@ -442,7 +557,8 @@ class MambaManager(GroupManager):
     def held(self, request_id: int) -> list[Block]:
         checkpoint = self.checkpoint.get(request_id)
         blocks = (self.running.get(request_id), self.latest.get(request_id))
-        return [b for b in blocks if b] + ([checkpoint[0]] if checkpoint else [])
+        pins = list(self.pins.get(request_id, {}).values())
+        return [b for b in blocks if b] + ([checkpoint[0]] if checkpoint else []) + pins
 
     def state(self, request_id: int) -> int | None:
         latest = self.latest.get(request_id)

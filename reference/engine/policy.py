@@ -107,7 +107,9 @@ def _is_sequence(answer: object) -> TypeGuard[Sequence[Any]]:
 # string per call would cost every call on the engine's hot path).
 
 
-def _positions_call(group: GroupSpec | None, request: RequestView) -> str:
+def _positions_call(group: GroupSpec | str | None, request: RequestView) -> str:
+    if isinstance(group, str):
+        return f"{group}({describe_request(request)})"
     if group is None:
         return f"checkpoint_positions({describe_request(request)})"
     return f"reachable_boundaries({group}, {describe_request(request)})"
@@ -168,6 +170,19 @@ class CheckedPolicy:
                 name, "prefill_checkpoint", "writes_prefill_checkpoints is True: must be a method"
             )
         try:
+            keeps = getattr(policy, "keeps_decode_checkpoints", False)
+            decode = getattr(policy, "decode_checkpoints", None) if keeps is True else None
+        except BaseException as error:
+            raise PolicyError(name, "keeps_decode_checkpoints", _raised(error)) from None
+        if keeps is not True and keeps is not False:
+            raise PolicyError(
+                name, "keeps_decode_checkpoints", f"must be a bool, got {_show(keeps)}"
+            )
+        if keeps and not callable(decode):
+            raise PolicyError(
+                name, "decode_checkpoints", "keeps_decode_checkpoints is True: must be a method"
+            )
+        try:
             fixed = getattr(policy, "fixed_boundaries", False)
         except BaseException as error:
             raise PolicyError(name, "fixed_boundaries", _raised(error)) from None
@@ -182,17 +197,21 @@ class CheckedPolicy:
         self._prefill_checkpoint: Callable[[HybridGeometry, RequestView, int], object] | None = (
             answer
         )
+        #: Whether the engine keeps decode checkpoints (asks :meth:`decode_checkpoints`).
+        self.keeps_decode_checkpoints: bool = keeps
+        self._decode_checkpoints: Callable[[HybridGeometry, RequestView], object] | None = decode
 
     def _call_failed(self, call: str, error: BaseException) -> PolicyError:
         return PolicyError(self.name, call, _raised(error))
 
     def _positions(
-        self, answer: object, minimum: int, request: RequestView, group: GroupSpec | None
+        self, answer: object, minimum: int, request: RequestView, group: GroupSpec | str | None
     ) -> tuple[int, ...]:
         """``answer`` as a tuple, if it is positions ``>= minimum`` of ``request``.
 
         ``group``: the reachable boundaries' group, ``None`` for the
-        checkpoint positions; with the request it names the call, which is
+        checkpoint positions, a call's name for another question; with the
+        request it names the call, which is
         described only on failure (this is on the engine's hot path).
         """
         if type(answer) is not tuple and not _is_sequence(answer):
@@ -336,3 +355,27 @@ class CheckedPolicy:
                 f"got {_show(answer)}",
             )
         return answer
+
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
+        """Positions (ints ``>= 0``, at most ``computed``) the request promises its next
+        turn if it finished with ``request.num_tokens`` tokens; ``()`` for a policy
+        that keeps none."""
+        ask = self._decode_checkpoints
+        if ask is None:
+            return ()
+        try:
+            answer = ask(geometry, request)
+        except BaseException as error:
+            raise self._call_failed(
+                _positions_call("decode_checkpoints", request), error
+            ) from error
+        positions = self._positions(answer, 0, request, "decode_checkpoints")
+        computed = request.num_computed_tokens
+        for index, value in enumerate(positions):
+            if value > computed:
+                raise PolicyError(
+                    self.name,
+                    _positions_call("decode_checkpoints", request),
+                    f"element {index} is {value}; must be <= the {computed} tokens computed",
+                )
+        return positions

@@ -18,6 +18,16 @@ engine's backend writes a Mamba state there and offers it to the mask, as
 vLLM's backend writes into the checkpoint block its scheduler allocated. A
 policy without the attribute gets none, and the engine asks nothing.
 
+A third is optional, for a policy that keeps the next turn (docs/domain.md,
+"The next turn"): it says so with ``keeps_decode_checkpoints = True`` and
+answers ``decode_checkpoints``, the positions a request that finished now
+(its ``num_tokens`` final, all but the last computed) promises its next turn.
+The engine then keeps a private copy of the Mamba state at every grid point
+a decoding request reaches that such a position may still need (and the
+window blocks a sliding window reads there), and publishes what the mask
+marks when the request finishes (vLLM PR #50551's model). A policy without
+the attribute is asked nothing, and the engine pins nothing.
+
 One declaration is optional too: a policy whose ``reachable_boundaries``
 depends on the request only through ``num_prompt_tokens`` and
 ``shared_prefix_boundary`` (every built-in policy's: the promised positions
@@ -50,7 +60,13 @@ __all__ = ["Policy", "RequestView"]
 
 
 class RequestView(Protocol):
-    """What a policy may read of a request (token counts and the junction ``J``)."""
+    """What a policy may read of a request (token counts and the junction ``J``).
+
+    A request of the reference engine also carries ``declared_checkpoints``
+    (positions its application declared; ``()`` when none), which a policy
+    reads with ``getattr(request, "declared_checkpoints", ())``: it is not part
+    of the protocol, so a view of another engine need not have it.
+    """
 
     @property
     def num_prompt_tokens(self) -> int: ...

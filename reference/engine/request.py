@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from junction.reference.engine.hash_chain import HashChain
 
-__all__ = ["Request", "RequestStatus"]
+__all__ = ["NextTurnView", "Request", "RequestStatus"]
 
 
 class RequestStatus(enum.Enum):
@@ -34,16 +34,21 @@ class RequestStatus(enum.Enum):
 class Request:
     """Prompt plus accepted output tokens, and how far the engine has computed them.
 
-    ``shared_prefix_boundary`` is the junction ``J`` found at the last
-    admission with no computed tokens; it lives across steps and is
-    recomputed when the request is admitted again after preemption.
-    ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
-    the request's length once they are released. ``prefill_end`` is
-    ``core.prefill_end(P, N)``: where prefill ends and decode begins.
+            ``shared_prefix_boundary`` is the junction ``J`` found at the last
+            admission with no computed tokens; it lives across steps and is
+            recomputed when the request is admitted again after preemption.
+            ``declared_checkpoints``: positions of the prompt its application declared.
+    ``answer``: output tokens the workload scripts (what a later turn resends), emitted
+    before the engine's own.
+        ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
+            the request's length once they are released. ``prefill_end`` is
+            ``core.prefill_end(P, N)``: where prefill ends and decode begins.
     """
 
     __slots__ = (
+        "answer",
         "chain",
+        "declared_checkpoints",
         "hit_length",
         "max_output_tokens",
         "num_computed_tokens",
@@ -57,12 +62,29 @@ class Request:
     )
 
     def __init__(
-        self, request_id: int, prompt: Sequence[int], max_output_tokens: int, hash_unit: int
+        self,
+        request_id: int,
+        prompt: Sequence[int],
+        max_output_tokens: int,
+        hash_unit: int,
+        declared_checkpoints: Sequence[int] = (),
+        answer: Sequence[int] = (),
     ) -> None:
         if not prompt:
             raise ValueError(f"request {request_id}: a prompt needs at least one token")
         if max_output_tokens < 1:
             raise ValueError(f"request {request_id}: max_output_tokens must be >= 1")
+        for position in declared_checkpoints:
+            if type(position) is not int or not 0 <= position <= len(prompt):
+                raise ValueError(
+                    f"request {request_id}: declared checkpoint {position!r} must be an int "
+                    f"in [0, {len(prompt)}] (a prompt position)"
+                )
+        # Positions the request's application declared (docs/domain.md, "The next turn").
+        self.declared_checkpoints: tuple[int, ...] = tuple(sorted(set(declared_checkpoints)))
+        # The answer a workload knows (its next turn resends it): the engine emits
+        # these tokens first, then its own.
+        self.answer: tuple[int, ...] = tuple(answer)
         self.request_id = request_id
         self.max_output_tokens = max_output_tokens
         self.tokens: list[int] = list(prompt)
@@ -99,3 +121,24 @@ class Request:
             f"computed={self.num_computed_tokens}, J={self.shared_prefix_boundary}, "
             f"{self.status.value})"
         )
+
+
+class NextTurnView:
+    """A decoding request as if it finished after ``computed`` tokens: what a
+    policy keeping decode checkpoints is asked about (``num_tokens = computed +
+    1``: the last token is sampled, never computed)."""
+
+    __slots__ = (
+        "declared_checkpoints",
+        "num_computed_tokens",
+        "num_prompt_tokens",
+        "num_tokens",
+        "shared_prefix_boundary",
+    )
+
+    def __init__(self, request: Request, computed: int) -> None:
+        self.num_prompt_tokens = request.num_prompt_tokens
+        self.num_tokens = computed + 1
+        self.num_computed_tokens = computed
+        self.shared_prefix_boundary = request.shared_prefix_boundary
+        self.declared_checkpoints = request.declared_checkpoints

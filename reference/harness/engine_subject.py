@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 
+import attrs
+
 from junction.core import GroupKind, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.eviction import EvictionPolicy, LeastRecentlyUsed
@@ -49,6 +51,16 @@ def _step_limit(tokens: int) -> int:
     return 4 * tokens + 100
 
 
+def _with_decode_room(config: EngineConfig, scenario: Scenario) -> EngineConfig:
+    """The pool a scenario under pressure draws, grown by what decode checkpoints add
+    to the longest request's peak (pinned states, held windows): the draws size it
+    for a policy without them, and the pressure must stay the same."""
+    longest = max(map(len, scenario.prompts)) + scenario.max_output_tokens
+    without = Engine(attrs.evolve(config, policy=DensePolicy())).blocks_at_peak(longest)
+    extra = Engine(config).blocks_at_peak(longest) - without
+    return attrs.evolve(config, num_blocks=config.num_blocks + extra)
+
+
 class EngineRun:
     """The engine after a scenario's prompts (a :class:`.subject.Run`)."""
 
@@ -71,6 +83,8 @@ class EngineRun:
             tier=tier,
             eviction=eviction,
         )
+        if scenario.gaps and getattr(policy, "keeps_decode_checkpoints", False) is True:
+            config = _with_decode_room(config, scenario)
         self._config, self._factory = config, engine_factory
         self._output = scenario.max_output_tokens
         self.engine = engine_factory(config)
@@ -81,6 +95,7 @@ class EngineRun:
             m.written for m in self.engine.coordinator.managers if isinstance(m, MambaManager)
         ]
         self._materialized: set[tuple[int, ...]] = set()
+        self._transcripts: dict[int, tuple[int, ...]] = {}  # after each request's last step
         output = scenario.max_output_tokens
         if scenario.gaps:
             for prompt, gap in zip(scenario.prompts, scenario.gaps, strict=True):
@@ -90,8 +105,9 @@ class EngineRun:
                 self.engine.submit(prompt, output)
             self._drain(sum(map(len, scenario.prompts)) * 4, "requests")
         else:
-            for prompt in scenario.prompts:
-                self.engine.submit(prompt, max_output_tokens=output)
+            for index, prompt in enumerate(scenario.prompts):
+                declared = scenario.declared if index == 0 else ()
+                self.engine.submit(prompt, output, declared)
                 self._drain(len(prompt) + output, f"{len(prompt)}-token prompt")
 
     def _drain(self, tokens: int, what: str) -> None:
@@ -105,6 +121,7 @@ class EngineRun:
     def _step(self) -> None:
         for request_id, start, tokens in self.engine.step():
             tokens_so_far = tuple(self.engine.requests[request_id].tokens)
+            self._transcripts[request_id] = tokens_so_far
             spans = self._spans.setdefault(request_id, [])
             if not spans or spans[-1][1] != start:  # admitted: resumes at its hit
                 self._resume(tokens_so_far, start)
@@ -135,6 +152,7 @@ class EngineRun:
                 RequestState.of(request),
                 tuple(self._spans.get(request_id, ())),
                 written=tuple(sorted(self._written.get(request_id, ()))),
+                transcript=self._transcripts.get(request_id, ()),
             )
             for request_id, request in self.engine.requests.items()
         ]

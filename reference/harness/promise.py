@@ -39,6 +39,7 @@ class Promise(enum.Enum):
     RECONCILIATION = "reconciliation"
     SAFETY = "safety"
     TIER = "tier"
+    NEXT_TURN = "next_turn"
 
     @classmethod
     def named(cls, name: str | Promise) -> Promise:
@@ -63,6 +64,14 @@ class Promise(enum.Enum):
     @property
     def retention(self) -> Retention:
         return _DESCRIPTORS[self].retention
+
+    def applies_to(self, policy: object) -> bool:
+        """Whether ``policy`` makes this promise: the next turn is promised by a
+        policy that keeps decode checkpoints (``keeps_decode_checkpoints``); every
+        other promise by every policy."""
+        if self is not Promise.NEXT_TURN:
+            return True
+        return getattr(policy, "keeps_decode_checkpoints", False) is True
 
     @property
     def eagle(self) -> bool:
@@ -97,5 +106,8 @@ _DESCRIPTORS: dict[Promise, _Descriptor] = {
     ),
     Promise.TIER: _Descriptor(
         8, "another instance sharing the tier resumes as far as it holds the prefix"
+    ),
+    Promise.NEXT_TURN: _Descriptor(
+        9, "the next turn (prompt + answer resent) or a declared prefix resumes in full"
     ),
 }

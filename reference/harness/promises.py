@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
+import attrs
+
 from junction.core import (
     GroupKind,
     HybridGeometry,
@@ -83,6 +85,8 @@ def _problem(scenario: Scenario, subject: Subject) -> Problem | None:
             return _reconciliation(scenario, subject.run(scenario))
         case Promise.SAFETY:
             return _safety(scenario, subject.run(scenario))
+        case Promise.NEXT_TURN:
+            return _next_turn(scenario, subject)
         case _:
             assert_never(scenario.promise)
 
@@ -100,6 +104,40 @@ def _hit(scenario: Scenario, subject: Subject) -> Problem | None:
             return ShortOfFullAttention(hits.hit, hits.longest)
         return None
     dense = subject.dense().run(scenario).lookup(scenario.probe).hit
+    if hits.hit < dense:
+        return ShortOfDense(hits.hit, dense, scenario.geometry.retention_interval)
+    return None
+
+
+def next_turn_probe(scenario: Scenario, run: Run) -> tuple[int, ...]:
+    """Promise 9's lookup: the sibling itself when the first prompt declares
+    checkpoints, else the next turn: the first prompt's transcript (prompt and
+    whole answer) followed by the probe's new text."""
+    if scenario.declared:
+        return scenario.probe
+    transcript = run.prefills[0].transcript
+    if not transcript:
+        raise ValueError("the next-turn promise needs the subject's transcript of the first prompt")
+    return (*transcript, *scenario.probe)
+
+
+def _next_turn(scenario: Scenario, subject: Subject) -> Problem | None:
+    """Promise 9: the next turn (or the sibling of a declared checkpoint) hits as far
+    as full attention alone (see the scope; the dense bound otherwise)."""
+    run = subject.run(scenario)
+    probe = next_turn_probe(scenario, run)
+    hits = run.lookup(probe)
+    # Only exact states serve (a state published under another position's key is
+    # wrong output, SGLang #35412): the hit is the oracle's on what is exactly there.
+    exact = _reconciliation(attrs.evolve(scenario, probe=probe), run)
+    if exact is not None:
+        return exact
+    if literal(scenario.geometry):
+        if hits.hit != hits.longest:
+            return ShortOfFullAttention(hits.hit, hits.longest)
+        return None
+    dense_run = subject.dense().run(scenario)
+    dense = dense_run.lookup(next_turn_probe(scenario, dense_run)).hit
     if hits.hit < dense:
         return ShortOfDense(hits.hit, dense, scenario.geometry.retention_interval)
     return None
@@ -154,12 +192,16 @@ def _economy(run: Run) -> Problem | None:
         allowance = 0
         for index, prefill in enumerate(run.prefills):
             request = prefill.request
-            allowance += len(set(policy.reachable_boundaries(geometry, group, request))) * (
-                per_boundary
-            )
-            for position in policy.checkpoint_positions(geometry, request):
-                if position >= request.num_prompt_tokens:
-                    continue
+            # A finished request's next turn (decode checkpoints, when the policy keeps them).
+            decode = _decode_positions(run, request)
+            boundaries = set(policy.reachable_boundaries(geometry, group, request))
+            allowance += len(boundaries | set(decode)) * per_boundary
+            positions = [
+                p
+                for p in policy.checkpoint_positions(geometry, request)
+                if p < request.num_prompt_tokens
+            ]
+            for position in (*positions, *decode):
                 for end in _needed_ends(run, group_id, position):
                     key = run.key(index, group_id, end)
                     if key is not None:
@@ -171,6 +213,19 @@ def _economy(run: Run) -> Problem | None:
         if len(kept) > allowance:
             return KeptTooMany(group_id, group, len(kept), allowance)
     return None
+
+
+def _decode_positions(run: Run, request: RequestState) -> tuple[int, ...]:
+    """The decode checkpoints of a finished request, on the hit grid (none unless its
+    policy keeps them)."""
+    policy = run.policy
+    if not getattr(policy, "keeps_decode_checkpoints", False):
+        return ()
+    if request.num_computed_tokens != request.num_tokens - 1:
+        return ()  # not finished (never, in the promises' runs without pressure)
+    ask = policy.decode_checkpoints  # type: ignore[attr-defined]
+    grid = run.geometry.hit_grid_tokens
+    return tuple(floor_to(x, grid) for x in ask(run.geometry, request) if floor_to(x, grid))
 
 
 def _split(run: Run, budget: int) -> Problem | None:
@@ -206,7 +261,13 @@ def _split(run: Run, budget: int) -> Problem | None:
             if start >= prompt or reach > budget:
                 continue
             wanted = min(reach, request.num_tokens - start)
-            state = RequestState(prompt, request.num_tokens, start, request.shared_prefix_boundary)
+            state = RequestState(
+                prompt,
+                request.num_tokens,
+                start,
+                request.shared_prefix_boundary,
+                request.declared_checkpoints,
+            )
             if run.split(state, wanted, budget) == 0:
                 return NoProgress(request, start, wanted)
     return None

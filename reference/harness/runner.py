@@ -38,7 +38,7 @@ from .strategies import scenarios
 from .subject import Subject
 from .verdict import Verdict, Violation
 
-__all__ = ["OnExample", "OnProgress", "OnVerdict", "replay", "run_conformance"]
+__all__ = ["ALL_PROMISES", "OnExample", "OnProgress", "OnVerdict", "replay", "run_conformance"]
 
 OnProgress = Callable[[Promise, int, Verdict], None]
 OnExample = Callable[[Promise, int, Scenario], None]
@@ -72,6 +72,7 @@ class _OutOfTime(BaseException):
 
 
 _UNCHECKED = "no example was judged before the time ran out"
+ALL_PROMISES: tuple[Promise, ...] = tuple(Promise)  # the default: those the policy makes
 _OUT_OF_SCOPE = (
     "no example was judged: none in the promise's scope (``where`` left no geometry), "
     "or every one was invalid"
@@ -182,7 +183,7 @@ def run_conformance(
     examples: int = 100,
     seconds: float | None = None,
     seed: int = 0,
-    promises: Iterable[Promise | str] = tuple(Promise),
+    promises: Iterable[Promise | str] = ALL_PROMISES,
     engine_factory: EngineFactory = Engine,
     eviction: EvictionPolicy | None = None,
     fail_fast: bool = False,
@@ -194,36 +195,51 @@ def run_conformance(
 ) -> ConformanceReport:
     """Check every promise of docs/domain.md on ``policy``; a structured report.
 
-        The promises take turns in batches (25 examples, doubling each round, so
-        early rounds favour small inputs). Without ``seconds`` each promise runs
-        ``examples`` examples; with ``seconds`` the rounds go on until the time
-        is spent, and no example starts after it (a batch, or a shrink, in
-        progress stops there; a failure already found is kept). A promise that
-        judged no example (none ran in time, none was in scope, every one was
+    The promises take turns in batches (25 examples, doubling each round, so
+    early rounds favour small inputs). Without ``seconds`` each promise runs
+    ``examples`` examples; with ``seconds`` the rounds go on until the time
+    is spent, and no example starts after it (a batch, or a shrink, in
+    progress stops there; a failure already found is kept). A promise that
+    judged no example (none ran in time, none was in scope, every one was
     invalid) is ``unchecked``, which fails the run: never a pass. A
-        promise stops at its first violation, which Hypothesis shrinks to a
-        minimal :class:`Scenario`; ``fail_fast`` stops every promise then. The
-        same ``seed`` replays the same examples in the same order. ``where``
-        narrows the geometries (e.g. an engine without partial hits:
-        ``lambda g: not g.partial_hits``). ``stop()`` answering True ends the run
-        as the time running out does (``fuzz``: the policy's worker is gone).
-        ``eviction`` is the engine's eviction
-        policy (``None``: its default, LRU); only the safety promise's scenarios
-        fill the pool, so it is the one it changes.
+    promise stops at its first violation, which Hypothesis shrinks to a
+    minimal :class:`Scenario`; ``fail_fast`` stops every promise then. The
+    same ``seed`` replays the same examples in the same order. ``where``
+    narrows the geometries (e.g. an engine without partial hits:
+    ``lambda g: not g.partial_hits``). ``stop()`` answering True ends the run
+    as the time running out does (``fuzz``: the policy's worker is gone).
+    ``eviction`` is the engine's eviction policy (``None``: its default,
+    LRU); only the safety promise's scenarios fill the pool, so it is the
+    one it changes.
 
-        Hooks: ``on_progress(promise, examples, status)`` after each batch;
-        ``on_example(promise, examples, scenario)`` before each example (its
-        ordinal and input: what the ``fuzz`` worker reports, so a policy call
-        that never returns is reported with its scenario); ``on_verdict(verdict)``
-        after each batch and at each failure found, shrinking included.
+    The next turn is promised only by a policy that declares
+    ``keeps_decode_checkpoints`` (``Promise.applies_to``): by default it is
+    checked exactly for those; named in ``promises`` for a policy that does
+    not declare it, it is ``unchecked`` and fails.
 
-        Raises :class:`PolicyError` if ``policy`` does not implement the protocol,
-        ``ValueError`` for an unknown promise name.
+    Hooks: ``on_progress(promise, examples, status)`` after each batch;
+    ``on_example(promise, examples, scenario)`` before each example (its
+    ordinal and input: what the ``fuzz`` worker reports, so a policy call
+    that never returns is reported with its scenario); ``on_verdict(verdict)``
+    after each batch and at each failure found, shrinking included.
+
+    Raises :class:`PolicyError` if ``policy`` does not implement the protocol,
+    ``ValueError`` for an unknown promise name.
     """
-    name = CheckedPolicy(policy).name  # fails early, naming what is missing
+    checked = CheckedPolicy(policy)  # fails early, naming what is missing
+    name = checked.name
+    if promises is ALL_PROMISES:  # the promises this policy makes (read as a checked bool)
+        promises = [p for p in Promise if p.applies_to(checked)]
     chosen = [Promise.named(p) for p in promises]
     subject = EngineSubject(policy, engine_factory, eviction)
     state = {promise: _Progress(promise) for promise in chosen}
+    for promise in chosen:  # asked for a promise the policy does not make: never a pass
+        if not promise.applies_to(checked):
+            state[promise].status = Verdict.UNCHECKED
+            state[promise].error = (
+                f"{name} does not make the {promise.value} promise "
+                "(it does not declare keeps_decode_checkpoints = True)"
+            )
     started = time.perf_counter()
 
     def out_of_time() -> bool:

@@ -43,7 +43,10 @@ class Scenario:
     ``prompts`` run one after another to completion; with ``gaps`` (the
     ``safety`` promise) they arrive ``gaps[i]`` steps apart instead, into a
     pool of ``num_blocks``. ``probe`` is the request looked up afterwards
-    (empty when unused).
+    (empty when unused). ``declared``: the checkpoints the first prompt's
+    application declares (the ``next_turn`` promise's sibling form; then the
+    probe is the sibling itself, otherwise the next turn's new text, looked up
+    after the first prompt's transcript).
     """
 
     promise: Promise = attrs.field(converter=_promise)
@@ -54,6 +57,7 @@ class Scenario:
     num_blocks: int = attrs.field(default=5000, validator=_positive)
     gaps: tuple[int, ...] = attrs.field(converter=_ints, default=())
     max_output_tokens: int = attrs.field(default=2, validator=_positive)
+    declared: tuple[int, ...] = attrs.field(converter=_ints, default=())
 
     @gaps.validator
     def _gaps(self, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
@@ -88,6 +92,8 @@ class Scenario:
             "num_blocks": self.num_blocks,
             "gaps": list(self.gaps),
             "max_output_tokens": self.max_output_tokens,
+            # Only a scenario that declares checkpoints says so (the default).
+            **({"declared": list(self.declared)} if self.declared else {}),
         }
 
     @classmethod

@@ -135,6 +135,23 @@ def _scenario(draw: st.DrawFn, promise: Promise) -> Scenario:
         case Promise.SEGMENTS:
             k, tail = draw(st.integers(0, len(x))), draw(_prompt(grid))
             return Scenario(promise, geometry, [x], (*x[:k], 999, *tail), budget)
+        case Promise.NEXT_TURN:
+            # The next turn: X's transcript and new text (none, a token, or more);
+            # or a sibling of a checkpoint X declares, diverging right after it.
+            answer = draw(st.integers(1, 12))
+            if draw(st.booleans()):
+                new = draw(st.one_of(st.just(()), _prompt(grid)))
+                return Scenario(promise, geometry, [x], new, budget, max_output_tokens=answer)
+            k, tail = draw(st.integers(0, len(x))), draw(_prompt(grid))
+            return Scenario(
+                promise,
+                geometry,
+                [x],
+                (*x[:k], 103, *tail),
+                budget,
+                max_output_tokens=answer,
+                declared=(k,),
+            )
         case Promise.ECONOMY | Promise.SPLIT:
             y = draw(_prompt(grid))
             return Scenario(promise, geometry, [x, (*x[: len(x) // 2], 7, *y)], (), budget)

@@ -57,13 +57,15 @@ class Prefill:
     prefill remained (a subject that cannot stall leaves it ``False``).
     ``written``: positions inside a chunk where the backend wrote a Mamba
     state (internal prefill checkpoints; empty when it writes states only at
-    chunk ends).
+    chunk ends). ``transcript``: the prompt and every answer token, once it
+    finished (what its next turn resends; empty when the subject cannot say).
     """
 
     request: RequestState
     chunks: tuple[tuple[int, int], ...]
     stalled: bool = False
     written: tuple[int, ...] = ()
+    transcript: tuple[int, ...] = ()
 
     @property
     def chunk_ends(self) -> tuple[int, ...]:

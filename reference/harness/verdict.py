@@ -15,6 +15,7 @@ free-form ``dict`` payloads (untyped).
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 
 import attrs
 
@@ -66,6 +67,10 @@ def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int)
         raise ValueError(f"{type(instance).__name__}.{attribute.name}: expected >= 0, got {value}")
 
 
+def _positions(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class RequestState:
     """What a policy reads of a request (a ``RequestView``), frozen at one moment."""
@@ -74,6 +79,7 @@ class RequestState:
     num_tokens: int = attrs.field(validator=_non_negative)
     num_computed_tokens: int = attrs.field(validator=_non_negative)
     shared_prefix_boundary: int = attrs.field(validator=_non_negative)
+    declared_checkpoints: tuple[int, ...] = attrs.field(default=(), converter=_positions)
 
     @classmethod
     def of(cls, request: RequestView) -> RequestState:
@@ -83,6 +89,7 @@ class RequestState:
             int(request.num_tokens),
             int(request.num_computed_tokens),
             int(request.shared_prefix_boundary),
+            tuple(getattr(request, "declared_checkpoints", ())),
         )
 
     def __str__(self) -> str:

@@ -33,6 +33,8 @@ import attrs
 
 from .first_principles import (
     OracleGroup,
+    oracle_declared_positions,
+    oracle_decode_checkpoint,
     oracle_reachable_block_mask,
     oracle_reconcile,
     oracle_split,
@@ -45,6 +47,7 @@ __all__ = [
     "check_exhaustively",
     "count_inputs",
     "mask_inputs",
+    "next_turn_inputs",
     "reconcile_inputs",
     "split_inputs",
 ]
@@ -329,10 +332,89 @@ def _reconcile_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, obj
         )
 
 
+def _next_turn_settings(
+    bound: int,
+) -> Iterator[tuple[tuple[tuple[str, int], ...], int, bool, bool, int, tuple[bool, ...]]]:
+    """Every (layout, window, EAGLE, partial hits, hash unit, EAGLE groups) of the
+    next-turn walk: one and two groups of blocks 1, 2 and 4, windows 1 to 3, hash
+    units 1 and 2 (where 2 divides every block), and under EAGLE with two groups
+    each group alone as the EAGLE group too. ``bound`` scales the lengths only."""
+    kinds = ("full", "sliding_window", "mamba")
+    sizes = (1, 2, 4)
+    layouts = [
+        *(((kind, block),) for kind in kinds for block in sizes),
+        *(
+            ((k1, b1), (k2, b2))
+            for k1, k2 in itertools.product(kinds, repeat=2)
+            for b1, b2 in itertools.product(sizes, repeat=2)
+        ),
+    ]
+    for layout, window, eagle, partial, unit in itertools.product(
+        layouts, (1, 2, 3), (False, True), (False, True), (1, 2)
+    ):
+        if any(block % unit for _, block in layout):
+            continue
+        flags = [(True,) * len(layout)]
+        if eagle and len(layout) == 2:
+            flags += [(True, False), (False, True)]
+        for drafts in flags:
+            yield layout, window, eagle, partial, unit, drafts
+
+
+def _next_turn_lengths(bound: int) -> tuple[range, range]:
+    """The finished requests' token counts and the prompts' lengths the walk tries."""
+    return range(2, 4 * bound + 4), range(1, 2 * bound + 2)
+
+
+def next_turn_inputs(core: ModuleType, bound: int) -> Iterator[tuple[Any, dict[str, int]]]:
+    """Every geometry of :func:`_next_turn_settings` with each option of
+    ``promised_positions`` alone: ``finished_tokens`` ``N`` (2 to ``4 * bound + 3``),
+    and one declared checkpoint ``x`` in ``[0, P]`` of each prompt of 1 to
+    ``2 * bound + 1`` tokens."""
+    finished, prompts = _next_turn_lengths(bound)
+    for layout, window, eagle, partial, unit, drafts in _next_turn_settings(bound):
+        specs = [
+            group_spec(core, kind, block, window, draft)
+            for (kind, block), draft in zip(layout, drafts, strict=True)
+        ]
+        geometry = core.HybridGeometry(specs, unit, partial_hits=partial, use_eagle=eagle)
+        for tokens in finished:
+            yield geometry, {"finished_tokens": tokens}
+        for prompt in prompts:
+            for declared in range(prompt + 1):
+                yield geometry, {"num_prompt_tokens": prompt, "declared": declared}
+
+
+def _next_turn_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, object]]:
+    """The options' positions: ``decode_checkpoint`` and what ``promised_positions``
+    adds with it, or with one declared checkpoint, against the oracle's lookups."""
+    for geometry, case in next_turn_inputs(core, bound):
+        groups = [(g.kind.value, g.block_size, g.window, g.eagle_group) for g in geometry.groups]
+        alignment, eagle = geometry.alignment_tokens, geometry.use_eagle
+        if "finished_tokens" in case:
+            tokens = case["finished_tokens"]
+            want = oracle_decode_checkpoint(
+                groups, geometry.hash_block_size, alignment, eagle, tokens
+            )
+            prompt = tokens - 1
+            base = set(core.promised_positions(geometry, prompt))
+            added = set(core.promised_positions(geometry, prompt, finished_tokens=tokens))
+            got_position = core.decode_checkpoint(geometry, tokens)
+            got = (got_position, added == base | ({want} - {0}))
+            yield got, (want, True), (geometry, case)
+            continue
+        prompt, declared = case["num_prompt_tokens"], case["declared"]
+        base = set(core.promised_positions(geometry, prompt))
+        added = set(core.promised_positions(geometry, prompt, declared_checkpoints=(declared,)))
+        want_set = base | oracle_declared_positions(groups, alignment, eagle, declared)
+        yield sorted(added), sorted(want_set), (geometry, case)
+
+
 DECISIONS: dict[str, Callable[[ModuleType, int], Iterator[tuple[object, object, object]]]] = {
     "reachable_block_mask": _mask_cases,
     "mamba_block_aligned_split": _split_cases,
     "reconcile_hits": _reconcile_cases,
+    "promised_positions": _next_turn_cases,
 }
 
 
@@ -389,10 +471,16 @@ def count_inputs(bound: int) -> dict[str, int]:
         (12 + 4 * (groups == 2)) * 2 ** (chain * groups) * (chain * longest + 1)
         for groups, longest in layouts
     )
+    finished, prompts = _next_turn_lengths(bound)
+    # A declared checkpoint in [0, P] of each prompt length 1..n: sum of (P + 1).
+    longest = len(prompts)
+    per_geometry = len(finished) + longest * (longest + 1) // 2 + longest
+    next_turn = per_geometry * sum(1 for _ in _next_turn_settings(bound))
     return {
         "reachable_block_mask": mask,
         "mamba_block_aligned_split": split,
         "reconcile_hits": reconcile,
+        "promised_positions": next_turn,
     }
 
 

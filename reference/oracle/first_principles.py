@@ -13,7 +13,11 @@ the three decisions of docs/domain.md rather than one formula with itself:
   walking down to the deepest position a later lookup can land at, not by
   a floor formula;
 * reconciliation: try every length from ``M`` down and keep the largest that
-  every group serves, checking each token's block against the cached set.
+  every group serves, checking each token's block against the cached set;
+* the next turn and declared checkpoints: build the cache a finished request
+  (or a shared prefix) leaves when every group kept everything, and look the
+  follow-up (or the sibling) up by reconciliation: where it resumes is the
+  position promised.
 
 Inputs are plain ints and strings (``"full"``, ``"sliding_window"``,
 ``"mamba"``). Slow on purpose; readable first.
@@ -30,6 +34,8 @@ __all__ = [
     "CheckpointBackend",
     "OracleGroup",
     "oracle_blocks_needed",
+    "oracle_declared_positions",
+    "oracle_decode_checkpoint",
     "oracle_in_prefill",
     "oracle_last_cacheable_position",
     "oracle_reachable_block_mask",
@@ -393,3 +399,75 @@ def oracle_reconcile(
     leader = fulls[0] if fulls else groups[0]
     longest = next(n for n in lengths if _serves(leader, n, alignment_tokens, use_eagle, limit))
     return hit, longest, longest if longest > hit else 0
+
+
+# ---------------------------------------------------------------------------
+# The next turn: the decode checkpoint, and declared checkpoints
+
+
+def _everything_up_to(
+    groups: Sequence[tuple[str, int, int | None, bool]],
+    alignment_tokens: int,
+    tokens: int,
+    filled_past: bool,
+) -> list[OracleGroup]:
+    """Each group holding every block (state) that lies whole in the first ``tokens``
+    tokens. A full-attention group with blocks wider than the alignment (partial
+    hits) matches alignment units inside blocks cached whole: every unit of the
+    prefix when the request computed past it (``filled_past``), else only the
+    units of its whole blocks."""
+    held = []
+    for kind, block, window, eagle in groups:
+        unit = alignment_tokens if kind == FULL and block > alignment_tokens else block
+        whole = tokens if filled_past and unit < block else tokens // block * block
+        cached = frozenset(range(whole // unit))
+        held.append(OracleGroup(kind, unit, window, cached, eagle))
+    return held
+
+
+def oracle_decode_checkpoint(
+    groups: Sequence[tuple[str, int, int | None, bool]],
+    hash_block_size: int,
+    alignment_tokens: int,
+    use_eagle: bool,
+    finished_tokens: int,
+) -> int:
+    """Where the next turn of a request that finished with ``finished_tokens`` tokens
+    resumes, when every group kept everything the request computed (0: nowhere).
+
+    ``groups``: ``(kind, block_size, window, eagle_group)`` each. The request
+    computed every token but the last (sampled, never fed back), so each group
+    holds the blocks (Mamba: the states at block ends) that lie whole in the
+    first ``finished_tokens - 1`` tokens. Two follow-ups are looked up, by
+    trying every length: the exact resend (``M = N - 1``, its hashed tokens
+    ``floor_H(N)`` the EAGLE limit) and one with new text after it (hashed
+    further, but resuming no further than the tokens computed: nothing past
+    them was ever computed, even for a group that reads nothing); the deepest
+    hit of the two.
+    """
+    computed = finished_tokens - 1
+    held = _everything_up_to(groups, alignment_tokens, computed, filled_past=False)
+    exact_limit = _largest_multiple_at_most(finished_tokens, hash_block_size)
+    exact = oracle_reconcile(held, alignment_tokens, use_eagle, computed, exact_limit)[0]
+    longer = finished_tokens + 4 * max(alignment_tokens, *(g[1] for g in groups))
+    extended = oracle_reconcile(held, alignment_tokens, use_eagle, computed, longer)[0]
+    return max(exact, extended)
+
+
+def oracle_declared_positions(
+    groups: Sequence[tuple[str, int, int | None, bool]],
+    alignment_tokens: int,
+    use_eagle: bool,
+    declared: int,
+) -> set[int]:
+    """Where a sibling that shares exactly the first ``declared`` tokens resumes,
+    when every group kept everything of that prefix (the request that declared
+    it went on past it; the sibling resumes within the prefix): its lookup
+    without the EAGLE drop and, under EAGLE, with it (0 left out: no
+    resumption)."""
+    held = _everything_up_to(groups, alignment_tokens, declared, filled_past=True)
+    longer = declared + 4 * max(alignment_tokens, *(g[1] for g in groups))
+    landings = {oracle_reconcile(held, alignment_tokens, False, declared, longer)[0]}
+    if use_eagle:
+        landings.add(oracle_reconcile(held, alignment_tokens, True, declared, longer)[0])
+    return landings - {0}

@@ -81,6 +81,7 @@ def boundaries(
     eagle_drop_tokens: int,
     whole_block_sizes: tuple[int, ...],
     hit_grid_tokens: int,
+    declared_checkpoints: tuple[int, ...] = (),
 ) -> tuple[int, ...]:
     """``core.reachable_boundaries`` of these values, computed once per distinct request."""
     return reachable_boundaries(
@@ -89,4 +90,5 @@ def boundaries(
         eagle_drop_tokens,
         whole_block_sizes,
         hit_grid_tokens=hit_grid_tokens,
+        declared_checkpoints=declared_checkpoints,
     )

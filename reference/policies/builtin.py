@@ -7,7 +7,10 @@
   (``core.checkpoint_stop``); the exact finders land on them. It keeps every
   promise of docs/domain.md, under EAGLE and ``R > 0``, and with its engine
   option on (``JunctionOptions``: an internal prefill checkpoint, whose state
-  the backend writes inside the chunk, so the split runs past it).
+  the backend writes inside the chunk, so the split runs past it), and, with
+  ``decode_checkpoints``, the next turn (promise 9). It promises the
+  positions a request declares (``declared_checkpoints``) as it does the
+  junction.
 * ``dense``: the same chunks, but every block it materialises is cached
   (``R`` is ignored). In align mode a Mamba state exists only where a chunk
   ended, so an interval policy, whose split also stops at every segment, can
@@ -15,7 +18,9 @@
 * ``interval``: segments every ``R`` plus the replay boundary, never the
   junction: the behaviour before vLLM PR #47782 (with ``R = 0``: no pinning).
 * ``vllm-0.33`` and ``vllm-pr47782``: vLLM's formulas, in
-  ``reference.policies.vllm``.
+  ``reference.policies.vllm``; ``vllm-pr50551``: vLLM 0.33.0 with the open
+  PR #50551's decode checkpoint (the latest scheduler-aligned state).
+* ``junction+decode``: the default policy with decode checkpoints on.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from junction.core import (
     HybridGeometry,
     InvalidArgument,
     PrefillCheckpoints,
+    decode_checkpoint,
     prefill_end,
     promised_positions,
     promised_stop,
@@ -53,6 +59,7 @@ class JunctionPolicy:
     name = "junction"
     options = DEFAULT_OPTIONS
     writes_prefill_checkpoints = False
+    keeps_decode_checkpoints = False
     # The reachable boundaries are the prompt's and the junction's (the
     # protocol's declaration): a subclass whose junction() reads more says False.
     fixed_boundaries = True
@@ -62,6 +69,7 @@ class JunctionPolicy:
             raise InvalidArgument("options", options, "must be a JunctionOptions")
         self.options = options
         self.writes_prefill_checkpoints = options.prefill_checkpoint_alignment is not None
+        self.keeps_decode_checkpoints = options.decode_checkpoints
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""
@@ -75,7 +83,14 @@ class JunctionPolicy:
             request.num_prompt_tokens,
             self.junction(request),
             prefill_end(request.num_prompt_tokens, request.num_tokens),
+            declared_checkpoints=declared(request),
         )
+
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
+        """Where the next turn of the request resumes were it to finish with its
+        ``num_tokens`` (``core.decode_checkpoint``; none when that is 0)."""
+        position = decode_checkpoint(geometry, request.num_tokens)
+        return (position,) if position else ()
 
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
@@ -194,7 +209,14 @@ class JunctionPolicy:
             geometry.eagle_drop_tokens,
             geometry.sub_block_full_attention_sizes,
             geometry.hit_grid_tokens,
+            declared(request),
         )
+
+
+def declared(request: RequestView) -> tuple[int, ...]:
+    """The positions the request's application declared (``()`` for a view without them)."""
+    positions = getattr(request, "declared_checkpoints", ())
+    return positions if type(positions) is tuple else tuple(positions)
 
 
 class DensePolicy(JunctionPolicy):
@@ -221,3 +243,9 @@ class IntervalPolicy(JunctionPolicy):
 
     def junction(self, request: RequestView) -> int:
         return 0
+
+
+def junction_with_decode_checkpoints() -> JunctionPolicy:
+    """The default policy keeping the next turn (``JunctionOptions(decode_checkpoints=True)``:
+    Marconi's full admission, the junction and the last decoded state)."""
+    return JunctionPolicy(JunctionOptions(decode_checkpoints=True))

@@ -14,6 +14,15 @@ one that its promises can rest on, here:
   need not stop there (``JunctionPolicy.split``). The reference engine
   writes it (``reference/engine/group_managers.py``, ``MambaManager``).
 
+* ``decode_checkpoints``: keep the next turn (docs/domain.md, "The next
+  turn"). The policy declares ``keeps_decode_checkpoints`` and answers the
+  engine's ``decode_checkpoints`` question with ``core.decode_checkpoint``:
+  the engine pins the states a decoding request's next turn may resume at
+  and publishes the one the mask keeps on finish (vLLM PR #50551's model,
+  on the hit grid and with the EAGLE drop where that PR keeps the latest
+  scheduler-aligned state). Off, the policy keeps what it kept before: its
+  digests and results are unchanged.
+
 Not taken, each for a reason of first principles (docs/domain.md, "The
 promises with the engine options on"):
 
@@ -44,16 +53,23 @@ def _alignment(instance: object, attribute: attrs.Attribute[int | None], value: 
         raise InvalidArgument(attribute.name, value, "must be None or an int >= 1")
 
 
+def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if value is not True and value is not False:
+        raise InvalidArgument(attribute.name, value, "must be a bool")
+
+
 @attrs.frozen
 class JunctionOptions:
-    """Engine options of the ``junction`` policy's split (all off by default).
+    """Engine options of the ``junction`` policy (all off by default).
 
     ``prefill_checkpoint_alignment``: ``None`` (the backend writes a state
     only at a chunk's end) or the backend's tile in tokens (``>= 1``,
-    :class:`InvalidArgument` naming it otherwise).
+    :class:`InvalidArgument` naming it otherwise). ``decode_checkpoints``:
+    keep the next turn's state (a bool).
     """
 
     prefill_checkpoint_alignment: int | None = attrs.field(default=None, validator=_alignment)
+    decode_checkpoints: bool = attrs.field(default=False, validator=_flag)
 
 
 DEFAULT_OPTIONS = JunctionOptions()

@@ -17,8 +17,8 @@ import attrs
 
 from junction.reference.engine.policy import Policy, PolicyError
 
-from .builtin import DensePolicy, IntervalPolicy, JunctionPolicy
-from .vllm import VllmPolicy, VllmPR47782Policy
+from .builtin import DensePolicy, IntervalPolicy, JunctionPolicy, junction_with_decode_checkpoints
+from .vllm import VllmPolicy, VllmPR47782Policy, VllmPR50551Policy
 
 __all__ = ["POLICIES", "PolicyEntry", "Role", "policy_names", "resolve_policy"]
 
@@ -28,6 +28,9 @@ class Role(enum.Enum):
 
     RETENTION = "retention"  # a retention alternative: simulate and sweep compare it
     COMPATIBILITY = "compatibility"  # an engine's formulas: findings judges them
+    NEXT_TURN = (
+        "next turn"  # a retention alternative keeping decode checkpoints: compared when asked
+    )
 
 
 @attrs.frozen
@@ -56,6 +59,18 @@ POLICIES: tuple[PolicyEntry, ...] = (
     ),
     PolicyEntry("vllm-0.33", VllmPolicy, Role.COMPATIBILITY, "vLLM 0.33.0's formulas"),
     PolicyEntry("vllm-pr47782", VllmPR47782Policy, Role.COMPATIBILITY, "vLLM PR #47782's formula"),
+    PolicyEntry(
+        "junction+decode",
+        junction_with_decode_checkpoints,
+        Role.NEXT_TURN,
+        "the default with each finished request's decode checkpoint kept (the next turn)",
+    ),
+    PolicyEntry(
+        "vllm-pr50551",
+        VllmPR50551Policy,
+        Role.NEXT_TURN,
+        "vLLM 0.33.0 with PR #50551's latest scheduler-aligned decode state",
+    ),
 )
 
 

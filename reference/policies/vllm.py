@@ -217,3 +217,21 @@ class VllmPR47782Policy(VllmPolicy):
         block = geometry.mamba_block_size
         position = floor_to(request.num_tokens, block)
         return max(position - block, 0) if geometry.use_eagle else position
+
+
+class VllmPR50551Policy(VllmPolicy):
+    """vLLM PR #50551 (open) on top of vLLM 0.33.0: with
+    ``VLLM_PREFIX_CACHE_RETAIN_DECODE_CHECKPOINTS=1`` a decoding request privately
+    pins "the latest materialized, scheduler-aligned decode checkpoint" and
+    publishes it on finish: ``floor_L(c)`` for ``c`` computed tokens, whatever
+    EAGLE or partial hits make the next turn's lookup land on (where the core's
+    ``decode_checkpoint`` is ``floor_G`` of each group's whole blocks less its
+    drop). The reference engine pins and publishes it as it does the default
+    policy's (``keeps_decode_checkpoints``)."""
+
+    name = "vllm-pr50551"
+    keeps_decode_checkpoints = True
+
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
+        position = floor_to(request.num_computed_tokens, geometry.scheduler_block_size)
+        return (position,) if position else ()

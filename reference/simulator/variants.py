@@ -10,7 +10,9 @@ policy asked for (``simulate --policy``, labelled by its name):
 * ``dense``: every materialised block is cached (``R`` is ignored: ``None``);
 * ``interval``: one checkpoint per ``R``-token segment plus the replay
   boundary, never the junction (with ``R = 0``: vLLM before PR #47782);
-* ``junction``: the same, and the junction pinned (the default policy).
+* ``junction``: the same, and the junction pinned (the default policy);
+* ``junction+decode``: that, and each finished request's decode checkpoint
+  (the next turn: docs/domain.md), Marconi's full admission.
 
 Rejected: a second name -> factory table here (it drifted from the registry
 once already).
@@ -25,9 +27,11 @@ import attrs
 from junction.reference.engine.policy import Policy
 from junction.reference.policies.registry import Role, policy_names, resolve_policy
 
-__all__ = ["COMPARED_POLICIES", "Variant", "sweep_variants", "table_variants"]
+__all__ = ["COMPARED_POLICIES", "VARIANT_POLICIES", "Variant", "sweep_variants", "table_variants"]
 
 COMPARED_POLICIES = tuple(sorted(policy_names(Role.RETENTION)))  # dense, interval, junction
+# With the next turn kept too (benchmarks/bench_next_turn.py, simulate --policy).
+VARIANT_POLICIES = (*COMPARED_POLICIES, "junction+decode")
 
 
 def _policy(instance: Variant, attribute: attrs.Attribute[str], value: object) -> None:
@@ -59,13 +63,14 @@ class Variant:
 
     @property
     def label(self) -> str:
-        if self.policy not in COMPARED_POLICIES:
+        if self.policy not in VARIANT_POLICIES:
             return f"{self.policy} R={self.retention_interval}"
         if self.policy == "dense":
             return "dense"
+        decode = " + decode" if self.policy == "junction+decode" else ""
         if self.retention_interval == 0:
-            return "R=0 pinned" if self.pinned else "R=0 unpinned"
-        return f"{'pinned' if self.pinned else 'interval'} R={self.retention_interval}"
+            return ("R=0 pinned" if self.pinned else "R=0 unpinned") + decode
+        return f"{'pinned' if self.pinned else 'interval'} R={self.retention_interval}{decode}"
 
     def make_policy(self) -> Policy:
         return resolve_policy(self.policy)

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from junction.reference.workloads.answers import hash_continuations, session_answers
 from junction.reference.workloads.hash_prompts import HashArrival, PromptBuilder
 from junction.reference.workloads.mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
 from junction.reference.workloads.sessions import Arrival, Turn, agent_sessions
@@ -121,8 +122,18 @@ class Workload:
         return all(turn.arrival_ms is not None for turn in self.turns)
 
 
-def builtin_workload(seed: int, sessions: int, turns: int, system_prompt_tokens: int) -> Workload:
-    """``agent_sessions``, regrouped into its sessions (it emits them turn after turn)."""
+def builtin_workload(
+    seed: int,
+    sessions: int,
+    turns: int,
+    system_prompt_tokens: int,
+    resend_answers: bool = False,
+) -> Workload:
+    """``agent_sessions``, regrouped into its sessions (it emits them turn after turn).
+
+    ``resend_answers``: each turn's reply is its answer, which the next turn
+    resends (``agent_sessions``); off, the next turn resends a drawn reply.
+    """
     arrivals = agent_sessions(
         seed,
         sessions=sessions,
@@ -130,34 +141,80 @@ def builtin_workload(seed: int, sessions: int, turns: int, system_prompt_tokens:
         system_prompt_tokens=system_prompt_tokens,
         message_tokens=MESSAGE_TOKENS,
         output_tokens=OUTPUT_TOKENS,
+        resend_answers=resend_answers,
     )
     grouped = tuple(tuple(arrivals[i : i + turns]) for i in range(0, len(arrivals), turns))
+    answers = ", answers resent" if resend_answers else ""
     return Workload(
         f"agent sessions: {sessions} sessions x {turns} turns, "
-        f"{system_prompt_tokens}-token system prompt, seed {seed}",
+        f"{system_prompt_tokens}-token system prompt, seed {seed}{answers}",
         grouped,
     )
 
 
-def trace_workload(path: str, requests: Sequence[TraceRequest]) -> Workload:
-    """A trace's lines grouped by session, sessions in order of first appearance."""
-    sessions: dict[object, list[Arrival]] = {}
+def trace_workload(
+    path: str, requests: Sequence[TraceRequest], answers_from_continuations: bool = False
+) -> Workload:
+    """A trace's lines grouped by session, sessions in order of first appearance.
+
+    ``answers_from_continuations``: a turn whose next turn extends its prompt
+    answers what that turn carries there (``workloads.answers``).
+    """
+    sessions: dict[object, list[TraceRequest]] = {}
     for request in requests:
         key = ("line", request.line) if request.session is None else ("session", request.session)
-        sessions.setdefault(key, []).append(Arrival(request.prompt, request.output_tokens))
-    return Workload(f"trace {path}", tuple(tuple(turns) for turns in sessions.values()))
+        sessions.setdefault(key, []).append(request)
+    grouped, answered = [], 0
+    for turns in sessions.values():
+        answers = session_answers(turns) if answers_from_continuations else [()] * len(turns)
+        answered += sum(1 for answer in answers if answer)
+        grouped.append(
+            tuple(
+                Arrival(turn.prompt, turn.output_tokens, answer=answer)
+                for turn, answer in zip(turns, answers, strict=True)
+            )
+        )
+    note = f", answers from continuations: {answered:,}" if answers_from_continuations else ""
+    return Workload(f"trace {path}{note}", tuple(grouped))
 
 
-def hash_trace_workload(path: str, requests: Sequence[HashTraceRequest]) -> Workload:
+def hash_trace_workload(
+    path: str, requests: Sequence[HashTraceRequest], answers_from_continuations: bool = False
+) -> Workload:
     """Each request of a hash-id trace a session of its own, in timestamp order.
 
     Prompts are built when they are submitted (:class:`HashArrival`).
+    ``answers_from_continuations``: a request a later one continues answers
+    what that one carries there, its partial last block rebuilt from it
+    (``workloads.answers``); the source says of how many requests.
     """
-    builder = PromptBuilder()
     ordered = sorted(requests, key=lambda request: request.timestamp)  # stable: file order
+    if not answers_from_continuations:
+        builder = PromptBuilder()
+        return Workload(
+            f"hash-id trace {path}",
+            tuple((HashArrival(r, builder),) for r in ordered),
+            _shared_hash_prefix(ordered),
+        )
+    found = hash_continuations(ordered)
+    rebuilt: dict[int, int] = {}
+    for index, (request, continuation) in enumerate(zip(ordered, found, strict=True)):
+        whole = request.input_length // HASH_BLOCK_TOKENS
+        if continuation is None or not request.input_length % HASH_BLOCK_TOKENS:
+            continue
+        # A partial block is rebuilt one way: a twin prompt continued otherwise keeps
+        # no answer (its continuation would not resend its rebuilt block).
+        block = continuation.request.hash_ids[whole]
+        if rebuilt.setdefault(request.hash_ids[-1], block) != block:
+            found[index] = None
+    builder = PromptBuilder(rebuilt)
+    answered = sum(1 for continuation in found if continuation is not None)
     return Workload(
-        f"hash-id trace {path}",
-        tuple((HashArrival(r, builder),) for r in ordered),
+        f"hash-id trace {path}, answers from continuations: {answered:,} of {len(ordered):,}",
+        tuple(
+            (HashArrival(r, builder, continuation),)
+            for r, continuation in zip(ordered, found, strict=True)
+        ),
         _shared_hash_prefix(ordered),
     )
 

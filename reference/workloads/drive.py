@@ -69,7 +69,7 @@ def run_workload(engine: Engine, arrivals: Sequence[Arrival], *, check: bool = F
             engine.step()
             if check:
                 engine.check()
-        engine.submit(arrival.prompt, arrival.max_output_tokens)
+        engine.submit(arrival.prompt, arrival.max_output_tokens, answer=arrival.answer)
     while not engine.idle:
         engine.step()
         if check:
@@ -122,7 +122,9 @@ class Timeline:
     def submit(self, turn: Turn, arrival_ms: float) -> int:
         """Submit ``turn``, arrived at ``arrival_ms``; its prompt is built here."""
         try:
-            request_id = self.engine.submit(turn.prompt, turn.max_output_tokens)
+            # A scripted answer (a turn the next one resends), where the workload has one.
+            answer = getattr(turn, "answer", ())
+            request_id = self.engine.submit(turn.prompt, turn.max_output_tokens, answer=answer)
         except ValueError as error:  # it could never fit the pool, even alone
             raise PoolTooSmall(str(error)) from None
         self._prompt_length[request_id] = turn.prompt_length

@@ -36,6 +36,7 @@ import random
 
 import attrs
 
+from .answers import Continuation
 from .mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
 
 __all__ = ["CACHED_BLOCKS", "HashArrival", "PromptBuilder", "block_tokens"]
@@ -50,17 +51,35 @@ def block_tokens(hash_id: int) -> tuple[int, ...]:
 
 
 class PromptBuilder:
-    """Builds prompts from hash ids, the most recently used ids' tokens cached."""
+    """Builds prompts from hash ids, the most recently used ids' tokens cached.
 
-    def __init__(self) -> None:
+    ``rebuilt``: a partial last block's id -> the id whose tokens it takes (its
+    continuation's block there, ``workloads.answers``); empty by default.
+    """
+
+    def __init__(self, rebuilt: dict[int, int] | None = None) -> None:
         self.block = functools.lru_cache(maxsize=CACHED_BLOCKS)(block_tokens)
+        self.rebuilt = rebuilt or {}
 
     def prompt(self, request: HashTraceRequest) -> tuple[int, ...]:
         """The request's ``input_length`` tokens: its blocks in order, the last one cut."""
+        return self.tokens(request, 0, request.input_length)
+
+    def tokens(self, request: HashTraceRequest, start: int, end: int) -> tuple[int, ...]:
+        """Tokens ``[start, end)`` of the request's prompt (``end <= input_length``)."""
+        ids = request.hash_ids
+        first, last = start // HASH_BLOCK_TOKENS, -(-end // HASH_BLOCK_TOKENS)
+        partial = request.input_length % HASH_BLOCK_TOKENS
         tokens: list[int] = []
-        for hash_id in request.hash_ids:
+        for index in range(first, last):
+            hash_id = ids[index]
+            if partial and index == len(ids) - 1:
+                # Its continuation's block, or that one's, when it is a partial block too.
+                while hash_id in self.rebuilt:
+                    hash_id = self.rebuilt[hash_id]
             tokens += self.block(hash_id)
-        return tuple(tokens[: request.input_length])
+        offset = first * HASH_BLOCK_TOKENS
+        return tuple(tokens[start - offset : end - offset])
 
 
 @attrs.frozen
@@ -73,10 +92,20 @@ class HashArrival:
 
     request: HashTraceRequest
     builder: PromptBuilder = attrs.field(eq=False, repr=False)
+    # Where its answer lies in a later request (``workloads.answers``); None: no answer.
+    continuation: Continuation | None = None
 
     @property
     def prompt(self) -> tuple[int, ...]:
         return self.builder.prompt(self.request)
+
+    @property
+    def answer(self) -> tuple[int, ...]:
+        """The answer its continuation resends (``()`` without one), built when asked."""
+        found = self.continuation
+        if found is None:
+            return ()
+        return self.builder.tokens(found.request, found.start, found.end)
 
     @property
     def prompt_length(self) -> int:

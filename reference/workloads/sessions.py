@@ -52,6 +52,9 @@ class Arrival:
     prompt: tuple[int, ...]
     max_output_tokens: int
     steps_after_previous: int = 0
+    # The reply the workload scripts (its next turn resends it); () lets the engine
+    # make up its own, which no later turn resends.
+    answer: tuple[int, ...] = ()
 
     @property
     def prompt_length(self) -> int:
@@ -77,8 +80,18 @@ def agent_sessions(
     output_tokens: tuple[int, int] = (4, 32),
     gap_steps: int = 8,
     vocab: int = 32_000,
+    resend_answers: bool = False,
 ) -> list[Arrival]:
-    """Sessions arrive one after another; within a session, turns follow each other."""
+    """Sessions arrive one after another; within a session, turns follow each other.
+
+    Each turn resends the session's earlier messages and a reply after each.
+    By default that reply is drawn here, and the engine generates another
+    answer of its own length: a turn then shares its predecessor's prompt,
+    never its answer. With ``resend_answers`` the reply is the turn's answer
+    (``Arrival.answer``, as many output tokens), so the next turn resends the
+    prompt and the whole answer, as a conversation does; the prompts are the
+    same draws either way.
+    """
     rng = random.Random(seed)
     system = _text(rng, system_prompt_tokens, vocab)
     arrivals = []
@@ -86,6 +99,11 @@ def agent_sessions(
         history = system
         for _ in range(turns):
             history += _text(rng, rng.randint(*message_tokens), vocab)
-            arrivals.append(Arrival(history, rng.randint(*output_tokens), gap_steps))
-            history += _text(rng, rng.randint(*output_tokens), vocab)  # the reply
+            prompt, output = history, rng.randint(*output_tokens)
+            reply = _text(rng, rng.randint(*output_tokens), vocab)
+            if resend_answers:
+                arrivals.append(Arrival(prompt, len(reply), gap_steps, reply))
+            else:
+                arrivals.append(Arrival(prompt, output, gap_steps))
+            history += reply
     return arrivals

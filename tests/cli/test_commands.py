@@ -12,9 +12,9 @@ def test_exhaustive_prints_counts_and_agrees(capsys: pytest.CaptureFixture[str])
     assert reference(["exhaustive", "--bound", "1"]) == 0
     captured = capsys.readouterr()
     assert "reachable_block_mask" in captured.out and "every input agrees" in captured.out
-    assert "143,836 inputs in" in captured.out
+    assert "188,656 inputs in" in captured.out
     # Progress (the bar may cut the total short on a narrow terminal).
-    assert "143836/" in captured.err and "reconcile_hits" in captured.err
+    assert "188656/" in captured.err and "promised_positions" in captured.err
 
 
 def test_exhaustive_rejects_a_bad_bound(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,15 +16,33 @@ from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.policy import CheckedPolicy, PolicyError, RequestView
 from junction.reference.harness import Promise, Scenario, Verdict, replay, run_conformance
 from junction.reference.policies.builtin import DensePolicy, IntervalPolicy, JunctionPolicy
+from junction.reference.policies.options import JunctionOptions
 from junction.reference.policies.registry import resolve_policy
 
 
 def test_a_conforming_policy_gets_a_clean_report() -> None:
     report = run_conformance(JunctionPolicy(), examples=10, seed=3)
     assert report.passed and report.policy == "junction" and report.seed == 3
-    assert [v.promise for v in report.verdicts] == list(Promise)
+    # The next turn is promised only with decode checkpoints: not run by default.
+    assert [v.promise for v in report.verdicts] == [
+        p for p in Promise if p is not Promise.NEXT_TURN
+    ]
     assert all(v.status is Verdict.KEPT and v.examples == 10 for v in report.verdicts)
     assert "junction" in report.table()
+
+
+def test_the_next_turn_asked_of_a_policy_that_does_not_make_it_fails() -> None:
+    report = run_conformance(JunctionPolicy(), examples=10, promises=["next_turn"])
+    (verdict,) = report.verdicts
+    assert verdict.status is Verdict.UNCHECKED and verdict.examples == 0
+    assert not report.passed and "keeps_decode_checkpoints" in verdict.message
+
+
+def test_with_decode_checkpoints_the_next_turn_is_kept() -> None:
+    policy = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
+    report = run_conformance(policy, examples=30, seed=3, promises=["next_turn"])
+    (verdict,) = report.verdicts
+    assert verdict.status is Verdict.KEPT and verdict.examples == 30
 
 
 @pytest.mark.slow

@@ -46,7 +46,9 @@ def _room(scenario: Scenario) -> Scenario:
 
 
 # Only a Mamba group has a checkpoint to write: the other geometries run as without it.
-promised = st.sampled_from(list(Promise)).flatmap(scenarios).filter(_with_mamba).map(_room)
+# The next turn is the decode checkpoints' promise, not made here (test_promises).
+made = [p for p in Promise if p is not Promise.NEXT_TURN]
+promised = st.sampled_from(made).flatmap(scenarios).filter(_with_mamba).map(_room)
 
 
 TIER_FOUND = Scenario(  # the tier's save path once offered chunk ends' states only

@@ -7,11 +7,14 @@ preemption, and prompts that share prefixes. After every rule ``check()``
 verifies reference counts against holders, free + held = total, no block both
 free and held, every cached block's hash against its tokens, no leak once all
 requests finish; admission itself refuses a Mamba hit without its exact state.
+Half the configurations keep decode checkpoints (pinned Mamba states and held
+windows, published on finish, given back on preemption and abort).
 On failure Hypothesis prints the shrunk step sequence.
 """
 
 from __future__ import annotations
 
+import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -27,6 +30,7 @@ from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.eviction import FlopAware, FlopModel, LayerCost, LeastRecentlyUsed
 from junction.reference.engine.request import RequestStatus
 from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.policies.options import JunctionOptions
 
 MAX_PROMPT = 48
 MAX_OUTPUT = 6
@@ -64,9 +68,10 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
         2 if g.kind is GroupKind.MAMBA else cdiv(MAX_PROMPT + MAX_OUTPUT, g.block_size)
         for g in groups
     )
-    return EngineConfig(
+    factor = draw(st.integers(1, 4))
+    config = EngineConfig(
         geometry,
-        num_blocks=per_request * draw(st.integers(1, 4)) + 1,
+        num_blocks=per_request * factor + 1,
         max_num_batched_tokens=draw(st.integers(8, 64)),
         long_prefill_token_threshold=draw(st.sampled_from([0, 8, 24])),
         seed=draw(st.integers(0, 3)),
@@ -78,6 +83,12 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
             )
         ),
     )
+    if not draw(st.booleans()):
+        return config
+    # Decode checkpoints on: pinned states and held windows count in the peak.
+    policy = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
+    peak = Engine(attrs.evolve(config, policy=policy)).blocks_at_peak(MAX_PROMPT + MAX_OUTPUT)
+    return attrs.evolve(config, policy=policy, num_blocks=max(per_request, peak) * factor + 1)
 
 
 class EngineMachine(RuleBasedStateMachine):

@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Scenario, replay, scenarios
 from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.policies.options import JunctionOptions
 
 POLICY = JunctionPolicy()
 
@@ -99,3 +100,28 @@ def test_promise_7_safety_under_pressure(scenario: Scenario) -> None:
 @given(scenarios("tier"))
 def test_promise_8_tier(scenario: Scenario) -> None:
     assert_holds(scenario)
+
+
+NEXT_TURN_POLICY = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
+
+
+@given(scenarios("next_turn"))
+@example(  # no position while c < 16, then 8: the window's block 0 must not be released
+    Scenario(
+        "next_turn",
+        HybridGeometry(
+            [GroupSpec.full(2), GroupSpec.sliding_window(8, 2)],
+            2,
+            use_eagle=True,
+            retention_interval=0,
+        ),
+        [(0,) * 7],
+        (),
+        4,
+        max_output_tokens=10,
+    )
+)
+def test_promise_9_next_turn(scenario: Scenario) -> None:
+    """With decode checkpoints on (promise 9 is the option's promise)."""
+    violation = replay(scenario, NEXT_TURN_POLICY)
+    assert violation is None, f"{violation}\nscenario: {scenario.to_json()}"

@@ -28,6 +28,7 @@ from .core_under_test import (
     OffGridInterval,
     PrefillCheckpoints,
     checkpoint_stop,
+    decode_checkpoint,
     group_finder,
     last_cacheable_position,
     mamba_block_aligned_split,
@@ -348,6 +349,72 @@ def test_checkpoints_reject_bad_positions(
         "reachable_boundaries[1]",
         -back,
     )
+
+
+@given(geometries(), st.integers(1, 100), st.integers(0, 100), st.one_of(negative, not_an_int))
+def test_the_next_turn_options_reject_bad_positions(
+    geometry: HybridGeometry, prompt: int, extra: int, value: object
+) -> None:
+    past = prompt + 1 + extra
+    assert_rejects(
+        lambda: promised_positions(geometry, prompt, declared_checkpoints=(0, value)),  # type: ignore[arg-type]
+        "declared_checkpoints[1]",
+        value,
+    )
+    assert_rejects(
+        lambda: promised_positions(geometry, prompt, declared_checkpoints=(past,)),
+        "declared_checkpoints[0]",
+        past,
+    )
+    assert_rejects(
+        lambda: reachable_boundaries(prompt, declared_checkpoints=(value,)),  # type: ignore[arg-type]
+        "declared_checkpoints[0]",
+        value,
+    )
+    short = prompt - extra
+    assert_rejects(
+        lambda: promised_positions(geometry, prompt, finished_tokens=short),
+        "finished_tokens",
+        short,
+    )
+    if value is not None:  # None: the request has not finished (no decode checkpoint)
+        assert_rejects(
+            lambda: promised_positions(geometry, prompt, finished_tokens=value),  # type: ignore[arg-type]
+            "finished_tokens",
+            value,
+        )
+    low = 1 - extra
+    assert_rejects(lambda: decode_checkpoint(geometry, low), "finished_tokens", low)
+    assert_rejects(lambda: decode_checkpoint(value, 5), "geometry", value)  # type: ignore[arg-type]
+
+
+def test_the_next_turn_options_name_their_rules() -> None:
+    """The messages, pinned: what an engine author reads."""
+    geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
+    cases: list[tuple[Any, str]] = [
+        (
+            lambda: promised_positions(geometry, 8, declared_checkpoints=(3, 9)),
+            "declared_checkpoints[1]=9: must be <= num_prompt_tokens (8): "
+            "a declared checkpoint lies in the prompt",
+        ),
+        (
+            lambda: promised_positions(geometry, 8, declared_checkpoints=(-1,)),
+            "declared_checkpoints[0]=-1: must be >= 0",
+        ),
+        (
+            lambda: promised_positions(geometry, 8, finished_tokens=8),
+            "finished_tokens=8: must be >= num_prompt_tokens + 1 (9)",
+        ),
+        (lambda: decode_checkpoint(geometry, 1), "finished_tokens=1: must be >= 2"),
+        (
+            lambda: decode_checkpoint(None, 5),  # type: ignore[arg-type]
+            "geometry=None: must be a HybridGeometry",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(InvalidArgument) as info:
+            call()
+        assert str(info.value) == message
 
 
 @given(st.sampled_from(["alignment", "unit"]), st.one_of(st.integers(max_value=0), not_an_int))

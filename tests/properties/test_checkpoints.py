@@ -12,6 +12,12 @@
   output tokens filled the last one), lands where full attention alone can
   serve it (the oracle tries every length). That landing point, on the hit
   grid, is promised. The oracle never sees the formula.
+* The next turn: a finished request's ``decode_checkpoint`` is where the
+  oracle's follow-up (the prompt and the whole answer resent, with or without
+  new text) resumes when every group kept everything the request computed;
+  a declared checkpoint adds to ``promised_positions`` exactly where the
+  oracle's sibling sharing the prefix up to it resumes (with and without the
+  EAGLE drop).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from hypothesis import strategies as st
 from junction.reference.oracle.first_principles import (
     OracleGroup,
     oracle_blocks_needed,
+    oracle_declared_positions,
+    oracle_decode_checkpoint,
     oracle_reconcile,
 )
 
@@ -29,6 +37,7 @@ from .core_under_test import (
     GroupKind,
     HybridGeometry,
     checkpoint_stop,
+    decode_checkpoint,
     floor_to,
     promised_positions,
     promised_stop,
@@ -154,3 +163,41 @@ def test_core_alone_keeps_only_blocks_a_promised_position_needs(
         )
         kept = {index for index, keep in enumerate(mask) if keep}
         assert kept <= needed, (spec, boundaries, promised, sorted(kept - needed))
+
+
+def _plain(geometry: HybridGeometry) -> list[tuple[str, int, int | None, bool]]:
+    return [(g.kind.value, g.block_size, g.window, g.eagle_group) for g in geometry.groups]
+
+
+@given(geometries(), st.integers(1, 60), st.integers(1, 30))
+def test_the_decode_checkpoint_is_where_the_next_turn_resumes(
+    geometry: HybridGeometry, prompt: int, answer: int
+) -> None:
+    finished = prompt + answer
+    want = oracle_decode_checkpoint(
+        _plain(geometry),
+        geometry.hash_block_size,
+        geometry.alignment_tokens,
+        geometry.use_eagle,
+        finished,
+    )
+    assert decode_checkpoint(geometry, finished) == want
+    base = set(promised_positions(geometry, prompt))
+    got = set(promised_positions(geometry, prompt, finished_tokens=finished))
+    assert got == base | ({want} - {0}), (sorted(got), sorted(base), want)
+
+
+@given(geometries(), st.integers(1, 60), st.data())
+def test_a_declared_checkpoint_is_promised_where_a_sibling_resumes(
+    geometry: HybridGeometry, prompt: int, data: st.DataObject
+) -> None:
+    declared = data.draw(st.lists(st.integers(0, prompt), max_size=3))
+    junction = data.draw(st.integers(0, prompt))
+    base = set(promised_positions(geometry, prompt, junction))
+    got = set(promised_positions(geometry, prompt, junction, declared_checkpoints=declared))
+    want = set(base)
+    for position in declared:
+        want |= oracle_declared_positions(
+            _plain(geometry), geometry.alignment_tokens, geometry.use_eagle, position
+        )
+    assert got == want, (sorted(got), sorted(want))

@@ -30,6 +30,7 @@ from junction.reference.engine.request import Request
 from junction.reference.engine.tier import TierSaving
 from junction.reference.harness import Promise
 from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.policies.options import JunctionOptions
 
 
 class JunctionHintFirstStepOnly(JunctionPolicy):
@@ -155,6 +156,19 @@ class RetentionZeroKeepsEverything(JunctionPolicy):
         return super().block_mask(geometry, group, request, start_block, end_block, boundaries)
 
 
+class PromptSidePositionsOnly(JunctionPolicy):
+    """vLLM 0.33.0: only the prompt's positions are kept (replay, junction), none
+    for the next turn, although the policy says it keeps decode checkpoints."""
+
+    name = "mutant: decode checkpoints on, but only the prompt's positions kept (vLLM 0.33)"
+
+    def __init__(self) -> None:
+        super().__init__(JunctionOptions(decode_checkpoints=True))
+
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
+        return ()
+
+
 # -- engine mutants: lookup defects no retention policy can cause ------------
 
 
@@ -236,6 +250,34 @@ class EvictsHeldJunctionStateEngine(Engine):
         self.coordinator = Coordinator(self.geometry, self.pool, self.policy)
 
 
+class _PublishesOneGridStepOffManager(MambaManager):
+    """Publishes each pinned decode state under the key of the grid point below it."""
+
+    def publish(self, request: Request, positions: Sequence[int]) -> None:
+        step = self.geometry.hit_grid_tokens // self.block_size
+        for position, block in sorted(self.pins.get(request.request_id, {}).items()):
+            index = position // self.block_size - 1 - step
+            if index >= 0 and block.key is None:
+                self.cache_block(request, block, index)
+
+
+class DecodeCheckpointOneGridStepOffEngine(Engine):
+    """SGLang #35412: a decode checkpoint attached one grid step off (the state after
+    ``p`` tokens found as the state after ``p - G``): a later request would resume
+    the recurrence mid-stream, wrong output with no error."""
+
+    name = "engine mutant: the decode checkpoint published one grid step off (SGLang #35412)"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        managers = self.coordinator.managers
+        for index, manager in enumerate(managers):
+            if isinstance(manager, MambaManager):
+                managers[index] = _PublishesOneGridStepOffManager(
+                    manager.group_id, manager.spec, self.geometry, self.pool, self.policy
+                )
+
+
 @attrs.frozen
 class Mutant:
     """A zoo entry: the policy (and engine) to run, and the promise it must break.
@@ -283,4 +325,13 @@ ZOO: tuple[Mutant, ...] = (
     _engine(MambaResumesMidBlockEngine, "economy"),
     _engine(ReplayOnlyConnectorEngine, "tier"),
     _engine(EvictsHeldJunctionStateEngine, "safety"),
+    _policy(PromptSidePositionsOnly, "next_turn"),
+    # Run with decode checkpoints on (the default policy's option): off, nothing is pinned.
+    Mutant(
+        DecodeCheckpointOneGridStepOffEngine.__name__,
+        DecodeCheckpointOneGridStepOffEngine.name,
+        lambda: JunctionPolicy(JunctionOptions(decode_checkpoints=True)),
+        Promise.NEXT_TURN,
+        DecodeCheckpointOneGridStepOffEngine,
+    ),
 )

@@ -1,0 +1,111 @@
+"""The next turn measured: dense, interval, pinned and pinned + decode on conversations.
+
+Runs the simulator (``reference.simulator.run.simulate``) on the built-in agent
+workload with its answers resent (``builtin_workload(resend_answers=True)``)
+and as before (a drawn reply resent, never the answer)
+and on the Mooncake conversation trace with answers reconstructed from
+continuations (``hash_trace_workload(answers_from_continuations=True)``), for
+one Mamba preset and one sliding-window preset, and prints one markdown table
+per workload: token hit rate, prefill tokens saved, sparse blocks at peak (and
+as a share of dense's), TTFT p50/p90, and the share of dense's reused tokens
+each row recovers. ``--requests N`` replays the trace's first ``N`` requests
+by timestamp (0: all of it). docs/next-turn.md holds a run's output and its
+command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import attrs
+
+from junction.reference.simulator.result import RunResult
+from junction.reference.simulator.run import Arrivals, Settings, simulate
+from junction.reference.simulator.variants import Variant
+from junction.reference.simulator.workload import Workload, builtin_workload, hash_trace_workload
+from junction.reference.workloads.mooncake import HashTraceRequest
+from junction.reference.workloads.tracefile import load_any_trace
+
+PRESETS = ("nemotron-h", "gpt-oss")
+TRACE = "examples/traces/mooncake-conversation.jsonl.gz"
+
+
+def _rows(interval: int) -> tuple[Variant, ...]:
+    return (
+        Variant("dense", None),
+        Variant("interval", interval),
+        Variant("junction", 0),
+        Variant("junction+decode", 0),
+    )
+
+
+def _table(title: str, results: list[RunResult], dense_by_preset: dict[str, RunResult]) -> str:
+    lines = [
+        f"#### {title}",
+        "",
+        "| preset | row | hit rate | prefill saved | share of dense's reuse "
+        "| sparse blocks at peak (of dense's) | TTFT p50 / p90 (ms) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for result in results:
+        dense = dense_by_preset[result.geometry]
+        share = result.hit_tokens / dense.hit_tokens if dense.hit_tokens else 0.0
+        memory = result.sparse_retained_peak / dense.sparse_retained_peak
+        lines.append(
+            f"| {result.geometry} | {result.variant.label} | {result.token_hit_rate:.3f} | "
+            f"{result.prefill_saved_share:.3f} | {share:.3f} | "
+            f"{result.sparse_retained_peak:,} ({memory:.3f}) | "
+            f"{result.ttft_ms.p50:,.0f} / {result.ttft_ms.p90:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=0, help="trace requests (0: all)")
+    parser.add_argument("--interval", type=int, default=1056, help="the interval row's R")
+    parser.add_argument("--blocks", type=int, default=40_000, help="the pool, in blocks")
+    parser.add_argument("--skip-trace", action="store_true", help="the built-in workload only")
+    parser.add_argument("--skip-builtin", action="store_true", help="the trace only")
+    parser.add_argument(
+        "--presets", default=",".join(PRESETS), help=f"comma-separated (default {PRESETS})"
+    )
+    args = parser.parse_args(argv)
+    settings = Settings(
+        num_blocks=args.blocks,
+        max_num_batched_tokens=2048,
+        chunk_tokens=256,
+        use_eagle=False,
+        concurrency=8,
+        seed=0,
+    )
+    workloads: list[tuple[str, Workload, Arrivals]] = []
+    if not args.skip_builtin:
+        workloads += [
+            ("built-in", builtin_workload(0, 48, 4, 1500, resend_answers=True), "sessions"),
+            ("built-in as before", builtin_workload(0, 48, 4, 1500), "sessions"),
+        ]
+    if not args.skip_trace:
+        requests = [r for r in load_any_trace(TRACE, 10**9) if isinstance(r, HashTraceRequest)]
+        ordered = sorted(requests, key=lambda r: r.timestamp)
+        if args.requests:
+            ordered = ordered[: args.requests]
+        workloads.append(("trace", hash_trace_workload(TRACE, ordered, True), "trace"))
+    for name, workload, arrivals in workloads:
+        started = time.perf_counter()
+        results = simulate(
+            workload,
+            args.presets.split(","),
+            _rows(args.interval),
+            attrs.evolve(settings, arrivals=arrivals),
+        )
+        dense = {r.geometry: r for r in results if r.variant.policy == "dense"}
+        print(_table(f"{name}: {workload.source}, {workload.requests:,} requests", results, dense))
+        print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
