@@ -1,6 +1,6 @@
 """What a promise check needs of a prefix cache: the subject protocol.
 
-The eight promises are checked once (:mod:`.promises`) against this small
+The nine promises are checked once (:mod:`.promises`) against this small
 protocol; the reference engine (:mod:`.engine_subject`), vLLM 0.33.0's own
 code (``junction.audit.subject``) and SGLang 0.5.23's
 (``junction.audit.sglang.subject``) are its adapters. A :class:`Subject` runs a scenario's prompts
