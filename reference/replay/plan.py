@@ -65,9 +65,9 @@ class _View:
 class Planner:
     """Plans for one geometry, policy and step budget (the engine's settings).
 
-    Only a policy declaring ``fixed_boundaries`` (every built-in one) and
-    writing no internal prefill checkpoint, and a geometry without partial
-    hits: :class:`InvalidArgument` otherwise.
+    Only a policy declaring ``fixed_boundaries`` (every built-in one),
+    writing no internal prefill checkpoint and keeping no decode checkpoint,
+    and a geometry without partial hits: :class:`InvalidArgument` otherwise.
     """
 
     def __init__(
@@ -83,6 +83,8 @@ class Planner:
             raise InvalidArgument("policy", policy, "the replay needs fixed_boundaries = True")
         if getattr(policy, "writes_prefill_checkpoints", False):
             raise InvalidArgument("policy", policy, "the replay models no prefill checkpoints")
+        if getattr(policy, "keeps_decode_checkpoints", False):
+            raise InvalidArgument("policy", policy, "the replay models no decode checkpoints")
         self.geometry = geometry
         self.policy = policy
         self.budget = max_num_batched_tokens

@@ -183,7 +183,7 @@ class _ScriptedWorker:
 
 def _remote(answer: object) -> tuple[RemotePolicy, _ScriptedWorker]:
     worker = _ScriptedWorker(answer)
-    loaded = fuzz_supervisor._Loaded("scripted", False, False)
+    loaded = fuzz_supervisor._Loaded("scripted", False, False, False)
     remote = RemotePolicy(worker, loaded, Limits(60.0, 10.0), time.monotonic() + 60)  # type: ignore[arg-type]
     return remote, worker
 
@@ -256,7 +256,7 @@ def test_bool_for_int_and_other_shapes_are_refused(answer: object, problem: str)
         worker.receive = lambda deadline: policy_wire.decode(b'{"id": 1, "value": 8.0}')  # type: ignore[method-assign]
         remote = RemotePolicy(
             worker,  # type: ignore[arg-type]
-            fuzz_supervisor._Loaded("scripted", False, False),
+            fuzz_supervisor._Loaded("scripted", False, False, False),
             Limits(60.0, 10.0),
             time.monotonic() + 60,
         )

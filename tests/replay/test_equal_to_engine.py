@@ -10,11 +10,13 @@ blocks themselves (``engine_side``).
 from __future__ import annotations
 
 import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
-from junction.reference.policies.registry import policy_names
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv
+from junction.reference.policies.registry import Role, policy_names, resolve_policy
+from junction.reference.replay.plan import Planner
 
 from .engine_side import assert_equal, engine_records, replay_records, token_requests
 
@@ -41,12 +43,16 @@ def geometries(draw: st.DrawFn) -> HybridGeometry:
     return HybridGeometry(groups, unit, use_eagle=eagle, retention_interval=interval)
 
 
+REPLAYED = [n for n in policy_names() if n not in policy_names(Role.NEXT_TURN)]
+
+
 @st.composite
 def scenarios(
     draw: st.DrawFn,
 ) -> tuple[HybridGeometry, str, str, int, int, list[tuple[list[int], int]]]:
     geometry = draw(geometries())
-    policy = draw(st.sampled_from(sorted(policy_names())))
+    # Every registered policy the replay models: decode checkpoints (the next turn) it refuses.
+    policy = draw(st.sampled_from(sorted(REPLAYED)))
     eviction = draw(st.sampled_from(["lru", "flop-aware"]))
     base = draw(st.lists(st.integers(0, 5), min_size=4, max_size=48))
     requests: list[tuple[list[int], int]] = []
@@ -75,3 +81,10 @@ def test_the_replay_equals_the_engine_request_by_request(scenario) -> None:  # t
     expected = engine_records(geometry, policy, num_blocks, eviction, budget, requests)
     stream = token_requests(geometry, requests)
     assert_equal(expected, replay_records(geometry, policy, num_blocks, eviction, budget, stream))
+
+
+@pytest.mark.parametrize("name", policy_names(Role.NEXT_TURN))
+def test_a_policy_keeping_decode_checkpoints_is_refused_by_name(name: str) -> None:
+    geometry = HybridGeometry([GroupSpec.full(16), GroupSpec.mamba(16)], hash_block_size=16)
+    with pytest.raises(InvalidArgument, match="the replay models no decode checkpoints"):
+        Planner(geometry, resolve_policy(name))
