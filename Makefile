@@ -161,7 +161,7 @@ bench-engine: $(STAMP)
 # The fast replay's sweep: the whole conversation trace, Qwen3-Next through the
 # memory model, the four compared variants x 8 budgets, LRU (BENCHMARKS.md).
 bench-replay: $(STAMP)
-	time $(PY) -m junction.reference replay --model qwen3-next-80b-a3b --hbm 8,16,32,64,128,256,512,1024 --jobs 2
+	time $(PY) -m junction.reference hbm --model qwen3-next-80b-a3b --hbm 8,16,32,64,128,256,512,1024 --jobs 2
 
 # Every input up to a bound through the batched path, against core.
 kernel-sweep: $(STAMP)
