@@ -34,7 +34,7 @@ from junction.reference.oracle.exhaustive import (
     mask_inputs,
     split_inputs,
 )
-from junction.reference.oracle.first_principles import oracle_reachable_block_mask, oracle_split
+from junction.reference.oracle.first_principles import oracle_split
 
 __all__ = ["free_function_disagreements", "main"]
 
@@ -50,9 +50,7 @@ def free_function_disagreements(copy: ModuleType, bound: int) -> tuple[int, list
     for kwargs in split_inputs(bound):
         grid = kwargs.get("prefill_checkpoints")
         assert grid is None or isinstance(grid, CheckpointGrid)
-        checkpoints = grid and copy.PrefillCheckpoints(
-            grid.alignment, grid.unit, grid.keyed_on_prefill_end
-        )
+        checkpoints = grid and grid.in_core(copy)
         got = copy.mamba_block_aligned_split(**{**kwargs, "prefill_checkpoints": checkpoints})
         checked += 1
         if got != oracle_split(**kwargs) and len(found) < _SHOWN:
@@ -71,19 +69,7 @@ def free_function_disagreements(copy: ModuleType, bound: int) -> tuple[int, list
             case.reachable_boundaries,
             final_segment_end_block=case.final_segment_end_block,
         )
-        want = oracle_reachable_block_mask(
-            case.start_block,
-            case.end_block,
-            case.alignment_tokens,
-            spec.kind.value,
-            spec.block_size,
-            spec.window,
-            case.use_eagle,
-            case.retention_interval,
-            case.reachable_boundaries,
-            case.final_segment_end_block,
-            spec.eagle_group,
-        )
+        want = case.oracle_answer()
         checked += 1
         if got != want and len(found) < _SHOWN:
             found.append(f"reachable_block_mask {case}: {got!r}, oracle {want!r}")

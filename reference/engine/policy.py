@@ -123,6 +123,23 @@ def _chunk_call(call: str, request: RequestView, num_new_tokens: int) -> str:
     return f"{call}({describe_request(request)}, n={num_new_tokens})"
 
 
+def _optional_question(
+    policy: object, name: str, declaration: str, method: str
+) -> tuple[bool, Callable[..., object] | None]:
+    """An optional question's declaration (a bool, ``False`` when absent) and, when it
+    is ``True``, the method the engine then asks; :class:`PolicyError` naming either."""
+    try:
+        declared = getattr(policy, declaration, False)
+        answer = getattr(policy, method, None) if declared is True else None
+    except BaseException as error:
+        raise PolicyError(name, declaration, _raised(error)) from None
+    if declared is not True and declared is not False:
+        raise PolicyError(name, declaration, f"must be a bool, got {_show(declared)}")
+    if declared and not callable(answer):
+        raise PolicyError(name, method, f"{declaration} is True: must be a method")
+    return declared, answer
+
+
 class CheckedPolicy:
     """Wraps a policy; every answer is validated and every failure named.
 
@@ -156,32 +173,12 @@ class CheckedPolicy:
             raise PolicyError(label, "Policy protocol", f"{problem} (got {_show(policy)})")
         if not isinstance(name, str):
             raise PolicyError(label, "name", f"must be a str, got {_show(name)}")
-        try:
-            writes = getattr(policy, "writes_prefill_checkpoints", False)
-            answer = getattr(policy, "prefill_checkpoint", None) if writes is True else None
-        except BaseException as error:
-            raise PolicyError(name, "writes_prefill_checkpoints", _raised(error)) from None
-        if writes is not True and writes is not False:
-            raise PolicyError(
-                name, "writes_prefill_checkpoints", f"must be a bool, got {_show(writes)}"
-            )
-        if writes and not callable(answer):
-            raise PolicyError(
-                name, "prefill_checkpoint", "writes_prefill_checkpoints is True: must be a method"
-            )
-        try:
-            keeps = getattr(policy, "keeps_decode_checkpoints", False)
-            decode = getattr(policy, "decode_checkpoints", None) if keeps is True else None
-        except BaseException as error:
-            raise PolicyError(name, "keeps_decode_checkpoints", _raised(error)) from None
-        if keeps is not True and keeps is not False:
-            raise PolicyError(
-                name, "keeps_decode_checkpoints", f"must be a bool, got {_show(keeps)}"
-            )
-        if keeps and not callable(decode):
-            raise PolicyError(
-                name, "decode_checkpoints", "keeps_decode_checkpoints is True: must be a method"
-            )
+        writes, answer = _optional_question(
+            policy, name, "writes_prefill_checkpoints", "prefill_checkpoint"
+        )
+        keeps, decode = _optional_question(
+            policy, name, "keeps_decode_checkpoints", "decode_checkpoints"
+        )
         try:
             fixed = getattr(policy, "fixed_boundaries", False)
         except BaseException as error:

@@ -65,6 +65,23 @@ class MaskInput(NamedTuple):
     reachable_boundaries: tuple[int, ...]
     final_segment_end_block: int | None = None
 
+    def oracle_answer(self) -> list[bool] | None:
+        """The first-principles oracle's mask for these arguments."""
+        spec = self.spec
+        return oracle_reachable_block_mask(
+            self.start_block,
+            self.end_block,
+            self.alignment_tokens,
+            spec.kind.value,
+            spec.block_size,
+            spec.window,
+            self.use_eagle,
+            self.retention_interval,
+            self.reachable_boundaries,
+            self.final_segment_end_block,
+            spec.eagle_group,
+        )
+
 
 def group_spec(
     core: ModuleType, kind: str, block_size: int, window: int, eagle_group: bool = True
@@ -127,6 +144,10 @@ class CheckpointGrid:
     alignment: int
     unit: int
     keyed_on_prefill_end: bool = False
+
+    def in_core(self, core: ModuleType) -> Any:
+        """The same backend as ``core.PrefillCheckpoints`` of the implementation under test."""
+        return core.PrefillCheckpoints(self.alignment, self.unit, self.keyed_on_prefill_end)
 
 
 def _option_variants(hash_unit: int, block: int) -> list[dict[str, Any]]:
@@ -260,19 +281,7 @@ def _mask_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object, 
         spec = case.spec
         key = (case.alignment_tokens, spec, case.use_eagle, case.retention_interval)
         binding = bindings.get(key) or bindings.setdefault(key, core.GroupMask(*key))
-        want = oracle_reachable_block_mask(
-            case.start_block,
-            case.end_block,
-            case.alignment_tokens,
-            spec.kind.value,
-            spec.block_size,
-            spec.window,
-            case.use_eagle,
-            case.retention_interval,
-            case.reachable_boundaries,
-            case.final_segment_end_block,
-            spec.eagle_group,
-        )
+        want = case.oracle_answer()
         got = binding.reachable_block_mask(
             case.start_block,
             case.end_block,
@@ -299,9 +308,7 @@ def _split_cases(core: ModuleType, bound: int) -> Iterator[tuple[object, object,
         splitter = bindings.get(key)
         if splitter is None:
             grid = settings["prefill_checkpoints"]
-            checkpoints = grid and core.PrefillCheckpoints(
-                grid.alignment, grid.unit, grid.keyed_on_prefill_end
-            )
+            checkpoints = grid and grid.in_core(core)
             splitter = bindings[key] = core.ChunkSplitter(*key[:-1], checkpoints)
         request = {name: value for name, value in kwargs.items() if name not in engine}
         yield splitter.split(**request), oracle_split(**kwargs), kwargs
