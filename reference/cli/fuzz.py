@@ -48,7 +48,6 @@ from junction.reference.cli import outputs, terminal
 from junction.reference.cli.arguments import finite_seconds, int_at_least, output_path
 from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
 from junction.reference.harness import (
-    ALL_PROMISES,
     ConformanceReport,
     Promise,
     PromiseVerdict,
@@ -70,7 +69,7 @@ def _fuzz(args: argparse.Namespace) -> ConformanceReport | LoadFailure:
     """The run, with a progress line in seconds (the budget) and the examples per promise."""
     counts: dict[Promise, str] = {}
     # Unnamed: the promises the policy makes (the next turn only with decode checkpoints).
-    promises = tuple(Promise.named(p) for p in args.promise) if args.promise else ALL_PROMISES
+    promises = tuple(Promise.named(p) for p in args.promise) if args.promise else None
     with terminal.progress("fuzz", args.seconds) as advance:
         started, shown = time.perf_counter(), 0
 

@@ -436,11 +436,11 @@ def _group(geometry: HybridGeometry, group: GroupSpec) -> int | dict[str, Any]:
 
 
 def _unchecked(
-    spec: str, seed: int, promises: tuple[Promise, ...], limits: Limits, problem: str
+    spec: str, seed: int, promises: tuple[Promise, ...] | None, limits: Limits, problem: str
 ) -> ConformanceReport:
     verdicts = tuple(
         PromiseVerdict(p, Verdict.UNCHECKED, 0, 0.0, error=f"policy {spec!r}: {problem}")
-        for p in promises
+        for p in (tuple(Promise) if promises is None else promises)
     )
     return ConformanceReport(spec, seed, verdicts, limits.call_seconds)
 
@@ -484,11 +484,13 @@ def remote_policy(
 def supervise(
     policy: str,
     seed: int,
-    promises: tuple[Promise, ...],
+    promises: tuple[Promise, ...] | None,
     limits: Limits,
     on_verdict: Callable[[PromiseVerdict], None],
 ) -> ConformanceReport | LoadFailure:
     """Run ``policy``'s promises here, its code in a worker; the report, whatever the policy does.
+
+    ``promises``: ``None`` for the promises the policy makes (``run_conformance``).
 
     The deadline counts from this call. ``on_verdict`` hears each verdict
     (after each batch, at each failure). A ``KeyboardInterrupt`` (or a

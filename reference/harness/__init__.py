@@ -13,14 +13,13 @@ from .engine_subject import EngineFactory, EngineSubject
 from .promise import Promise
 from .promises import check
 from .report import ConformanceReport, PromiseVerdict
-from .runner import ALL_PROMISES, replay, run_conformance
+from .runner import replay, run_conformance
 from .scenario import Scenario
 from .strategies import scenarios
 from .subject import Hits, Prefill, Resume, Run, Subject
 from .verdict import RequestState, Verdict, Violation
 
 __all__ = [
-    "ALL_PROMISES",
     "ConformanceReport",
     "EngineFactory",
     "EngineSubject",

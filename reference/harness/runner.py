@@ -38,7 +38,7 @@ from .strategies import scenarios
 from .subject import Subject
 from .verdict import Verdict, Violation
 
-__all__ = ["ALL_PROMISES", "OnExample", "OnProgress", "OnVerdict", "replay", "run_conformance"]
+__all__ = ["OnExample", "OnProgress", "OnVerdict", "replay", "run_conformance"]
 
 OnProgress = Callable[[Promise, int, Verdict], None]
 OnExample = Callable[[Promise, int, Scenario], None]
@@ -72,7 +72,6 @@ class _OutOfTime(BaseException):
 
 
 _UNCHECKED = "no example was judged before the time ran out"
-ALL_PROMISES: tuple[Promise, ...] = tuple(Promise)  # the default: those the policy makes
 _OUT_OF_SCOPE = (
     "no example was judged: none in the promise's scope (``where`` left no geometry), "
     "or every one was invalid"
@@ -183,7 +182,7 @@ def run_conformance(
     examples: int = 100,
     seconds: float | None = None,
     seed: int = 0,
-    promises: Iterable[Promise | str] = ALL_PROMISES,
+    promises: Iterable[Promise | str] | None = None,
     engine_factory: EngineFactory = Engine,
     eviction: EvictionPolicy | None = None,
     fail_fast: bool = False,
@@ -212,9 +211,9 @@ def run_conformance(
     LRU); only the safety promise's scenarios fill the pool, so it is the
     one it changes.
 
-    The next turn is promised only by a policy that declares
-    ``keeps_decode_checkpoints`` (``Promise.applies_to``): by default it is
-    checked exactly for those; named in ``promises`` for a policy that does
+    ``promises=None`` checks the promises the policy makes: the next turn
+    only for a policy that declares ``keeps_decode_checkpoints``
+    (``Promise.applies_to``). Named in ``promises`` for a policy that does
     not declare it, it is ``unchecked`` and fails.
 
     Hooks: ``on_progress(promise, examples, status)`` after each batch;
@@ -228,7 +227,7 @@ def run_conformance(
     """
     checked = CheckedPolicy(policy)  # fails early, naming what is missing
     name = checked.name
-    if promises is ALL_PROMISES:  # the promises this policy makes (read as a checked bool)
+    if promises is None:  # the promises this policy makes (its declaration, a checked bool)
         promises = [p for p in Promise if p.applies_to(checked)]
     chosen = [Promise.named(p) for p in promises]
     subject = EngineSubject(policy, engine_factory, eviction)
