@@ -173,7 +173,7 @@ def test_policies_resolve_by_name_or_module_attribute() -> None:
         ("no.such.module:x", "cannot import"),
         ("junction.reference.policies.builtin:Nothing", "has no attribute"),
         ("junction.reference.policies.registry:PolicyError", "raised TypeError"),
-        ("core:__doc__", "does not implement"),
+        ("junction.core:__doc__", "does not implement"),
     ]:
         with pytest.raises(PolicyError, match=problem):
             resolve_policy(name)

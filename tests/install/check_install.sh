@@ -7,9 +7,12 @@
 # 2. `mypy --strict` passes on a user file importing the installed core (the
 #    install ships py.typed), and fails on a planted type error (the check bites).
 # 3. The `reference` extra adds hypothesis and rich, no torch, and its CLI runs.
+# 4. The pure-Python tiers of the suite (properties, conformance, engine,
+#    workloads) pass against the installed package, run from a copy of the
+#    checkout without the package's folders, so no test leans on the links.
 #
 # Needs the package registry (pip fetches setuptools, attrs, mypy, hypothesis,
-# rich). About a minute. Usage: check_install.sh [PYTHON]
+# rich, pytest). About two minutes. Usage: check_install.sh [PYTHON]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 python="${1:-python3}"
@@ -67,4 +70,16 @@ fi
     > /dev/null 2>&1 \
     || fail "python -m junction.reference fuzz with the reference extra"
 echo "check-install: .[reference] installs hypothesis and rich (no torch) and runs the harness: ok"
+# The checkout's tracked files minus the package's own folders: `junction`
+# can then only resolve to the installed copy.
+pytest_pin="$("$python" -c "import tomllib; print(next(p for p in tomllib.load(open('$repo/pyproject.toml', 'rb'))['project']['optional-dependencies']['dev'] if p.startswith('pytest==')))")"
+"${pip[@]}" install "$pytest_pin"
+mkdir "$work/tests-only"
+git -C "$repo" ls-files -z | grep -zvE '^(junction|core|kernels|reference|audit|dropin)/' \
+    | (cd "$repo" && xargs -0 cp --parents -t "$work/tests-only")
+cd "$work/tests-only"
+HYPOTHESIS_PROFILE=check "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow" \
+    --exhaustive-bound 2 tests/properties tests/conformance tests/engine tests/workloads \
+    || fail "the pure-Python tests against the installed package"
+echo "check-install: the pure-Python tests pass against the installed package: ok"
 echo "check-install: passed in $(( $(date +%s) - started )) s"
