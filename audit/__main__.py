@@ -18,11 +18,11 @@ from pathlib import Path
 from junction.reference.cli import outputs, terminal
 from junction.reference.cli.arguments import output_path
 
-from .findings import findings_markdown, write_section
 from .sglang.env import SglangMissing
 from .sglang.findings import findings_markdown as sglang_markdown
 from .sglang.findings import write_section as sglang_write_section
-from .vllm_env import VllmMissing
+from .vllm.env import VllmMissing
+from .vllm.findings import findings_markdown, write_section
 
 
 def main(argv: list[str] | None = None) -> int:

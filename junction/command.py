@@ -48,7 +48,7 @@ def _entry(module: str) -> Callable[[list[str]], int]:
 
 def _audit(argv: list[str]) -> int:
     if argv[:1] == ["vllm-suite"]:
-        return _entry("junction.audit.vllm_suite.__main__")(argv[1:])
+        return _entry("junction.audit.vllm.suite.__main__")(argv[1:])
     return _entry("junction.audit.__main__")(argv)
 
 

@@ -15,7 +15,7 @@ import graph reaches. Two things stand between that install and an import of
   dummy model is published with the chunk size preset, so nothing resolves a
   model configuration (over the network) when the Mamba component asks.
 
-Why one loader, on first use (as ``audit.vllm_env``): the rest of the project,
+Why one loader, on first use (as ``audit.vllm.env``): the rest of the project,
 and ``mypy``, must not need SGLang; a missing install is a reason tests print
 when they skip, another version an error (the findings are about 0.5.23).
 Rejected: importing SGLang's own test kit (``sglang.test``) for its fixture

@@ -23,9 +23,9 @@ from junction.reference.harness.verdict import KeptTooMany, KeptUnneeded, ShortO
 from junction.reference.policies.builtin import JunctionPolicy
 
 from ..sections import counterexample_paragraph, replace_section, table_cell
-from ..specs import vllm_geometry
-from ..subject import VllmSubject
-from ..vllm_env import PINNED_VERSION as VLLM_VERSION
+from ..vllm.env import PINNED_VERSION as VLLM_VERSION
+from ..vllm.specs import vllm_geometry
+from ..vllm.subject import VllmSubject
 from .cache import TreeCore
 from .env import PINNED_VERSION
 from .subject import SglangSubject, sglang_projection

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-import junction.audit.vllm_scheduler  # noqa: F401 (vLLM's CPU platform, before vLLM loads)
-from junction.audit.vllm_env import vllm_missing_reason
+import junction.audit.vllm.scheduler  # noqa: F401 (vLLM's CPU platform, before vLLM loads)
+from junction.audit.vllm.env import vllm_missing_reason
 from tests.audit.installed import skip_unless_installed
 
 

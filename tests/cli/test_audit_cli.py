@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 import junction.audit.__main__ as audit_cli
-from junction.audit.findings import AUDIT_BEGIN, AUDIT_END
 from junction.audit.sglang.env import sglang_missing_reason
 from junction.audit.sglang.findings import SGLANG_BEGIN, SGLANG_END
-from junction.audit.vllm_env import vllm_missing_reason
+from junction.audit.vllm.env import vllm_missing_reason
+from junction.audit.vllm.findings import AUDIT_BEGIN, AUDIT_END
 from tests.cli.folders import files
 from tests.cli.in_process import run_in_process
 

@@ -20,12 +20,12 @@ import attrs
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, check
 
+from ..sections import counterexample_paragraph, replace_section, table_cell
 from .diagnosis import diagnose
+from .env import PINNED_VERSION
 from .mask_findings import mask_findings_markdown
-from .sections import counterexample_paragraph, replace_section, table_cell
 from .split_findings import split_findings_markdown
 from .subject import VllmSubject
-from .vllm_env import PINNED_VERSION
 
 __all__ = ["AUDIT_BEGIN", "AUDIT_END", "FINDINGS", "Finding", "findings_markdown", "write_section"]
 
@@ -302,7 +302,7 @@ def findings_markdown() -> str:
         "_mamba_block_aligned_split` on a stand-in carrying only the attributes it reads "
         "with a real `Request`, and a real `KVCacheManager` (hybrid coordinator, block "
         "pool, block hasher) fed prompts the way its scheduler feeds them "
-        "(`audit/vllm_engine.py`). Modelled configuration: vLLM's defaults (prefix caching "
+        "(`audit/vllm/engine.py`). Modelled configuration: vLLM's defaults (prefix caching "
         "on, no KV connector, no explicit EAGLE group so every group counts as one under "
         "EAGLE, no lookahead hashes or multi-module MTP, no internal prefill checkpoints, "
         "`enable_mamba_shared_prefix_checkpoint` off), one request at a time, prompts only.",
@@ -322,7 +322,7 @@ def findings_markdown() -> str:
         "| `HybridKVCacheCoordinator.find_longest_cache_hit` via "
         "`KVCacheManager.get_computed_blocks` | `core.reconcile_hits` over the same pool | "
         "four departures below; vLLM equals our restatement of it "
-        "(`audit/lookup_model.py`) with exactly those four switched on |",
+        "(`audit/vllm/lookup_model.py`) with exactly those four switched on |",
         "",
         "Lookup is not a policy decision, so the four lookup departures are findings about "
         "vLLM (the last four rows below); their counterexamples are `reconciliation` "
@@ -346,12 +346,12 @@ def findings_markdown() -> str:
         "Promises 3 (segments) and 7 (no Mamba resume without its exact state, under "
         "eviction) held on every scenario the audit ran. Every violation the property "
         "tests (`tests/audit/test_promises.py`) find must be explained by one of these "
-        "findings (`audit/diagnosis.py`); an unexplained one fails them.",
+        "findings (`audit/vllm/diagnosis.py`); an unexplained one fails them.",
         "",
         "### Causes and minimal counterexamples",
         "",
         "Replay one with `check(Scenario.from_json(json.loads(text)), VllmSubject())` "
-        "(`junction.reference.harness`, `junction.audit.subject`).",
+        "(`junction.reference.harness`, `junction.audit.vllm.subject`).",
         "",
     ]
     for number, (finding, (_, key)) in enumerate(zip(FINDINGS, observed, strict=True), 1):

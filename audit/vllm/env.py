@@ -24,7 +24,7 @@ from typing import Any
 
 from junction.reference.errors import JunctionError
 
-from .pins import Pin
+from ..pins import Pin
 
 __all__ = ["PINNED_VERSION", "VllmMissing", "VllmModules", "vllm", "vllm_missing_reason"]
 
