@@ -16,7 +16,13 @@ import importlib.metadata
 
 import attrs
 
-__all__ = ["Pin", "public_version"]
+from junction.reference.errors import JunctionError
+
+__all__ = ["EngineMissing", "Pin", "public_version"]
+
+
+class EngineMissing(JunctionError, RuntimeError):
+    """An audited engine is not installed; the message says how to install it."""
 
 
 def public_version(version: str) -> str:

@@ -121,7 +121,9 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "vendor", "copy the core into an engine, check and verify the copy", _reference("vendor")
     ),
-    Command("audit", "the audits: findings [--write FILE] | vllm-suite [--cache DIR]", _audit),
+    Command(
+        "audit", "the audits: findings [--write FILE] | engines | vllm-suite [--cache DIR]", _audit
+    ),
     Command("bench", "a benchmark of benchmarks/ (checkout only): bench NAME [ARGS]", _bench),
 )
 

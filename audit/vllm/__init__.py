@@ -8,3 +8,25 @@ option findings of :mod:`.mask_findings` and :mod:`.split_findings`);
 :mod:`.scheduler_differential` runs vLLM's real scheduler against the
 drop-in and :mod:`.suite` vLLM's own tests with the core swapped in.
 """
+
+from __future__ import annotations
+
+from ..record import AuditedEngine
+from .env import PIN
+
+__all__ = ["ENGINE"]
+
+
+def _findings() -> str:
+    from .findings import findings_markdown  # runs vLLM: imported only when asked
+
+    return findings_markdown()
+
+
+ENGINE = AuditedEngine(
+    name="vllm",
+    pin=PIN,
+    tests="tests/audit/",  # the drop-in's tests and SGLang's (whose imports reach vLLM's) too
+    findings=_findings,
+    policies=("vllm-0.33", "vllm-pr47782"),
+)
