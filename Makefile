@@ -203,24 +203,24 @@ audit-findings: $(STAMP)
 # three decision points, run against unmodified vLLM and then with the core
 # swapped in (junction.dropin); prints N passed, M failed of T and each
 # failure's reason, and exits 1 unless every counted test passes or differs
-# where its expectation encodes a recorded finding (audit/vllm_suite/suite.py;
+# where its expectation encodes a recorded finding (audit/vllm/suite/suite.py;
 # a refusal of an option the core cannot express is a failure). Part of
 # `verify`: without vLLM it skips, unless REQUIRE is set (CI),
 # where that is an error. The sdist (fetched from pip's configured index on
 # the first run), the unpacked tests and the reports are cached in
 # .vllm-suite/ (git-ignored). About 2.5 min of CPU (BENCHMARKS.md, "vLLM suite").
 vllm-suite: $(STAMP)
-	$(PY) -m junction.audit.vllm_suite --cache .vllm-suite $(if $(REQUIRE),--require-vllm)
+	$(PY) -m junction.audit.vllm.suite --cache .vllm-suite $(if $(REQUIRE),--require-vllm)
 
 # vLLM 0.33.0's real Scheduler (CPU, no model) as shipped against the
-# drop-in, step by step, on every layout of audit/scheduler_differential
+# drop-in, step by step, on every layout of audit/vllm/scheduler_differential
 # (39) x 4 seeds x 300 seeded multi-turn requests, in both modes, with a
 # shadow asking the drop-in every lookup, split and mask vLLM answers; exits 1
 # on an exception or a difference no documented finding explains (identical
 # mode: any difference). The fast slice is tests/audit/test_dropin_engine.py.
 # 5 to 7 min on one core (docs/dropin.md).
 vllm-engine: $(STAMP)
-	$(PY) -m junction.audit.scheduler_differential --seeds 4 --requests 300
+	$(PY) -m junction.audit.vllm.scheduler_differential --seeds 4 --requests 300
 
 # vLLM 0.33.0's scheduler loop (schedule + update_from_output) with the drop-in
 # in each mode against vLLM as shipped, alternating rounds, medians and ratio;

@@ -1,9 +1,12 @@
-"""``python -m junction.audit findings [--write PATH]``: the audits' docs sections.
+"""``python -m junction.audit findings [--engine NAME] [--write PATH] | engines``.
 
-Prints the ``## vLLM 0.33.0 audit`` and ``## SGLang 0.5.23 audit`` sections
-(re-running every counterexample on the installed engines), or with
-``--write`` replaces each between its markers of that file (``vllm-audit``,
-``sglang-audit``; docs/findings.md), leaving the rest.
+``findings`` prints each audited engine's docs/findings.md section (``## vLLM
+0.33.0 audit``, ``## SGLang 0.5.23 audit``: every counterexample re-run on
+the installed engines), or with ``--write`` replaces each between its own
+markers of that file (``<!-- NAME-audit:begin -->``), leaving the rest;
+``--engine`` (repeatable) keeps to the engines named. ``engines`` lists the
+audited engines, each pinned version and whether it is installed here. Both
+read :data:`junction.audit.engines.ENGINES`, one row per engine.
 ``--write`` is checked before the audit runs (a folder, a read-only file or
 an uncreatable folder exits with status 2) and the file is replaced in one
 move (``junction.reference.cli.outputs``): a failure leaves it as it was.
@@ -13,51 +16,87 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from junction.reference.cli import outputs, terminal
 from junction.reference.cli.arguments import output_path
 
-from .findings import findings_markdown, write_section
-from .sglang.env import SglangMissing
-from .sglang.findings import findings_markdown as sglang_markdown
-from .sglang.findings import write_section as sglang_write_section
-from .vllm_env import VllmMissing
+from . import engines
+from .pins import EngineMissing
+from .record import AuditedEngine
+from .sections import replace_section
+
+PROG = "python -m junction.audit"
+
+
+def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The command's parser and its ``findings`` subparser (whose errors name it)."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    findings = commands.add_parser("findings", help="the docs/findings.md sections")
+    findings.add_argument(
+        "--engine",
+        action="append",
+        choices=engines.engine_names(),
+        help="only this engine's section (repeatable; default every engine)",
+    )
+    findings.add_argument(
+        "--write", type=output_path, metavar="PATH", help="replace the sections in this file"
+    )
+    commands.add_parser("engines", help="the audited engines and whether each is installed")
+    return parser, findings
+
+
+def _listing() -> str:
+    rows = []
+    for engine in engines.ENGINES:
+        reason = engine.missing_reason()
+        rows.append(
+            f"{engine.name}: {engine.pin.name} {engine.pin.version} "
+            f"(extra `{engine.pin.extra}`, tests {engine.tests}, {engine.require_option}): "
+            + ("installed" if reason is None else reason)
+        )
+    return "\n".join(rows)
+
+
+def _names(chosen: Sequence[AuditedEngine]) -> str:
+    names = [engine.pin.name for engine in chosen]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m junction.audit", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    findings = commands.add_parser("findings", help="the docs/findings.md section")
-    findings.add_argument(
-        "--write", type=output_path, metavar="PATH", help="replace the section in this file"
-    )
+    parser, findings = _parser()
     args = parser.parse_args(argv)
+    if args.command == "engines":
+        print(_listing())
+        return 0
+    chosen = [e for e in engines.ENGINES if args.engine is None or e.name in args.engine]
     if args.write:
         try:
             outputs.check_file("--write", args.write)
         except outputs.OutputError as error:
             findings.error(str(error))
     try:
-        section = findings_markdown()
-        sglang_section = sglang_markdown()
-    except (VllmMissing, SglangMissing) as missing:
-        print(f"python -m junction.audit: {missing}", file=sys.stderr)
+        sections = [engine.findings() for engine in chosen]
+    except EngineMissing as missing:
+        print(f"{PROG}: {missing}", file=sys.stderr)
         return 2
     if args.write:
 
         def write(path: Path) -> None:
-            write_section(path, section)
-            sglang_write_section(path, sglang_section)
+            for engine, section in zip(chosen, sections, strict=True):
+                replace_section(path, section, engine.begin, engine.end)
 
         try:
             outputs.rewrite(args.write, write)
         except outputs.OutputError as error:
             print(f"{findings.prog}: error: {error}; {args.write} left as it was", file=sys.stderr)
             return 1
-        print(f"wrote the vLLM and SGLang audit sections of {args.write}")
+        plural = "s" if len(chosen) > 1 else ""
+        print(f"wrote the {_names(chosen)} audit section{plural} of {args.write}")
     else:
-        sys.stdout.write(section + "\n" + sglang_section)
+        sys.stdout.write("\n".join(sections))
     return 0
 
 

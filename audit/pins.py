@@ -2,7 +2,7 @@
 
 vLLM and SGLang are each installed ``--no-deps`` from an extra of their own
 (``make audit-setup``, ``make audit-sglang-setup``) and imported on first use
-(``audit.vllm_env``, ``audit.sglang.env``). Before importing anything both
+(``audit.vllm.env``, ``audit.sglang.env``). Before importing anything both
 loaders ask the same two questions: is the engine installed (if not: the
 reason the tests print when they skip, naming the make target), and is it the
 pinned version (another version is an error, not "missing": the findings are
@@ -16,7 +16,13 @@ import importlib.metadata
 
 import attrs
 
-__all__ = ["Pin", "public_version"]
+from junction.reference.errors import JunctionError
+
+__all__ = ["EngineMissing", "Pin", "public_version"]
+
+
+class EngineMissing(JunctionError, RuntimeError):
+    """An audited engine is not installed; the message says how to install it."""
 
 
 def public_version(version: str) -> str:

@@ -5,12 +5,12 @@ replaces, timed in one run, alternating, so machine noise hits both alike;
 the ratio is core time / vLLM time (below 1.0: core is faster). The core
 side is the per-call API an engine uses: what is fixed per engine or group
 is bound once, outside the timing (``core.ChunkSplitter``, ``core.GroupMask``,
-``core.HitReconciler`` with ``audit.lookup.group_readers``), and each timed
+``core.HitReconciler`` with ``audit.vllm.lookup.group_readers``), and each timed
 call checks what changes per call. Before timing, each case asserts that the
 bound call, the free function and vLLM give the same answer.
 
 * split: ``ChunkSplitter.split`` vs ``Scheduler._mamba_block_aligned_split``
-  (on ``audit.split.SchedulerStandIn`` with a real ``Request``);
+  (on ``audit.vllm.split.SchedulerStandIn`` with a real ``Request``);
 * mask: ``GroupMask.reachable_block_mask`` vs ``SlidingWindowManager`` /
   ``MambaManager.reachable_block_mask`` on real specs, 64 and 4,096 newly
   full blocks (calls per repeat scaled down by the block count);
@@ -32,10 +32,10 @@ from collections.abc import Callable
 
 import attrs
 
-from junction.audit.lookup import group_readers, pool_finders, reader_finders
-from junction.audit.specs import manager_class, vllm_geometry, vllm_spec
-from junction.audit.split import SchedulerStandIn, make_request
-from junction.audit.vllm_engine import VllmEngine
+from junction.audit.vllm.engine import VllmEngine
+from junction.audit.vllm.lookup import group_readers, pool_finders, reader_finders
+from junction.audit.vllm.specs import manager_class, vllm_geometry, vllm_spec
+from junction.audit.vllm.split import SchedulerStandIn, make_request
 from junction.core import (
     ChunkSplitter,
     GroupMask,

@@ -1,9 +1,9 @@
 """vLLM 0.33.0's scheduler loop with the drop-in against vLLM as shipped, side by side.
 
-Each layout's seeded multi-turn workload (``audit.scheduler_differential``:
+Each layout's seeded multi-turn workload (``audit.vllm.scheduler_differential``:
 shared system prompts, forks, resends, extensions, grid-cut prefixes,
 aborts, eviction and preemption in a small pool) runs end to end on a fresh
-real ``Scheduler`` (``audit.vllm_scheduler``), alternating in one run: vLLM's
+real ``Scheduler`` (``audit.vllm.scheduler``), alternating in one run: vLLM's
 own code, then the drop-in in each mode, round after round, so machine noise
 hits all alike. Timed: ``Scheduler.schedule()`` and ``update_from_output``
 only (building the scheduler, the requests and the model's stand-in output
@@ -23,9 +23,9 @@ import statistics
 import time
 
 from junction import dropin
-from junction.audit.scheduler_differential import Layout, Request, layouts, workload
-from junction.audit.vllm_env import vllm
-from junction.audit.vllm_scheduler import build_scheduler, make_request, model_output
+from junction.audit.vllm.env import vllm
+from junction.audit.vllm.scheduler import build_scheduler, make_request, model_output
+from junction.audit.vllm.scheduler_differential import Layout, Request, layouts, workload
 from junction.dropin import Mode
 from junction.dropin import lookup as dropin_lookup
 

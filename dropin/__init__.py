@@ -41,7 +41,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..audit.vllm_env import vllm
+from ..audit.vllm.env import vllm
 from .errors import Decision, UnsupportedOption
 from .lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
 from .mask import core_mask

@@ -30,7 +30,7 @@ from typing import Any
 
 from junction.core import GroupSpec
 
-from ..audit.vllm_env import vllm
+from ..audit.vllm.env import vllm
 from .errors import Decision, UnsupportedOption
 
 __all__ = ["core_group"]

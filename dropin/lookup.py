@@ -18,7 +18,7 @@ Groups that opt out of prefix caching (scratch buffers) take no part, as in
 vLLM: the geometry holds the cacheable groups, read under their vLLM group
 ids, and the others get no blocks. The geometry, the bound
 :class:`junction.core.HitReconciler` and the pool readers
-(``audit.lookup.group_readers``) are built once per distinct coordinator
+(``audit.vllm.lookup.group_readers``) are built once per distinct coordinator
 configuration and cached; a call reconciles and collects blocks.
 
 A group whose manager ``retains_longer_hit`` (HiSparse's host tier,
@@ -50,8 +50,8 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
-from ..audit.lookup import GroupReader, group_readers
-from ..audit.lookup_model import ALL_QUIRKS, model_reconcile
+from ..audit.vllm.lookup import GroupReader, group_readers
+from ..audit.vllm.lookup_model import ALL_QUIRKS, model_reconcile
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
@@ -102,7 +102,7 @@ def vllm_find_longest_cache_hit(
 ) -> tuple[tuple[list[Any], ...], int, int]:
     """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (mode
     ``identical``): vLLM 0.33.0's answer, its four lookup departures
-    included (``audit.lookup_model`` with every quirk on), reading the pool
+    included (``audit.vllm.lookup_model`` with every quirk on), reading the pool
     on demand through the same readers; the blocks collected by the same rule."""
     coordinator = self
     bound = _bind(coordinator)
@@ -135,7 +135,7 @@ class _Membership:
 
 @attrs.frozen
 class _PoolView:
-    """``audit.lookup_model.CacheView`` of one group, asking the pool on demand."""
+    """``audit.vllm.lookup_model.CacheView`` of one group, asking the pool on demand."""
 
     group: GroupSpec
     spec: GroupSpec
@@ -315,7 +315,7 @@ def _group_blocks(
     for index in range(first, num_blocks):
         # The hit's last unit in this block. The core proved it from any
         # registration of a unit in [needed, block end) within the chain
-        # (audit.lookup's covered reading), so that range is searched whole.
+        # (audit.vllm.lookup's covered reading), so that range is searched whole.
         whole = (index + 1) * scale - 1
         if whole < readable:  # the whole block, within the bound: taken first
             block = cached(whole)

@@ -39,7 +39,7 @@ from typing import Any
 
 from junction.core import GroupMask, InvalidArgument
 
-from ..audit.vllm_env import vllm
+from ..audit.vllm.env import vllm
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group

@@ -4,7 +4,7 @@
 first principles: it fixes vLLM 0.33.0's documented lookup departures
 (docs/findings.md, findings 8 to 11; docs/dropin.md lists each with its cost).
 ``identical`` answers exactly as vLLM 0.33.0 does, departures included, by
-the audit's restatement of vLLM's lookup (``audit.lookup_model`` with every
+the audit's restatement of vLLM's lookup (``audit.vllm.lookup_model`` with every
 quirk on) over the core's finders, as the ``vllm-0.33`` compatibility policy
 does for the split and the mask: a user can adopt the drop-in with no change
 in behaviour first and switch to ``corrected`` later. The split and the mask

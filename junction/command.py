@@ -48,7 +48,7 @@ def _entry(module: str) -> Callable[[list[str]], int]:
 
 def _audit(argv: list[str]) -> int:
     if argv[:1] == ["vllm-suite"]:
-        return _entry("junction.audit.vllm_suite.__main__")(argv[1:])
+        return _entry("junction.audit.vllm.suite.__main__")(argv[1:])
     return _entry("junction.audit.__main__")(argv)
 
 
@@ -121,7 +121,9 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "vendor", "copy the core into an engine, check and verify the copy", _reference("vendor")
     ),
-    Command("audit", "the audits: findings [--write FILE] | vllm-suite [--cache DIR]", _audit),
+    Command(
+        "audit", "the audits: findings [--write FILE] | engines | vllm-suite [--cache DIR]", _audit
+    ),
     Command("bench", "a benchmark of benchmarks/ (checkout only): bench NAME [ARGS]", _bench),
 )
 

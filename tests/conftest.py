@@ -1,8 +1,9 @@
 """The suite's options and Hypothesis profiles (tests/README.md says what runs where).
 
 Options (``pytest --help``, group "junction"): ``--require-vllm``,
-``--require-sglang``, ``--require-ray`` turn a missing optional install into
-an error instead of a skip (CI passes all three); ``--core MODULE`` and
+``--require-sglang`` (one per audited engine), ``--require-ray`` turn a
+missing optional install into an error instead of a skip (CI passes them
+all); ``--core MODULE`` and
 ``--exhaustive-bound N`` (:mod:`tests.options`); ``--whole-trace`` runs the
 tests marked ``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
 check``: few examples), ``ci`` (derandomized, no deadline), ``fuzz``,
@@ -17,6 +18,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from junction.audit.engines import engine_names
 from tests import options
 
 settings.register_profile("dev", max_examples=200, deadline=None)
@@ -58,12 +60,9 @@ settings.load_profile(
 )
 
 
-REQUIRABLE = ("vllm", "sglang", "ray")
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("junction")
-    for name in REQUIRABLE:
+    for name in (*engine_names(), "ray"):  # one per audited engine, and Ray
         group.addoption(
             f"--require-{name}",
             action="store_true",

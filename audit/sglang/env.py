@@ -15,7 +15,7 @@ import graph reaches. Two things stand between that install and an import of
   dummy model is published with the chunk size preset, so nothing resolves a
   model configuration (over the network) when the Mamba component asks.
 
-Why one loader, on first use (as ``audit.vllm_env``): the rest of the project,
+Why one loader, on first use (as ``audit.vllm.env``): the rest of the project,
 and ``mypy``, must not need SGLang; a missing install is a reason tests print
 when they skip, another version an error (the findings are about 0.5.23).
 Rejected: importing SGLang's own test kit (``sglang.test``) for its fixture
@@ -35,11 +35,10 @@ import types
 import warnings
 from typing import Any
 
-from junction.reference.errors import JunctionError
-
-from ..pins import Pin
+from ..pins import EngineMissing, Pin
 
 __all__ = [
+    "PIN",
     "PINNED_VERSION",
     "SglangMissing",
     "SglangModules",
@@ -49,10 +48,10 @@ __all__ = [
 ]
 
 PINNED_VERSION = "0.5.23"
-_PIN = Pin("sglang", "SGLang", PINNED_VERSION, "audit-sglang")
+PIN = Pin("sglang", "SGLang", PINNED_VERSION, "audit-sglang")
 
 
-class SglangMissing(JunctionError, RuntimeError):
+class SglangMissing(EngineMissing):
     """SGLang is not installed; the message says how to install it."""
 
 
@@ -86,7 +85,7 @@ class SglangModules(types.SimpleNamespace):
 
 def sglang_missing_reason() -> str | None:
     """Why the SGLang audit cannot run here, or ``None`` when SGLang is installed."""
-    return _PIN.missing_reason()
+    return PIN.missing_reason()
 
 
 class _Placeholder(type):
@@ -134,7 +133,7 @@ def sglang() -> SglangModules:
 
     Raises ``RuntimeError`` when another SGLang version is installed.
     """
-    _PIN.require(SglangMissing)
+    PIN.require(SglangMissing)
     _stub_torchvision()
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     os.environ.setdefault("SGLANG_LOGGING_LEVEL", "ERROR")

@@ -12,8 +12,6 @@ section is regenerated, never edited (between the ``sglang-audit`` markers).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry
@@ -22,10 +20,11 @@ from junction.reference.harness.engine_subject import EngineSubject
 from junction.reference.harness.verdict import KeptTooMany, KeptUnneeded, ShortOfFullAttention
 from junction.reference.policies.builtin import JunctionPolicy
 
-from ..sections import counterexample_paragraph, replace_section, table_cell
-from ..specs import vllm_geometry
-from ..subject import VllmSubject
-from ..vllm_env import PINNED_VERSION as VLLM_VERSION
+from ..sections import counterexample_paragraph, table_cell
+from ..vllm.env import PINNED_VERSION as VLLM_VERSION
+from ..vllm.specs import vllm_geometry
+from ..vllm.subject import VllmSubject
+from . import ENGINE
 from .cache import TreeCore
 from .env import PINNED_VERSION
 from .subject import SglangSubject, sglang_projection
@@ -40,11 +39,9 @@ __all__ = [
     "diagnose",
     "findings_markdown",
     "side_by_side",
-    "write_section",
 ]
 
-SGLANG_BEGIN = "<!-- sglang-audit:begin -->"
-SGLANG_END = "<!-- sglang-audit:end -->"
+SGLANG_BEGIN, SGLANG_END = ENGINE.begin, ENGINE.end
 
 
 @attrs.frozen
@@ -361,8 +358,3 @@ def findings_markdown() -> str:
         lines.append(f"| {title} | {' | '.join(cells)} |")
     lines += ["", SGLANG_END]
     return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace the text between the ``sglang-audit`` markers in ``path`` (append when absent)."""
-    replace_section(path, section, SGLANG_BEGIN, SGLANG_END)

@@ -3,7 +3,7 @@
 The promises are checked once, in ``junction.reference.harness.promises``;
 this module adapts :class:`.cache.SglangCache` (a real ``UnifiedRadixCache``
 on either tree core) to the subject protocol, beside vLLM's adapter
-(``audit.subject``) and the reference engine's.
+(``audit.vllm.subject``) and the reference engine's.
 
 How SGLang's answers are read in the protocol's terms:
 

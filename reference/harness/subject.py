@@ -2,7 +2,7 @@
 
 The nine promises are checked once (:mod:`.promises`) against this small
 protocol; the reference engine (:mod:`.engine_subject`), vLLM 0.33.0's own
-code (``junction.audit.subject``) and SGLang 0.5.23's
+code (``junction.audit.vllm.subject``) and SGLang 0.5.23's
 (``junction.audit.sglang.subject``) are its adapters. A :class:`Subject` runs a scenario's prompts
 with its policy and configuration; the :class:`Run` it returns is then asked
 what the promises are about: lookups, the cached sets the first-principles

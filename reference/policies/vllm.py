@@ -30,7 +30,7 @@ Configuration: vLLM's behaviour here depends on flags; both policies model
 its defaults: no multi-module MTP re-prefill; EAGLE per group as the
 geometry marks it (``GroupSpec.eagle_group``: vLLM's ``is_eagle_group``,
 every group when none is marked); partial hits exactly when vLLM enables
-them (``audit.specs.vllm_geometry``); and, unless a :class:`VllmSplitOptions`
+them (``audit.vllm.specs.vllm_geometry``); and, unless a :class:`VllmSplitOptions`
 says otherwise (vLLM's names and narrowing; the core's split takes them as
 engine options, docs/domain.md decision 2), no lookahead hashes
 (``num_hash_lookahead_tokens = 0``, so EAGLE drops a block), no internal

@@ -8,7 +8,7 @@ Two levels, both on random inputs:
   scheduler, real ``Request``) against the policy's ``split``, with the
   split's three settings (lookahead hashes, the exact shared-prefix stop,
   internal prefill checkpoints) drawn too;
-* inside real runs of vLLM's ``KVCacheManager`` (``audit.vllm_engine``): every
+* inside real runs of vLLM's ``KVCacheManager`` (``audit.vllm.engine``): every
   mask call its caching path made, with the boundaries *it* computed, must
   equal the policy's ``reachable_boundaries`` and ``block_mask`` for that
   request, and every split the policy's ``split``.
@@ -22,9 +22,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from junction.audit.masks import vllm_block_mask
-from junction.audit.split import vllm_split
-from junction.audit.vllm_engine import RequestState
+from junction.audit.vllm.engine import RequestState
+from junction.audit.vllm.masks import vllm_block_mask
+from junction.audit.vllm.split import vllm_split
 from junction.core import GroupKind, HybridGeometry
 from junction.reference.policies.vllm import VllmPolicy, VllmSplitOptions
 

@@ -29,10 +29,10 @@ import pytest
 from hypothesis import given, settings
 
 from junction import dropin
-from junction.audit.specs import manager_class, vllm_geometry, vllm_spec
-from junction.audit.split import SchedulerStandIn, make_request
-from junction.audit.vllm_engine import VllmEngine
-from junction.audit.vllm_env import vllm
+from junction.audit.vllm.engine import VllmEngine
+from junction.audit.vllm.env import vllm
+from junction.audit.vllm.specs import manager_class, vllm_geometry, vllm_spec
+from junction.audit.vllm.split import SchedulerStandIn, make_request
 from junction.core import (
     GroupSpec,
     InvalidArgument,
@@ -325,7 +325,7 @@ def test_the_lookup_takes_eagle_per_group_as_vllm_marks_it() -> None:
 
 
 def test_the_plugin_finds_a_refusal_anywhere_in_the_exception_chain() -> None:
-    from junction.audit.vllm_suite.plugin import _unsupported
+    from junction.audit.vllm.suite.plugin import _unsupported
 
     try:
         try:
@@ -375,7 +375,7 @@ def _list_sdist(root: Path, sha256: str) -> None:
 def test_the_sdist_is_refused_when_the_index_lists_another_hash(
     local_index: Path, tmp_path: Path
 ) -> None:
-    from junction.audit.vllm_suite import workspace
+    from junction.audit.vllm.suite import workspace
 
     _list_sdist(local_index, "0" * 64)
     with pytest.raises(RuntimeError, match=r"lists vllm-0\.33\.0\.tar\.gz with sha256 0000"):
@@ -386,7 +386,7 @@ def test_the_sdist_is_refused_when_the_index_lists_another_hash(
 def test_the_sdist_is_refused_when_its_bytes_are_not_the_pinned_ones(
     local_index: Path, tmp_path: Path
 ) -> None:
-    from junction.audit.vllm_suite import workspace
+    from junction.audit.vllm.suite import workspace
 
     _list_sdist(local_index, workspace.SDIST_SHA256)  # the index claims the right hash
     with pytest.raises(RuntimeError, match=r"downloaded vllm-0\.33\.0\.tar\.gz has sha256"):

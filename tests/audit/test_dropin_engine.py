@@ -1,6 +1,6 @@
 """The drop-in inside vLLM's real ``Scheduler``, as shipped against it: the fast slice.
 
-Every layout of the differential run (``audit.scheduler_differential``; the
+Every layout of the differential run (``audit.vllm.scheduler_differential``; the
 full run is ``make vllm-engine``), one seed and a short workload each, in both
 modes: ``identical`` must show no difference at all, ``corrected`` only
 differences the oracle judges the drop-in right on and a documented finding
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from junction import dropin
-from junction.audit.scheduler_differential import (
+from junction.audit.vllm.scheduler_differential import (
     Finding,
     Layout,
     Unclassified,

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from junction.audit.pins import Pin
-from junction.audit.vllm_env import PINNED_VERSION
+from junction.audit.vllm.env import PINNED_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ _RELOAD = textwrap.dedent(
     """
     import importlib, sys
     from junction import dropin
-    from junction.audit.vllm_env import vllm
+    from junction.audit.vllm.env import vllm
 
     v = vllm()
     for module in (v.scheduler, v.coordinator, v.managers):

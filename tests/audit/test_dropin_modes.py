@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 
 from junction import dropin
-from junction.audit.vllm_engine import VllmEngine
+from junction.audit.vllm.engine import VllmEngine
 from junction.core import InvalidArgument
 from junction.dropin import Mode
 

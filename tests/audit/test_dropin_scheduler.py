@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from junction import dropin
-from junction.audit.specs import vllm_geometry
-from junction.audit.vllm_env import vllm
-from junction.audit.vllm_scheduler import build_scheduler, make_request, serve
+from junction.audit.vllm.env import vllm
+from junction.audit.vllm.scheduler import build_scheduler, make_request, serve
+from junction.audit.vllm.specs import vllm_geometry
 from junction.core import GroupSpec, HybridGeometry
 
 PROMPT = tuple(range(100, 140))  # 40 tokens: two hash units and a partial one

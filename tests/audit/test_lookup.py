@@ -4,7 +4,7 @@ Lookup is not a policy decision, so a disagreement is a finding about vLLM
 (docs/findings.md). The property makes that airtight: on every lookup of
 real runs (each admission, then each prompt again), vLLM's answer equals our
 restatement of its lookup with its four departures switched on
-(``audit.lookup_model``), and the restatement with them off equals
+(``audit.vllm.lookup_model``), and the restatement with them off equals
 ``core.reconcile_hits``. So every disagreement is one of the recorded
 departures, and nothing else hides behind them.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from junction.audit.diagnosis import lookup_departures
-from junction.audit.findings import FINDINGS, Finding
-from junction.audit.lookup_model import ALL_QUIRKS, NO_QUIRKS, model_reconcile
+from junction.audit.vllm.diagnosis import lookup_departures
+from junction.audit.vllm.findings import FINDINGS, Finding
+from junction.audit.vllm.lookup_model import ALL_QUIRKS, NO_QUIRKS, model_reconcile
 
 from .strategies import PromptRun, examples, prompt_runs
 

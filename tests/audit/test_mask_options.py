@@ -6,7 +6,7 @@ method is called directly, as vLLM's offloading connector calls it: any
 interval (off the group's grid too) and a final segment end. vLLM's form is
 the core's ``OffGridInterval.FLOORED_INTERVAL``; the core's own form differs
 only off the grid, where the recorded finding shows vLLM losing a promised
-segment state (``audit/mask_findings.py``).
+segment state (``audit/vllm/mask_findings.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from junction.audit.mask_findings import MASK_FINDINGS, MaskFinding
-from junction.audit.masks import vllm_group_mask
+from junction.audit.vllm.mask_findings import MASK_FINDINGS, MaskFinding
+from junction.audit.vllm.masks import vllm_group_mask
 from junction.core import GroupMask, GroupSpec, OffGridInterval
 
 from .strategies import examples

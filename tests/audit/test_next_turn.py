@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from junction.audit.subject import VllmSubject
+from junction.audit.vllm.subject import VllmSubject
 from junction.reference.harness import Scenario, check
 from junction.reference.harness.engine_subject import EngineSubject
 from junction.reference.policies.registry import resolve_policy

@@ -1,9 +1,9 @@
-"""The promises of docs/domain.md against vLLM 0.33.0's own code (``audit.subject``).
+"""The promises of docs/domain.md against vLLM 0.33.0's own code (``audit.vllm.subject``).
 
 vLLM breaks some promises; each way it does is a finding in docs/findings.md
 with a minimal counterexample. These properties draw the conformance
 harness's scenarios (on configurations vLLM accepts) and require every
-violation to be explained by a recorded finding (``audit.diagnosis``): a new
+violation to be explained by a recorded finding (``audit.vllm.diagnosis``): a new
 way of breaking a promise fails here with its scenario, to be diagnosed and
 recorded. ``test_findings_still_reproduce`` keeps every recorded
 counterexample live, and the docs section current.
@@ -18,10 +18,16 @@ from pathlib import Path
 import attrs
 import pytest
 
-from junction.audit.diagnosis import diagnose
-from junction.audit.findings import AUDIT_BEGIN, AUDIT_END, FINDINGS, Finding, findings_markdown
-from junction.audit.specs import vllm_geometry
-from junction.audit.subject import VllmSubject
+from junction.audit.vllm.diagnosis import diagnose
+from junction.audit.vllm.findings import (
+    AUDIT_BEGIN,
+    AUDIT_END,
+    FINDINGS,
+    Finding,
+    findings_markdown,
+)
+from junction.audit.vllm.specs import vllm_geometry
+from junction.audit.vllm.subject import VllmSubject
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, Violation, check
 from junction.reference.harness.verdict import LookupMismatch, OffGrid, ResumeWithoutState

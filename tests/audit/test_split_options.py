@@ -13,7 +13,7 @@
   ``vllm-0.33`` policy and the drop-in use. The counterexample is re-run
   here against the installed vLLM, and the core's two answers beside it; it
   is the recorded finding ``checkpoint-keyed-on-prefill-end``
-  (``audit/split_findings.py``), re-run below as docs/findings.md shows it.
+  (``audit/vllm/split_findings.py``), re-run below as docs/findings.md shows it.
 * ``get_mamba_prefill_checkpoint_position`` ignores the lookahead tokens
   under the EAGLE drop, but the scheduler turns the drop off whenever
   lookahead hashes are on, so no call combines them; the core's
@@ -27,10 +27,10 @@ import inspect
 
 import pytest
 
-from junction.audit.specs import vllm_geometry
-from junction.audit.split import SchedulerStandIn, make_request
-from junction.audit.split_findings import SPLIT_FINDINGS, SplitFinding
-from junction.audit.vllm_env import vllm
+from junction.audit.vllm.env import vllm
+from junction.audit.vllm.specs import vllm_geometry
+from junction.audit.vllm.split import SchedulerStandIn, make_request
+from junction.audit.vllm.split_findings import SPLIT_FINDINGS, SplitFinding
 from junction.core import (
     GroupSpec,
     PrefillCheckpoints,

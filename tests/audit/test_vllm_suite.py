@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from junction.audit.vllm_suite import __main__ as cli
-from junction.audit.vllm_suite import expected
-from junction.audit.vllm_suite.expected import ExpectedDifference
-from junction.audit.vllm_suite.outcome import Status, TestOutcome, read_outcomes
-from junction.audit.vllm_suite.suite import Verdict, judge, selected, to_swap
+from junction.audit.vllm.suite import __main__ as cli
+from junction.audit.vllm.suite import expected
+from junction.audit.vllm.suite.expected import ExpectedDifference
+from junction.audit.vllm.suite.outcome import Status, TestOutcome, read_outcomes
+from junction.audit.vllm.suite.suite import Verdict, judge, selected, to_swap
 
 DECISION = ("find_longest_cache_hit",)
 
@@ -168,7 +168,7 @@ def test_the_report_counts_passed_and_failed_of_the_exercising_tests(tmp_path: P
     )
     assert report[1] == "expected to differ (a recorded finding): 0"
     assert "  t::b  (final_segment_end_block=300)" in report
-    assert report[-1] == "the suite's rule is broken by 1 tests (audit/vllm_suite/suite.py)"
+    assert report[-1] == "the suite's rule is broken by 1 tests (audit/vllm/suite/suite.py)"
 
 
 def test_an_expected_difference_names_a_recorded_finding() -> None:

@@ -16,19 +16,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 import junction.audit.__main__ as audit_cli
-from junction.audit.findings import AUDIT_BEGIN, AUDIT_END
-from junction.audit.sglang.env import sglang_missing_reason
-from junction.audit.sglang.findings import SGLANG_BEGIN, SGLANG_END
-from junction.audit.vllm_env import vllm_missing_reason
+from junction.audit import engines
+from junction.audit.sglang import ENGINE as SGLANG
+from junction.audit.vllm import ENGINE as VLLM
 from tests.cli.folders import files
 from tests.cli.in_process import run_in_process
 
 PREFIX = "python -m junction.audit findings: error: "
+AUDIT_BEGIN, AUDIT_END = VLLM.begin, VLLM.end
+SGLANG_BEGIN, SGLANG_END = SGLANG.begin, SGLANG.end
 SECTION = f"{AUDIT_BEGIN}\n## vLLM 0.33.0 audit\nnew\n{AUDIT_END}\n"
 SGLANG_SECTION = f"{SGLANG_BEGIN}\n## SGLang 0.5.23 audit\nnew\n{SGLANG_END}\n"
+
+
+def stub_sections(monkeypatch: pytest.MonkeyPatch, vllm: object, sglang: object) -> None:
+    """Each engine's section rendered by a stand-in (no engine runs)."""
+    stubbed = (attrs.evolve(VLLM, findings=vllm), attrs.evolve(SGLANG, findings=sglang))
+    monkeypatch.setattr(engines, "ENGINES", stubbed)
 
 
 def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -39,8 +47,7 @@ def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
 
 @pytest.fixture
 def section(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(audit_cli, "findings_markdown", lambda: SECTION)
-    monkeypatch.setattr(audit_cli, "sglang_markdown", lambda: SGLANG_SECTION)
+    stub_sections(monkeypatch, lambda: SECTION, lambda: SGLANG_SECTION)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +72,11 @@ def test_a_path_that_cannot_be_written_is_refused_before_the_audit(
 ) -> None:
     setup(tmp_path)  # type: ignore[operator]
     before = files(tmp_path)
-    monkeypatch.setattr(audit_cli, "findings_markdown", lambda: pytest.fail("the audit ran"))
+
+    def ran() -> str:
+        pytest.fail("the audit ran")
+
+    stub_sections(monkeypatch, ran, ran)
     code, line = audit(["--write", str(tmp_path / path)], capsys)
     assert code == 2 and line == PREFIX + message.format(t=tmp_path)
     assert files(tmp_path) == before
@@ -90,17 +101,40 @@ def test_the_section_is_replaced_and_the_rest_kept(
 
 
 @pytest.mark.usefixtures("section")
+def test_engine_keeps_to_the_engines_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "findings.md"
+    old = f"{AUDIT_BEGIN}\nold\n{AUDIT_END}\n\n{SGLANG_BEGIN}\nold\n{SGLANG_END}\n"
+    out.write_text(old)
+    code, line = audit(["--engine", "sglang", "--write", str(out)], capsys)
+    assert (code, line) == (0, f"wrote the SGLang audit section of {out}")
+    assert out.read_text() == old.replace(f"{SGLANG_BEGIN}\nold\n{SGLANG_END}\n", SGLANG_SECTION)
+    code, line = audit(["--engine", "nosuch"], capsys)
+    assert code == 2 and "argument --engine: invalid choice: 'nosuch'" in line
+
+
+def test_engines_lists_every_row(capsys: pytest.CaptureFixture[str]) -> None:
+    ended = run_in_process(audit_cli.main, ["engines"], capsys)
+    rows = ended.out.splitlines()
+    assert ended.code == 0 and [row.split(":")[0] for row in rows] == ["vllm", "sglang"]
+    assert rows[0].startswith(
+        "vllm: vLLM 0.33.0 (extra `audit`, tests tests/audit/, --require-vllm): "
+    )
+
+
+@pytest.mark.usefixtures("section")
 def test_a_write_that_fails_leaves_the_file_and_no_temporary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "findings.md"
     out.write_text("old")
 
-    def full_disk(path: Path, section: str) -> None:
+    def full_disk(path: Path, section: str, begin: str, end: str) -> None:
         path.write_text("half")
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(audit_cli, "write_section", full_disk)
+    monkeypatch.setattr(audit_cli, "replace_section", full_disk)
     code, line = audit(["--write", str(out)], capsys)
     assert code == 1
     assert line == f"{PREFIX}cannot write {out}: No space left on device; {out} left as it was"
@@ -110,13 +144,11 @@ def test_a_write_that_fails_leaves_the_file_and_no_temporary(
 def test_end_to_end_the_real_audit_writes_its_sections(
     tmp_path: Path, pytestconfig: pytest.Config
 ) -> None:
-    for reason, required in (
-        (vllm_missing_reason(), "--require-vllm"),
-        (sglang_missing_reason(), "--require-sglang"),
-    ):
+    for engine in engines.ENGINES:
+        reason = engine.missing_reason()
         if reason is not None:
-            if pytestconfig.getoption(required):
-                pytest.fail(f"{required} is given but {reason}")
+            if pytestconfig.getoption(engine.require_option):
+                pytest.fail(f"{engine.require_option} is given but {reason}")
             pytest.skip(f"audit: {reason}")
     (tmp_path / "docs").mkdir()
     command = [sys.executable, "-m", "junction.audit", "findings", "--write"]

@@ -65,7 +65,7 @@ def test_ctrl_c_in_the_kernel_sweep_exits_130_with_one_line() -> None:
 # the real re-run of the counterexamples, every time.
 _ANNOUNCED_AUDIT = """
 import runpy, sys
-from junction.audit import findings
+from junction.audit.vllm import findings
 real = findings.findings_markdown
 def announced():
     print("auditing", file=sys.stderr, flush=True)

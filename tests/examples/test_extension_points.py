@@ -1,19 +1,26 @@
-"""docs/architecture.md's walk-throughs: a policy and a trace format, each added in one module.
+"""docs/architecture.md's walk-throughs: a policy, a trace format and an audited engine.
 
 Each test adds one row where the walk-through says (the policy registry's
-``POLICIES``, the trace formats' ``FORMATS``), touching nothing else, and
-checks that every command reading that extension point now has it. The
-commands run in this process (``--jobs 1``), where the added row is.
+``POLICIES``, the trace formats' ``FORMATS``, the audited engines'
+``ENGINES``), touching nothing else, and checks that every command and test
+rule reading that extension point now has it. The commands run in this
+process (``--jobs 1``), where the added row is.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
 import pytest
 
+import junction.audit.__main__ as audit_cli
+from junction.audit import engines
+from junction.audit.pins import Pin, public_version
+from junction.audit.record import AuditedEngine
 from junction.reference.cli.main import main
 from junction.reference.harness import findings
 from junction.reference.policies import registry
@@ -23,6 +30,8 @@ from junction.reference.simulator.parallel import TraceSource
 from junction.reference.workloads import tracefile
 from junction.reference.workloads.trace import TraceError, TraceRequest, decode_line
 from junction.reference.workloads.tracefile import TraceFormat, detect_format
+from tests import conftest
+from tests.audit.installed import skip_missing_engines
 from tests.cli.in_process import run_in_process
 
 SMALL = ["--sessions", "3", "--turns", "2", "--system-prompt", "200", "--jobs", "1"]
@@ -157,3 +166,97 @@ def test_adding_a_trace_format_is_one_record(
         refused.code == 2
         and "field 'prompt_token_ids': expected a non-empty list" in refused.last_line
     )
+
+
+def _toy_findings() -> str:
+    """A walk-through engine's docs/findings.md section, markers included."""
+    return f"{TOY.begin}\n## Toy 1.0 audit\n\nNo departures.\n{TOY.end}\n"
+
+
+# A walk-through engine: in the repository, its subpackage's ``__init__`` (audit/toy/).
+TOY = AuditedEngine(
+    name="toy",
+    pin=Pin("attrs", "Toy", public_version(importlib.metadata.version("attrs")), "audit-toy"),
+    tests="tests/audit/toy/",
+    findings=_toy_findings,
+)
+
+
+@pytest.fixture
+def added_engine(monkeypatch: pytest.MonkeyPatch) -> AuditedEngine:
+    monkeypatch.setattr(engines, "ENGINES", (*engines.ENGINES, TOY))
+    return TOY
+
+
+def test_adding_an_audited_engine_is_one_record_and_one_row(
+    added_engine: AuditedEngine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed = run_in_process(audit_cli.main, ["engines"], capsys)
+    assert listed.code == 0
+    version = added_engine.pin.version
+    toy_row = f"toy: Toy {version} (extra `audit-toy`, tests tests/audit/toy/, --require-toy): "
+    assert listed.out.splitlines()[-1] == toy_row + "installed"
+    helped = run_in_process(audit_cli.main, ["findings", "--help"], capsys)
+    assert "{vllm,sglang,toy}" in helped.out  # --engine's choices
+    out = tmp_path / "findings.md"
+    out.write_text("# policies\n")
+    written = run_in_process(
+        audit_cli.main, ["findings", "--engine", "toy", "--write", str(out)], capsys
+    )
+    assert (written.code, written.out) == (0, f"wrote the Toy audit section of {out}\n")
+    assert out.read_text() == "# policies\n\n" + _toy_findings()
+    # The policy findings (python -m junction.reference findings) keep its section.
+    kept = out.read_text().split("\n", 1)[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(findings, "findings_markdown", lambda *a: "# new policies\n")
+        findings.write_findings(out, 1, 0)
+    assert out.read_text() == "# new policies\n" + kept
+
+
+class _Options:
+    """What the tests' collection rule reads of pytest: the options given, the items."""
+
+    def __init__(self, given: set[str]) -> None:
+        self.given = given
+        self.added: list[str] = []
+
+    def getoption(self, name: str) -> bool:
+        return name in self.given
+
+    def getgroup(self, name: str) -> _Options:
+        return self
+
+    def addoption(self, name: str, **kwargs: object) -> None:
+        self.added.append(name)
+
+
+@attrs.define
+class _Item:
+    nodeid: str
+    markers: list[pytest.MarkDecorator] = attrs.Factory(list)
+
+    def add_marker(self, marker: pytest.MarkDecorator) -> None:
+        self.markers.append(marker)
+
+
+def test_an_added_engine_gets_its_require_option_and_skip_rule(
+    added_engine: AuditedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = _Options(set())
+    conftest.pytest_addoption(options)  # type: ignore[arg-type]
+    assert "--require-toy" in options.added
+    # Where the toy is missing, its folder's tests skip with the reason, or fail under the option.
+    missing = attrs.evolve(added_engine, pin=attrs.evolve(added_engine.pin, distribution="no-toy"))
+    monkeypatch.setattr(engines, "ENGINES", (missing,))
+    items = [_Item("tests/audit/toy/test_toy.py::test_it"), _Item("tests/core/test_x.py::test")]
+    skip_missing_engines(options, items)  # type: ignore[arg-type]
+    assert [len(item.markers) for item in items] == [1, 0]
+    reason = items[0].markers[0].kwargs["reason"]
+    assert reason.startswith("Toy audit: Toy ") and "run `make audit-toy-setup`" in reason
+    with pytest.raises(pytest.UsageError, match="--require-toy is given but Toy"):
+        skip_missing_engines(_Options({"--require-toy"}), items)  # type: ignore[arg-type]
+
+
+def test_the_engines_compatibility_policies_are_the_registrys() -> None:
+    named = [name for engine in engines.ENGINES for name in engine.policies]
+    assert sorted(named) == sorted(policy_names(Role.COMPATIBILITY))

@@ -1,4 +1,4 @@
-"""``python -m junction.audit.vllm_suite``: vLLM 0.33.0's own tests with the core swapped in.
+"""``python -m junction.audit.vllm.suite``: vLLM 0.33.0's own tests with the core swapped in.
 
 Prints ``vLLM 0.33.0 tests with the core swapped in: N passed, M failed (of T
 exercising the three decisions)``, then every test that did not pass with
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from junction.reference.cli import terminal
 
-from ..vllm_env import PINNED_VERSION, vllm_missing_reason
+from ..env import PINNED_VERSION, vllm_missing_reason
 from .suite import ACCEPTED, SuiteResult, Verdict, run_suite
 from .workspace import prepare
 
@@ -39,7 +39,7 @@ def _jobs(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m junction.audit.vllm_suite", description=__doc__
+        prog="python -m junction.audit.vllm.suite", description=__doc__
     )
     parser.add_argument("--cache", type=Path, default=Path(".vllm-suite"), metavar="DIR")
     parser.add_argument("--jobs", type=_jobs, default=2, help="test processes side by side")
@@ -87,7 +87,7 @@ def render(result: SuiteResult) -> str:
     lines.append(
         "\nthe suite's rule holds"
         if result.ok
-        else f"\nthe suite's rule is broken by {broken} tests (audit/vllm_suite/suite.py)"
+        else f"\nthe suite's rule is broken by {broken} tests (audit/vllm/suite/suite.py)"
     )
     return "\n".join(lines)
 

@@ -44,7 +44,7 @@ def run_tests(
             "-m",
             "pytest",
             "-p",
-            "junction.audit.vllm_suite.plugin",
+            "junction.audit.vllm.suite.plugin",
             f"--junction-mode={mode}",
             f"--junction-report={report.resolve()}",
             f"--junction-shard={index}/{jobs}",

@@ -163,7 +163,7 @@ def judge(
             verdicts.append(TestVerdict(nodeid, Verdict.VLLM_FAILED, reason))
     unmatched = (set(expected) | set(known)) - set(chosen)
     verdicts.extend(
-        TestVerdict(nodeid, Verdict.NOT_SELECTED, "a stale entry of audit/vllm_suite/expected.py")
+        TestVerdict(nodeid, Verdict.NOT_SELECTED, "a stale entry of audit/vllm/suite/expected.py")
         for nodeid in unmatched
     )
     return SuiteResult(len(baseline), tuple(sorted(verdicts, key=lambda v: v.nodeid)))

@@ -24,7 +24,7 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry
 
-from .vllm_env import vllm
+from .env import vllm
 
 __all__ = [
     "kv_cache_config",

@@ -2,7 +2,7 @@
 
 :data:`EXPECTED_TO_DIFFER`: a vLLM test may fail with the core swapped in
 and still not count against it only where the test's expectation encodes
-one of the audit's recorded findings (``audit.findings.FINDINGS``): vLLM's
+one of the audit's recorded findings (``audit.vllm.findings.FINDINGS``): vLLM's
 answer there is the defect, the core's the first-principles one. Each entry
 is an :class:`ExpectedDifference` naming the test and the finding by key;
 one naming no recorded finding cannot be built (``ValueError``), and the

@@ -1,6 +1,6 @@
 """vLLM 0.33.0's real ``Scheduler`` as shipped against the drop-in, step by step.
 
-Two schedulers of one layout (:mod:`audit.vllm_scheduler`) run one seeded
+Two schedulers of one layout (:mod:`audit.vllm.scheduler`) run one seeded
 multi-turn workload (:func:`workload`: shared system prompts, forks, resends,
 extensions, prefixes cut on the hash and scheduler grids, aborts; a pool
 small enough to evict and preempt) in lockstep: vLLM's own code in one, the
@@ -17,7 +17,7 @@ scheduler is also put to the drop-in's adapter, with the same arguments on the
 same pool. A lookup where they differ is judged by the first-principles
 oracle (``reference/oracle``) on that pool: the drop-in's ``(h, J)`` must be
 the oracle's, and vLLM's answer must be what one of its documented lookup
-departures (``audit.lookup_model``, findings 8 to 11 of docs/findings.md)
+departures (``audit.vllm.lookup_model``, findings 8 to 11 of docs/findings.md)
 produces, which names the finding; the same hit taken from another block is
 judged by what the block holds (finding 12). Anything else, a split or mask
 that differs, or an exception, is an :class:`Unclassified` difference.
@@ -39,11 +39,11 @@ from junction.dropin.mask import core_mask
 from junction.dropin.split import core_split
 from junction.reference.errors import JunctionError
 
+from ..env import vllm
 from ..lookup import oracle_reconcile_view, pool_views
 from ..lookup_model import Quirks, model_reconcile
+from ..scheduler import build_scheduler, make_request, model_output
 from ..specs import vllm_geometry
-from ..vllm_env import vllm
-from ..vllm_scheduler import build_scheduler, make_request, model_output
 
 __all__ = [
     "Finding",

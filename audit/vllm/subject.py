@@ -1,7 +1,7 @@
 """vLLM 0.33.0's own code as a subject of the promise checks.
 
 The promises are checked once, in ``junction.reference.harness.promises``,
-against the subject protocol; this module adapts :class:`audit.vllm_engine.VllmEngine`
+against the subject protocol; this module adapts :class:`audit.vllm.engine.VllmEngine`
 (a real ``KVCacheManager`` fed prompts the way its scheduler feeds them) to
 it, so the audit and the reference engine are judged by the same lines.
 What is vLLM's here: its lookup (``get_computed_blocks``), its pool (what
@@ -30,10 +30,10 @@ from junction.reference.harness import Hits, Prefill, Promise, RequestState, Res
 from junction.reference.oracle.first_principles import OracleGroup
 from junction.reference.policies.vllm import VllmPolicy
 
+from .engine import Lookup, VllmEngine
+from .env import vllm
 from .lookup import oracle_groups
 from .split import vllm_split
-from .vllm_engine import Lookup, VllmEngine
-from .vllm_env import vllm
 
 __all__ = ["POLICY", "VllmRun", "VllmSubject"]
 

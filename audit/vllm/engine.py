@@ -7,7 +7,7 @@ prompts through it like ``Scheduler.schedule`` does for one request at a
 time: look up the prefix cache (``get_computed_blocks``, which also sets the
 junction), then prefill chunk by chunk within a token budget, each chunk
 clipped by vLLM's own split (in Mamba align mode, through
-:class:`audit.split.SchedulerStandIn`) and allocated with ``allocate_slots``,
+:class:`audit.vllm.split.SchedulerStandIn`) and allocated with ``allocate_slots``,
 which caches newly full blocks through the groups' masks; then free.
 
 Everything vLLM decides along the way is recorded for the differential
@@ -35,10 +35,10 @@ from junction.core import GroupKind, HitReconciliation, HybridGeometry
 from junction.reference.errors import PoolExhausted
 from junction.reference.harness.verdict import RequestState
 
+from .env import vllm
 from .lookup import GroupView, core_reconcile, pool_views
 from .specs import kv_cache_config
 from .split import SchedulerStandIn, make_request
-from .vllm_env import vllm
 
 __all__ = [
     "Lookup",
@@ -125,7 +125,7 @@ class VllmEngine:
             raise ValueError(
                 f"{geometry}: vLLM turns partial hits "
                 f"{'on' if coordinator.enable_partial_hash_hits else 'off'} "
-                "(build it with audit.specs.vllm_geometry)"
+                "(build it with audit.vllm.specs.vllm_geometry)"
             )
         self.block_pool = coordinator.block_pool
         self.has_mamba = any(g.kind is GroupKind.MAMBA for g in geometry.groups)

@@ -31,7 +31,7 @@ from typing import Any
 from junction.core import HybridGeometry
 from junction.reference.policies.vllm import VLLM_DEFAULT_SPLIT, VllmSplitOptions
 
-from .vllm_env import vllm
+from .env import vllm
 
 __all__ = ["SchedulerStandIn", "make_request", "vllm_split"]
 

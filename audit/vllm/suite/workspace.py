@@ -42,7 +42,7 @@ from pathlib import Path
 
 import attrs
 
-from ..vllm_env import PINNED_VERSION
+from ..env import PINNED_VERSION
 
 __all__ = ["SDIST_SHA256", "TEST_FILES", "Workspace", "prepare"]
 

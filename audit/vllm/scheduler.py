@@ -5,7 +5,7 @@ Built the way vLLM's own scheduler tests build one
 ``VllmConfig`` for a small OPT model's configuration (written locally with
 transformers' ``OPTConfig``, no download), the CPU platform, a real
 ``KVCacheConfig`` with one KV-cache group per core group
-(:func:`audit.specs.kv_cache_config`), prefix caching on, Mamba groups in
+(:func:`audit.vllm.specs.kv_cache_config`), prefix caching on, Mamba groups in
 ``align`` mode. A step is ``Scheduler.schedule()`` followed by
 ``update_from_output`` with one sampled token per request that finished its
 prefill, which is what the engine core does with a model's output.
@@ -36,8 +36,8 @@ from typing import Any
 
 from junction.core import HybridGeometry
 
+from .env import vllm
 from .specs import kv_cache_config
-from .vllm_env import vllm
 
 __all__ = ["build_scheduler", "make_request", "model_output", "serve", "step"]
 

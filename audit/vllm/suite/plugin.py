@@ -1,4 +1,4 @@
-"""The pytest plugin the suite runs vLLM's tests under (``-p junction.audit.vllm_suite.plugin``).
+"""The pytest plugin the suite runs vLLM's tests under (``-p junction.audit.vllm.suite.plugin``).
 
 ``--junction-mode=count`` leaves vLLM's decisions in place but wraps each of
 the three decision points in a counter that calls the original, so the run is
@@ -11,7 +11,7 @@ code back would otherwise pass on vLLM's answers).
 ``--junction-shard=INDEX/COUNT`` keeps every COUNT-th collected test from
 the INDEX-th, so COUNT processes side by side split a run evenly.
 
-Each test's :class:`~junction.audit.vllm_suite.outcome.TestOutcome` is
+Each test's :class:`~junction.audit.vllm.suite.outcome.TestOutcome` is
 appended to ``--junction-report`` as a JSON line as soon as it ends, so a
 run cut short still reports what it finished. A failure carries the
 :class:`~junction.dropin.UnsupportedOption` it raised, found anywhere

@@ -68,7 +68,7 @@ __all__ = ["ALL_QUIRKS", "NO_QUIRKS", "CacheView", "Quirks", "model_reconcile"]
 
 
 class CacheView(Protocol):
-    """What the model reads of one group (``audit.lookup.GroupView``, or the
+    """What the model reads of one group (``audit.vllm.lookup.GroupView``, or the
     drop-in's view that asks the pool on demand): the group, the finder's spec,
     the cached indices of the chain in ``spec`` units, the registered hash units."""
 

@@ -125,7 +125,7 @@ def mask_findings_markdown() -> list[str]:
         "",
         "A later request sharing `k` tokens lands at the last segment boundary at or "
         "below `k`, floored to `A`; the blocks it reads there must be kept "
-        "(`audit/mask_findings.py`).",
+        "(`audit/vllm/mask_findings.py`).",
         "",
         "| finding | call | lands at | reads blocks | vLLM keeps | core keeps | upstream |",
         "| --- | --- | --- | --- | --- | --- | --- |",

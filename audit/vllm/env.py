@@ -22,17 +22,15 @@ import types
 import warnings
 from typing import Any
 
-from junction.reference.errors import JunctionError
+from ..pins import EngineMissing, Pin
 
-from .pins import Pin
-
-__all__ = ["PINNED_VERSION", "VllmMissing", "VllmModules", "vllm", "vllm_missing_reason"]
+__all__ = ["PIN", "PINNED_VERSION", "VllmMissing", "VllmModules", "vllm", "vllm_missing_reason"]
 
 PINNED_VERSION = "0.33.0"
-_PIN = Pin("vllm", "vLLM", PINNED_VERSION, "audit")
+PIN = Pin("vllm", "vLLM", PINNED_VERSION, "audit")
 
 
-class VllmMissing(JunctionError, RuntimeError):
+class VllmMissing(EngineMissing):
     """vLLM is not installed; the message says how to install it."""
 
 
@@ -54,7 +52,7 @@ class VllmModules(types.SimpleNamespace):
 
 def vllm_missing_reason() -> str | None:
     """Why the audit cannot run here, or ``None`` when vLLM is installed."""
-    return _PIN.missing_reason()
+    return PIN.missing_reason()
 
 
 @functools.cache
@@ -63,7 +61,7 @@ def vllm() -> VllmModules:
 
     Raises ``RuntimeError`` when another vLLM version is installed.
     """
-    _PIN.require(VllmMissing)
+    PIN.require(VllmMissing)
     # Quiet: vLLM logs its platform detection; requests warns about an
     # optional charset detector nobody here needs.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")

@@ -179,7 +179,7 @@ def split_findings_markdown() -> list[str]:
         "vLLM's scheduler splits the chunk, vLLM's backend helper says which checkpoint it "
         "writes in it; the core splits the same chunk with the same backend. A resend of the "
         "request's tokens lands at the deepest position a lookup of them can "
-        "(`audit/split_findings.py`).",
+        "(`audit/vllm/split_findings.py`).",
         "",
         "| finding | call | lands at | vLLM: chunk, Mamba states | core: chunk, Mamba states "
         "| upstream |",

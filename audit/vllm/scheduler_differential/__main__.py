@@ -1,4 +1,4 @@
-"""``python -m junction.audit.scheduler_differential``: vLLM's real scheduler as
+"""``python -m junction.audit.vllm.scheduler_differential``: vLLM's real scheduler as
 shipped against the drop-in, every layout, seeds and modes (``make vllm-engine``).
 
 Prints one line per layout (summed over the seeds) and the totals: requests,
@@ -20,7 +20,7 @@ import time
 
 from junction.dropin import Mode
 
-from ..vllm_env import VllmMissing
+from ..env import VllmMissing
 from . import Finding, Report, layouts, run_layout
 
 
@@ -33,7 +33,7 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m junction.audit.scheduler_differential", description=__doc__
+        prog="python -m junction.audit.vllm.scheduler_differential", description=__doc__
     )
     parser.add_argument("--seeds", type=_positive, default=4, metavar="N")
     parser.add_argument("--requests", type=_positive, default=300, metavar="N")
