@@ -44,8 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from junction.reference.cli import outputs, terminal
-from junction.reference.cli.arguments import finite_seconds, int_at_least, output_path
+from junction.reference.cli import options, outputs, terminal
+from junction.reference.cli.arguments import finite_seconds
 from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
 from junction.reference.harness import (
     ConformanceReport,
@@ -150,17 +150,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--policy",
-        default="junction",
-        metavar="NAME",
-        help="built-in policy name or module:attribute (default junction)",
-    )
-    parser.add_argument(
-        "--seconds",
-        type=finite_seconds,
-        default=60.0,
-        help="deadline for the whole run, the policy's import included (default 60)",
+    options.add_policy(parser, repeatable=False)
+    options.add_seconds(
+        parser, default=60.0, bounds="the whole run, the policy's import included (default 60)"
     )
     parser.add_argument(
         "--call-seconds",
@@ -168,15 +160,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=10.0,
         help="limit for one policy call; longer is a timeout verdict (default 10)",
     )
-    parser.add_argument("--seed", type=int_at_least(0), default=0, help="replay seed (default 0)")
+    options.add_seed(parser)
     parser.add_argument(
         "--promise",
         action="append",
         choices=[p.value for p in Promise],
         help="check only this promise (repeatable; default: all)",
     )
-    parser.add_argument(
-        "--json", type=output_path, metavar="FILE", help="also write the report as JSON"
-    )
+    options.add_json(parser, what="the report")
     parser.set_defaults(run=_run)
     return parser

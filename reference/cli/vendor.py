@@ -39,8 +39,8 @@ import time
 from typing import Any
 
 from junction.reference import vendoring
-from junction.reference.cli import policy_wire
-from junction.reference.cli.arguments import finite_seconds, output_path
+from junction.reference.cli import options, policy_wire
+from junction.reference.cli.arguments import output_path
 from junction.reference.cli.processes import Contained
 from junction.reference.oracle.exhaustive import count_inputs
 
@@ -185,16 +185,6 @@ def _verify(args: argparse.Namespace) -> int:
     return int(status)
 
 
-def _bound(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
-    if not 1 <= value <= MAX_BOUND:
-        raise argparse.ArgumentTypeError(f"{value} must be between 1 and {MAX_BOUND}")
-    return value
-
-
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``vendor`` on ``python -m junction.reference``'s subcommands."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -218,16 +208,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                 "--force", action="store_true", help="discard local edits of the copy"
             )
         if name == "verify":
-            action.add_argument(
-                "--bound",
-                type=_bound,
-                default=3,
-                help=f"size of every dimension, 1-{MAX_BOUND} (default 3: about 1.9M inputs)",
-            )
-            action.add_argument(
-                "--seconds",
-                type=finite_seconds,
+            options.add_bound(action, maximum=MAX_BOUND, note=": about 1.9M inputs")
+            options.add_seconds(
+                action,
                 default=None,
-                help="deadline for the walk (default: five times its estimate, at least 60)",
+                bounds="the walk (default: five times its estimate, at least 60)",
             )
     return parser
