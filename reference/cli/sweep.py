@@ -1,36 +1,15 @@
 """``python -m junction.reference sweep``: every combination of a simulation sweep, in parallel.
 
-The sweep is the product workloads x pool sizes x geometries x variants,
-where the variants are the policies asked for at every retention interval
-(dense once: it has no ``R``). Each combination is one independent run
-(``simulator.parallel``): in ``--jobs`` worker processes (default: one per
-CPU; 1 runs them here, one after another) or on a Ray cluster (``--ray
-ADDRESS``, ``auto`` for a local Ray). The outputs do not depend on where the
-runs ran: ``sweep.json`` and ``sweep.txt`` are byte for byte the same under
-``--jobs 1``, ``--jobs 8`` and ``--ray auto`` (the tests compare them).
-
-Standard output is the tables (one per workload, pool and geometry: the
-simulator's table and its times table); the progress line (runs done, the
-time left) and the list of files written go to standard error. The two files
-are one set (``cli.outputs``), written when every run has ended.
-
-What can be checked before any run starts is, with a one-line error naming
-the option (status 2): unknown geometries and policies, an ``R`` that is not
-a multiple of a geometry's ``L``, ``--jobs 0``, ``--ray`` without Ray
-installed or at an address where nothing answers, a trace that is not a
-file, an ``--out`` that cannot be written, and memory: every worker holds a
-workload and one run at once, so the estimate of ``simulator.memory`` is
-multiplied by the workers (a local Ray's too: one per CPU; a remote
-cluster's memory is its own to manage). A trace's content is read by the workers: a
-malformed line stops the sweep with the parser's message (status 2); a pool
-too small for a request stops it with status 1, as in ``simulate``.
-
-Rejected: one ``simulate`` invocation per combination from a shell loop
-(each would reload the trace and pay the start-up; only one combination's
-policies would run in parallel, through ``simulate --jobs``) and ``simulate``
-growing the grid's options (its outputs are one workload's report and plots;
-a sweep's are a grid, and its product of options would not read naturally
-there).
+The sweep is the product workloads x pool sizes x geometries x variants (the
+policies at every retention interval; dense once). Each combination is one
+run (``simulator.parallel``), in ``--jobs`` worker processes or on a Ray
+cluster (``--ray``); ``sweep.json`` and ``sweep.txt`` are byte for byte the
+same wherever the runs ran. Standard output is the tables; progress and the
+files written go to standard error, and the two files are one set
+(``cli.outputs``). Everything checkable before a run (geometries, policies,
+intervals, Ray, traces, ``--out``, the workers' memory) exits 2 naming the
+option; a malformed trace line stops the sweep with status 2, a pool too
+small for a request with 1. Why a command of its own: docs/design/sweep-command.md.
 """
 
 from __future__ import annotations
