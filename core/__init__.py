@@ -11,9 +11,8 @@ relative imports only: copy this package into an engine unchanged.
   :func:`checkpoint_stop` and :func:`decode_checkpoint`.
 
 Invalid input raises :class:`InvalidArgument` naming the argument, the value
-and the rule. For a hot path, :class:`ChunkSplitter`, :class:`GroupMask`,
-:class:`HitReconciler` and :class:`GroupLookup` bind what is fixed once
-(docs/design/bound-calls.md).
+and the rule. :class:`ChunkSplitter`, :class:`GroupMask`, :class:`HitReconciler`
+and :class:`GroupLookup` bind what is fixed once (docs/design/bound-calls.md).
 """
 
 from .boundaries import reachable_boundaries, replay_boundary

@@ -4,17 +4,12 @@ Replays a hash-id trace (the Mooncake conversation trace by default) with
 sequential arrivals on one preset, for the compared retention variants x
 ``--pools`` x ``--evictions``, in one pass (``reference.replay``, proven
 equal to the reference engine request by request). Prints one table per
-eviction (hit rate per variant and pool), writes every point to ``--json``
-and draws hit rate against pool size to ``--plot`` (matplotlib, the demo
-extra): one line per variant under the first eviction, the band up to
-Belady's bound shaded when ``belady`` is among the evictions.
-
-Pools are in blocks of the shared pool (every group's blocks come from it),
-or, with a model (``--model`` from the catalog, ``--model-config`` for a
-``config.json`` of your own), in GiB (``--hbm``): the memory model
-(``reference.replay.models``) lays the model out as vLLM 0.33.0 does, one
-group per vLLM group, and the report states the blocks each budget implies.
-TTFT and queueing need the engine's steps: ``simulate`` gives them.
+eviction, writes every point to ``--json`` and draws hit rate against pool
+size to ``--plot`` (the band up to Belady's bound shaded when ``belady`` is
+among the evictions). With a model (``--model``, ``--model-config``) pools
+are GiB (``--hbm``), laid out as vLLM 0.33.0 does
+(``reference.replay.models``). TTFT and queueing need the engine's steps:
+``simulate`` gives them.
 """
 
 from __future__ import annotations
