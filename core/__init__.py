@@ -1,26 +1,18 @@
 """Junction core: the three retention decisions of hybrid-model prefix caches.
 
-Pure functions and frozen value types, standard library + attrs only, relative
-imports only: copy this package into an engine unchanged.
+Pure functions and frozen value types, standard library + attrs only,
+relative imports only: copy this package into an engine unchanged.
 
 * Decision 1, hit reconciliation: :func:`reconcile_hits`,
   :func:`shared_prefix_boundary`, the finders, :func:`reachable_boundaries`.
-* Decision 2, chunk stop point: :func:`mamba_block_aligned_split` (and
-  :func:`prefill_end`, where its prefill ends).
+* Decision 2, chunk stop point: :func:`mamba_block_aligned_split`.
 * Decision 3, reachable-block mask: :func:`reachable_block_mask`.
-* The one source of truth behind all three: :func:`promised_positions` and
-  :func:`checkpoint_stop` (:func:`promised_stop` for a caller holding the
-  request's reachable boundaries already); a finished request's
-  :func:`decode_checkpoint`, where the next turn resumes.
+* The one source of truth behind all three: :func:`promised_positions`,
+  :func:`checkpoint_stop` and :func:`decode_checkpoint`.
 
-Every function raises :class:`InvalidArgument` (a ``ValueError``) naming the
-argument, the value and the rule when its input is invalid.
-
-The per-call API for an engine's hot path: bind what is fixed for the engine
-or a group once, validated at construction, and each call checks only what
-changes per call: :class:`ChunkSplitter` (decision 2), :class:`GroupMask`
-(decision 3), :class:`HitReconciler` and :class:`GroupLookup` (decision 1).
-The free functions are these calls on a fresh binding: one copy of each rule.
+Invalid input raises :class:`InvalidArgument` naming the argument, the value
+and the rule. :class:`ChunkSplitter`, :class:`GroupMask`, :class:`HitReconciler`
+and :class:`GroupLookup` bind what is fixed once (docs/design/bound-calls.md).
 """
 
 from .boundaries import reachable_boundaries, replay_boundary

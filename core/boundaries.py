@@ -1,37 +1,15 @@
 """The positions a request promises to keep reachable.
 
-One request hands the mask (``core.mask``) the token positions a later
-request may resume at: the replay boundary ``P - 1`` (a resend of the prompt
-looks up at most ``N - 1`` tokens, so its hit floors ``P - 1``) and the
-junction ``J`` when one was detected. The mask floors each to the hit grid
-itself. Keeping this in one function is the point of docs/domain.md's "one
-source of truth": the split, the mask and the finder must all talk about the
-same positions.
-
-Two lookups land elsewhere, and both are promised too:
-
-* Under EAGLE a lookup matches ``d`` tokens past its hit (the largest drop of
-  any group, :attr:`HybridGeometry.eagle_drop_tokens`) up to the request's
-  hashed tokens, so a resend lands at ``floor(P - d)`` and a sibling that
-  diverges right after the junction at ``floor(J - d)``.
-* With partial hits full attention matches hash units, but only inside blocks
-  that were cached, and a block is cached only once full. If the prompt's
-  last block is never filled, a resend reaches the prompt's last whole block
-  ``w = floor_Bf(P)`` and no further (``w - d`` under EAGLE).
-
-None of them may floor to 0 on the grid hits land on: no lookup resumes at
-0 (a hit of 0 reuses nothing, so it reads no block, no window and no state),
-so such a boundary promises nothing, yet the mask would keep an EAGLE peek
-block for it. :func:`reachable_boundaries` leaves them out itself, so its
-output wired straight into ``reachable_block_mask`` keeps only needed blocks.
-
-Rejected: dropping them inside ``reachable_block_mask``: the mask is vLLM
-0.33's by its arguments (vLLM hands it ``max(floor_L(P - 1) - L, 0)`` and
-keeps block 0 for it under EAGLE; ``reference/policies/vllm.py`` reproduces
-that), and the batched kernels share its plan. Rejected too: vLLM 0.33's
-``floor_L(P) - L``-style shifted replay positions, which assume a drop of one
-scheduler block; the drop is a hash unit with partial hits, and a state kept
-a block too low is one no lookup lands on.
+One request hands the mask (``core.mask``) the positions a later request may
+resume at: the replay boundary ``P - 1`` (a resend looks up at most
+``N - 1`` tokens) and the junction ``J`` when one was detected; under EAGLE
+also ``floor(P - d)`` and ``floor(J - d)`` (a lookup matches ``d`` tokens
+past its hit), and with partial hits the prompt's last whole block (a
+partial block is never cached). One function, so the split, the mask and
+the finders talk about the same positions (docs/domain.md, "one source of
+truth"). A boundary that floors to 0 promises nothing (no lookup resumes at
+0) and is left out here, not in the mask, which stays vLLM 0.33's by its
+arguments (docs/design/boundaries-at-zero.md).
 """
 
 from __future__ import annotations

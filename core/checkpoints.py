@@ -1,32 +1,15 @@
 """Promised checkpoint positions: the one source of truth (docs/domain.md).
 
-Most upstream defects are two places disagreeing about one position: the
-split stops at one grid point, the mask keeps another, the finder lands on a
-third. Here one function names every position a request promises a later
-lookup can resume at, on the grid reconciled hits land on
-(:attr:`HybridGeometry.hit_grid_tokens`):
-
-* the reachable boundaries (:func:`reachable_boundaries`: replay, junction,
-  and where EAGLE or whole-block lookups land), floored to that grid;
-* under ``R > 0``, every segment boundary (a multiple of ``R``) before the
-  prefill ends;
-* as options: the positions the request's application declares (each as the
-  junction is) and, for a finished request, its *decode checkpoint*
-  (:func:`decode_checkpoint`): where the next turn, which resends the prompt
-  and the whole answer, resumes.
-
-The mask keeps what these positions need (it floors the same boundaries to
-the same grid) and, in align mode, :func:`checkpoint_stop` makes the split
-stop at every one of them, so a promised Mamba state is always materialised.
-Rejected: letting the split stop only at vLLM's own candidates (grid, last
-cacheable position, partial tail, junction floored from the start): under
-``R > 0`` a segment the mask marks then has no chunk ending there (#53479),
-and under EAGLE with partial hits the whole-block landing point has none.
-
-:func:`promised_stop` is :func:`checkpoint_stop` on reachable boundaries the
-caller holds already (a policy memoizes them per request for its masks), so
-a split per chunk does not derive them again; ``checkpoint_stop`` is that
-call on freshly derived ones, so the rule exists once.
+Most upstream defects are two places disagreeing about one position. Here
+one function names every position a request promises a later lookup can
+resume at, on the grid hits land on (:attr:`HybridGeometry.hit_grid_tokens`):
+the reachable boundaries, every segment end under ``R > 0``, and, as
+options, the positions the application declares and a finished request's
+decode checkpoint (where the next turn resumes). The mask keeps what these
+need, and :func:`checkpoint_stop` makes the split stop at every one of them,
+so a promised Mamba state is always materialised
+(docs/design/checkpoint-stops.md). :func:`promised_stop` is the same rule on
+boundaries the caller holds already.
 """
 
 from __future__ import annotations

@@ -1,46 +1,15 @@
 """Per-group finders: the longest hit one group can serve up to a bound.
 
-Reconciliation (``core.reconcile``) only needs, per group, a callable
-``finder(bound, drop_eagle) -> hit``. These are the finders for the three
-group kinds over a group's cache state, given as a predicate
-``is_cached(block_index) -> bool`` on the request's block-hash chain, so the
-reference engine (a hash lookup) and tests (a set) share them.
-
-What "servable" means, from first principles (docs/domain.md, "First principles"), for an
-``A``-aligned length ``a`` and, under EAGLE, the tokens ``d`` the lookup must
-match past ``a`` and drop (:meth:`GroupSpec.eagle_drop_tokens`):
-
-* full attention: every block covering ``[0, a + d)`` is cached;
-* sliding window: the blocks covering ``[a - W + 1, a)`` plus, under EAGLE,
-  the block just past ``a`` are cached, ``a`` on the group's block grid;
-* Mamba: the state block ending exactly at ``a`` is cached (no drop);
-* a group that is not an EAGLE group (:attr:`GroupSpec.eagle_group`: only
-  the target model's layers) needs nothing past ``a`` (``d = 0``).
-
-Each finder returns the largest servable ``a`` with ``a + d <= bound`` (0 if
-none): the bound already includes the drop margin the coordinator granted.
-The sliding-window finder scans right to left from the deepest candidate and
-jumps past each uncached block, so it asks about every block at most once
-instead of re-checking ``need`` blocks per candidate.
-
-What is fixed for a group (its spec, ``A``, and so ``need`` under either
-EAGLE value, the drop, the hit grid) is bound once by :class:`GroupLookup`,
-validated at construction; its finders run the unvalidated scans. The free
-``longest_*`` functions validate what they are given and run the same scans,
-and :func:`group_finder` is a fresh binding's finder: one copy of each rule.
-
-Full attention's scan asks for the run of cached blocks from block 0, block
-by block: one call of ``is_cached`` per block of the hit, the largest part of
-an admission's lookups. A caller that can count that run faster (the
-reference engine's pool does it in C, over a dict) may hand
-:meth:`GroupLookup.finder` a :data:`CachedRun` too, which the full-attention
-scan then asks once instead; it must give the run ``is_cached`` gives (the
-properties hold it to the oracle), and an answer outside ``[0, limit]`` is
-refused. Only full attention takes one: the window and Mamba scans ask a few
-blocks right to left (about ``need``, and often one: 8 and 1 calls per
-admission in the engine's benchmark, against full attention's 40), where a
-run would save a few calls each. Rejected: a run for every kind, with
-bounds (a second contract per kind for a few calls each).
+Reconciliation (``core.reconcile``) needs, per group, a callable
+``finder(bound, drop_eagle) -> hit``. These are the finders of the three
+group kinds over a cache given as ``is_cached(block_index) -> bool``, so the
+reference engine and the tests share them. Each returns the largest
+``A``-aligned length the group can serve from first principles
+(docs/domain.md) with its EAGLE drop within ``bound`` (0 if none); the
+sliding-window scan asks about each block at most once. :class:`GroupLookup`
+binds what is fixed for a group once (docs/design/bound-calls.md); full
+attention may take a :data:`CachedRun` that counts the run of cached blocks
+from block 0 in one call (docs/design/cached-run.md).
 """
 
 from __future__ import annotations

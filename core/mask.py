@@ -1,50 +1,17 @@
 """Decision 3: which newly full blocks a group hashes (``reachable_block_mask``).
 
-An unmarked block is never hashed, so it can never serve a hit: the mask *is*
-the retention policy for sparse groups. Full attention keeps everything. A
-sliding-window group keeps, for each promised position ``a``, the ``need``
-blocks that end at ``a`` (plus, for an EAGLE group under EAGLE, the peek
-block past it); a Mamba group
-keeps the one state block ending at ``a``. Promised positions are the
-periodic segment boundaries (every ``A`` when dense, every ``R`` when
-``R > 0``, none when ``R == 0``) and the request's reachable boundaries
-(replay boundary, junction) floored to ``A``.
-
-Both sparse kinds reduce to one shape, a :class:`MaskPlan`: keep a run of
-``run`` blocks ending at block ``k * period + shift`` for every ``k >= 1``,
-and (if ``keeps_boundaries``) the run ending at ``floor_A(x) / B + shift`` for
-every boundary ``x``. The plan is request-independent, so the batched paths
-in ``kernels/`` take it from here instead of re-deriving the dense cases.
-
-Two options complete it (docs/domain.md, decision 3). A retention interval
-off the group's grid (not a multiple of ``A`` and ``B``: a DCP-sharded
-window, an offloading connector's chunk alignment) promises each segment end
-``k * R`` at the deepest position a lookup lands at, ``floor_A(k * R)``, as a
-boundary does: the plan's ``segment``, whose runs no block template tiles,
-so a call jumps from run to run. Rejected: raising (the connector hands such
-intervals), keeping the group dense (vLLM's fallback for some of them: never
-wrong, but up to ``R / B`` times the states asked for) and vLLM's floored
-interval as the default (its runs miss the segment ends: a finding; it stays
-reproducible as :attr:`OffGridInterval.FLOORED_INTERVAL`). The call's
-``final_segment_end_block`` is where a request's cached horizon ends inside a
-segment; a sliding window keeps the tail a lookup stopping there reads (the
-plan's ``keeps_final``).
-
-Why slices instead of a per-block loop: engines call this on every step for
-every request and group, and a 64-block mask must cost a few microseconds.
-The periodic part tiles a one-period template (or, for periods longer than
-the range, assigns the few runs that intersect it); boundaries are slice
-assignments. The plan is request-independent, and so is everything validated about
-the group: :class:`GroupMask` binds the alignment, the group, EAGLE and
-``R`` once (validated at construction, the plan computed there) and its
-:meth:`GroupMask.reachable_block_mask` checks only the block range and the
-boundaries, inline, building an error only once a check failed. The free
-:func:`reachable_block_mask` is that bound call on a fresh binding, so there
-is one copy of each rule. Rejected: skipping the per-call checks (a bad range
-would silently give a wrong mask) and caching bindings inside the free
-function (a hidden global). ``MaskPlan`` is a ``NamedTuple``, not an attrs
-class, because the kernels unpack it. ``reference.oracle`` restates the
-decision block by block.
+An unmarked block is never hashed, so it never serves a hit: the mask *is*
+the retention policy of a sparse group. Full attention keeps everything; a
+sliding window keeps, for each promised position, the ``need`` blocks ending
+there (and the EAGLE peek block past it); a Mamba group keeps the one state
+block ending there. Promised positions are the periodic segment ends (every
+``A`` when dense, every ``R > 0``) and the reachable boundaries floored to
+``A``. Both sparse kinds reduce to a request-independent :class:`MaskPlan`
+(runs of ``run`` blocks ending at ``k * period + shift``), which the batched
+kernels take from here. :class:`GroupMask` binds the group once and checks
+per call only the range and the boundaries; the free function is a fresh
+binding. Why slices, and how an interval off the grid is kept:
+docs/design/bound-calls.md, docs/design/off-grid-intervals.md.
 """
 
 from __future__ import annotations

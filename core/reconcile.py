@@ -1,36 +1,15 @@
 """Decision 1: hit reconciliation and the shared-prefix boundary (junction).
 
-A request admitted with no computed tokens may reuse ``[0, h)`` only if every
-group can serve ``h``. Each group has a finder (``core.finders``) returning its
-longest servable hit below a bound; reconciliation is the fixed point that
-starts at ``M = N - 1`` and lets each group accept the candidate or shorten
-it until nobody shortens it. Because each finder returns the *largest*
-servable length below its bound, the fixed point is the largest length every
-group serves (``reference.oracle`` enumerates exactly that).
-
-Full attention is looked up first and once: its servable set is downward
-closed, so later rounds only clip to it. Its answer is ``ℓ``, the longest
-single-group hit; when ``ℓ > h`` the prefix ``[h, ℓ)`` is proven shared by
-another request but some sparse group holds no state there, and ``ℓ`` becomes
-the request's junction (Marconi: cache on the second sighting).
-
-EAGLE: an EAGLE group (:attr:`GroupSpec.eagle_group`) that is not Mamba
-proves a candidate ``c`` by matching up to ``min(c + d, limit)`` and dropping
-``d`` tokens (any other group is asked about ``c`` itself), where ``limit`` is the request's hashed
-tokens (vLLM's bound; the first statement of decision 1 says ``M``, which puts a resend of a
-block-aligned prompt one unit below the state the split keeps). A group that
-proved ``c`` is not asked again while the candidate stays ``c``; any new
-candidate is proved afresh, with the drop. Rejected: vLLM 0.33's "verified"
-set, which is cleared only when a non-dropping lookup shortens the candidate,
-so with two EAGLE sliding-window groups one can accept a shorter candidate
-without its peek block — that variant belongs to the ``vllm-0.33``
-compatibility policy.
-
-What is fixed per engine (the geometry, so the lookup order, each group's
-drop and ``A``) is bound once by :class:`HitReconciler`; its
-:meth:`HitReconciler.reconcile` checks only the request's bound, limit and
-finders. :func:`reconcile_hits` is a fresh binding's call (one copy of the
-rule).
+A request may reuse ``[0, h)`` only if every group can serve ``h``.
+Reconciliation is the fixed point that starts at ``M = N - 1`` and lets each
+group's finder (``core.finders``) accept the candidate or shorten it; since
+each finder returns its *largest* servable length, the fixed point is the
+largest length every group serves. Full attention is asked first and once
+(its servable set is downward closed): its answer ``ℓ`` becomes the junction
+when ``ℓ > h``. Under EAGLE a group proves a candidate by matching past it
+and dropping ``d`` tokens, once per candidate; vLLM 0.33's "verified" set is
+the ``vllm-0.33`` policy's, not this (docs/findings.md, finding 8).
+:class:`HitReconciler` binds the geometry once (docs/design/bound-calls.md).
 """
 
 from __future__ import annotations

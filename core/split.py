@@ -1,39 +1,16 @@
 """Decision 2: where a prefill chunk stops (``mamba_block_aligned_split``).
 
-In Mamba "align" mode a recurrent state is materialised only at the end of a
-scheduled chunk, and a state cannot be rolled back. So every position whose
-state a later request will look up must be a chunk end, or that state never
-exists. This function clips the scheduler's proposed chunk ``[s, s + n)`` to
-the earliest mandatory stop strictly inside it: the next grid point when the
-chunk starts mid-block, the last cacheable position (the replay boundary), the
-prompt's partial tail under partial hits, and the shared-prefix junction.
-
-Why one pure function of plain integers: the scheduler, the oracle, the
-batched kernels and every policy call exactly this, and keyword-only
-arguments with the upstream names make call sites read like the spec. The
-``lcp`` formula is vLLM 0.33's; the one merged in PR #47782 (``N - N mod b``)
-put the only state one token past every lookup (vLLM #50409).
-
-Three engine options change the stops (docs/domain.md, decision 2): hash
-lookahead tokens (a block's hash also covers the ``k`` tokens after it, so a
-lookup proves a position only ``k`` tokens before the end: every last
-cacheable position moves down with it); the exact junction stop (an engine
-that can save a Mamba state inside a block stops at the junction itself, not
-at its floor on the grid); and internal prefill checkpoints
-(:class:`PrefillCheckpoints`: a backend that writes the prefill's checkpoint
-state inside the final chunk, so the stops that only exist to materialise it
-are not needed). Rejected: a ``last_cacheable=`` override per option (each
-would restate the formula at the call site, which is how five places came to
-floor one boundary five ways).
-
-What is fixed per engine (the Mamba block ``b``, the hash unit, EAGLE,
-partial hits, the prefill budget and the three options) is bound once by :class:`ChunkSplitter`,
-validated at construction; :meth:`ChunkSplitter.split` checks only the
-request's counts, and :meth:`ChunkSplitter.written_checkpoint` says where
-a chunk's backend writes the internal checkpoint the split relied on (the
-same rule, asked rather than restated by an engine that models it).
-:func:`mamba_block_aligned_split` is a fresh binding's call, so the rule
-exists once.
+In Mamba align mode a state exists only at the end of a scheduled chunk and
+cannot be rolled back, so every position a later lookup resumes at must be a
+chunk end. This clips the proposed chunk ``[s, s + n)`` to the earliest
+mandatory stop inside it: the next grid point when the chunk starts
+mid-block, the last cacheable position (vLLM 0.33's formula), the partial
+tail under partial hits, and the junction; the three engine options move
+these stops (docs/domain.md, decision 2). Why one pure function of plain
+integers: the scheduler, the oracle, the kernels and every policy call
+exactly this. :class:`ChunkSplitter` binds what is fixed per engine once
+(docs/design/bound-calls.md) and says where a backend writes the internal
+checkpoint the split relied on.
 """
 
 from __future__ import annotations

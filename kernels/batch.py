@@ -1,19 +1,14 @@
 """Batched inputs: Python scalars or 1-D tensors, validated like ``core``.
 
 A batch is a set of requests, one row each. Every per-request argument is a
-1-D integer tensor with one entry per row, or a Python scalar that applies to
-every row. Rules are core's rules, checked with one vectorised comparison
-each; a violation raises :class:`core.InvalidArgument` naming the argument
-*and the first offending row* (``num_tokens[3]``), its value and the rule.
-Rejected: silently clamping or skipping bad rows (a silent wrong answer).
-
-Every row is int64, where core has Python integers, so a value int64 cannot
-hold is rejected here rather than wrapped: a Python scalar outside int64, and
-a tensor whose dtype can hold one (uint16, uint32, uint64: ``2**64 - 1``
-would become ``-1``). Sums of arguments that core compares with a bound are
-checked by :func:`require_sum_at_most` without forming the sum, which may
-leave int64 (three starts of ``2**62`` once summed to a negative start and
-passed ``start <= num_tokens``).
+1-D integer tensor with one entry per row, or a Python scalar for every row.
+Core's rules are checked with one vectorised comparison each, and a
+violation raises :class:`core.InvalidArgument` naming the argument and the
+first offending row (``num_tokens[3]``), its value and the rule: never a
+silently clamped or skipped row. Rows are int64, so a value int64 cannot
+hold is rejected, not wrapped (a scalar outside int64; a uint16/32/64
+tensor), and :func:`require_sum_at_most` checks a sum against a bound without
+forming it (docs/design/int64-offsets.md).
 """
 
 from __future__ import annotations

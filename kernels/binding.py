@@ -1,21 +1,13 @@
 """Which core the batched paths answer for: ``junction.core``, or an engine's vendored copy.
 
-An engine that vendored the core under a name of its own
-(``myengine.retention_core``, made by ``python -m junction.reference vendor
-copy``) passes that module as ``core=`` to each batched decision. Two things
-then come from the copy: the core functions a path calls (``mask_plan``, so a
-group spec must be the copy's ``GroupSpec``, as the copy's own functions
-require) and the error type: every ``InvalidArgument`` a batched path raises
-is the copy's, so the engine catches one type whichever path answered. The
-batched arithmetic is the kernels' own, proven equal to ``junction.core``;
-a copy that ``vendor check`` finds unedited is that same code, so the proof
-carries over. An edited copy is the engine's to re-prove.
-
-Rejected: threading the error type through every validation helper
-(``batch.py``, ``split_batch.py``, ...): one translation where a path returns
-says the same. A ``bind(core)`` factory returning the three functions: their
-signatures would be restated or lost to ``Callable[..., Tensor]``, and
-``functools.partial(kernels.reachable_block_mask, core=copy)`` does the same.
+An engine that vendored the core under its own name passes that module as
+``core=`` to each batched decision. Two things then come from the copy: the
+core functions a path calls (so a group spec must be the copy's
+``GroupSpec``) and the error type: every ``InvalidArgument`` a batched path
+raises is the copy's, translated once where a path returns. The batched
+arithmetic is the kernels' own, proven equal to ``junction.core``; a copy
+``vendor check`` finds unedited is that code, so the proof carries over. For
+a fixed copy, ``functools.partial(kernels.reachable_block_mask, core=copy)``.
 """
 
 from __future__ import annotations

@@ -1,40 +1,14 @@
 """Decision 3, batched: reachable-block masks for many requests of one group.
 
-Rows are requests; each has its own block range ``[start_block, end_block)``
-and reachable boundaries, while the group, alignment, EAGLE and retention
-interval are shared, so ``core.mask_plan`` decides once for the whole batch
-whether the group is dense (the result is then ``None``, as in core) and
-what shape its runs have. The result is a ``rows x width`` bool tensor with
-``width = max(end_block - start_block)``: row ``r``'s first
-``end_block[r] - start_block[r]`` entries are core's mask, the rest False.
-
-Boundaries come as a ``rows x K`` integer tensor padded with ``-1`` (no
-boundary). The torch path works on column offsets ``j`` relative to each
-row's start, so no ``rows x width`` int64 block-index tensor is built: each
-row's periodic part is gathered from a small table of the ``period`` possible
-patterns (indexed by the row's phase), and each boundary run is a per-row
-column interval.
-
-Why no sum leaves int64: core computes in Python integers, these paths in
-int64, and block indices reach ``2**63 - 1``. A column ``j`` stands for block
-``start + j``, which is never formed. The periodic residue ``(phase + j) mod
-period`` is taken of ``j - (period - phase)``, since ``phase + j`` passes
-int64 for periods near it (a live block, not only a padding column). A
-boundary's run ``[e - run, e)`` with ``e = floor_A(x) // B + shift`` is held
-as offsets from the start, ``e - start`` clamped to ``[-1, width]`` on the
-side each end is compared from: ``e`` itself passes int64 for ``x = 2**63 -
-1``, and ``e - run - start`` underflows for a start far past ``x``.
-Rejected: rejecting such rows (core answers them, and the offsets are exact).
-What is rejected is a sparse group whose ``A``, ``B`` or ``R`` int64 cannot
-hold: the plan's sizes enter the same int64 arithmetic.
-
-A retention interval off the group's grid (``MaskPlan.segment``) has runs
-ending at ``floor_A(k * R) // B + shift``, which no block template tiles; each
-column takes the one run that can hold it, the first ending past it (runs
-grow with ``k``), in closed form from its block index. That index times
-``B`` is formed, so such a plan needs ``end_block * B + A + R`` in int64 (a
-row past it is rejected, naming it). The final segment's run (``keeps_final``)
-is one column interval per row, held as offsets like a boundary's.
+Rows are requests, each with its own block range and boundaries (a
+``rows x K`` tensor padded with ``-1``); the group, alignment, EAGLE and
+``R`` are shared, so ``core.mask_plan`` decides once whether the group is
+dense (``None``, as in core) and what shape its runs have. The result is a
+``rows x width`` bool tensor, row ``r``'s first ``end - start`` entries
+core's mask, the rest False. Every sum stays in int64 although block
+indices reach ``2**63 - 1``: the paths work on column offsets from each
+row's start and never form a block index (an off-grid interval's plan needs
+``end_block * B + A + R`` in int64; a row past it is rejected, naming it).
 """
 
 from __future__ import annotations

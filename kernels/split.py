@@ -1,21 +1,13 @@
 """Decision 2, batched: the chunk stop point for many requests at once.
 
-Same arguments and rules as ``core.mamba_block_aligned_split``, each either a
+Same arguments and rules as ``core.mamba_block_aligned_split``, each a
 Python scalar (every row) or a 1-D tensor (one entry per request). The torch
-path is a straight-line vectorisation of core's formula: every candidate stop
-is computed for every row and the earliest one strictly inside the chunk wins,
-through a chain of ``where``s in the same order as core's ``_earlier`` calls.
-A flag passed as one Python bool computes only its own branch.
-
-Why offsets: core computes in Python integers, these paths in int64. Every
-position is therefore held as an offset from the row's start ``s``: the chunk
-end ``t = s + num_new_tokens`` becomes ``num_new_tokens``, and the next grid
-point ``floor_b(s) + b`` becomes ``b - s mod b``. ``s`` and every absolute
-position used (``prefill_end``, ``lcp``, the partial tail, the junction,
-the internal checkpoint) are in ``[0, num_tokens]``, so every difference
-fits; ``t`` is formed only where it lies inside the prefill. Rejected:
-rejecting rows whose ``t`` leaves int64 (core answers them, and the offsets
-answer them exactly, at no cost).
+path is a straight-line vectorisation of core's formula: every candidate
+stop for every row, the earliest strictly inside the chunk winning through a
+chain of ``where``s in core's order; a flag given as one Python bool computes
+only its own branch. Positions are held as offsets from the row's start, so
+every difference fits in int64 and every row core answers is answered
+exactly (docs/design/int64-offsets.md).
 """
 
 from __future__ import annotations

@@ -1,38 +1,14 @@
 """Vendored copies of the core: make one, pin it with a stamp, tell when it has drifted.
 
-An engine team copies ``core/`` into its own tree under its own package name
-(``myengine/retention_core``). This module makes that copy and keeps it
-honest. :func:`vendor` writes the core's Python files into a new folder
-together with a stamp, ``VENDORED.json``: junction's version, the git commit
-of the checkout it came from (``-dirty`` when ``core/`` had uncommitted
-changes; absent outside a checkout), the time, a sha256 per file and one of
-the whole set. :func:`drift` recomputes the hashes and reports local edits
-file by file (added, removed, changed, with the first differing line), and
-separately whether the core installed here differs from the copy's source
-(an upgrade). :func:`update` refreshes a copy to the installed core and
-refuses to throw local edits away unless told to. :func:`load` imports a copy
-from its folder under a fresh name, so the oracle can judge it without the
-engine's package being importable (``core/`` uses relative imports only).
-
-What counts: the ``*.py`` files under the folder (``__pycache__`` aside), as
-bytes. Files of other kinds (a ``py.typed``, a README the team adds) are not
-code and are ignored. Bytes, not text: a reformatted copy has drifted.
-
-Decisions, and what was rejected:
-
-* The stamp is JSON, not a ``_vendored.py`` module of constants: checking it
-  must not execute code from the folder it judges, and a stamp is not code.
-* The stamp holds hashes, not the source: a changed line is located by
-  reading the installed core's file of the same stamped hash, which is there
-  whenever the installed junction is the version the copy was made from (the
-  pin a team's CI keeps). Otherwise the file is still reported, without a
-  line. Rejected: per-line hashes in the stamp (a stamp of thousands of lines
-  in the engine's repository, for a line number).
-* A copy is written to a temporary sibling folder and renamed into place, so
-  an interrupted copy leaves nothing; an update writes each file by rename
-  and the stamp last, so an interrupted update reads as drift, never clean.
-* A target that exists is refused unless it is an empty folder: no silent
-  overwrite. Refreshing a vendored copy is :func:`update`.
+:func:`vendor` copies ``core/``'s Python files into an engine's tree with a
+stamp, ``VENDORED.json`` (junction's version, the git commit, a sha256 per
+file and of the set); :func:`drift` reports local edits file by file and,
+separately, whether the installed core differs from the copy's source;
+:func:`update` refreshes a copy, refusing to discard local edits unless told
+to; :func:`load` imports a copy from its folder under a fresh name, so the
+oracle can judge it without the engine's package. What counts is the
+``*.py`` files, as bytes (a reformatted copy has drifted). Why the stamp is
+JSON holding hashes, and how writes stay whole: docs/design/vendor-stamp.md.
 """
 
 from __future__ import annotations

@@ -1,45 +1,15 @@
 """A real SGLang 0.5.23 ``UnifiedRadixCache`` fed prompts the way its scheduler feeds it.
 
-What is SGLang's here: the cache itself (``UnifiedRadixCache`` on the Python
-or the bundled Rust tree core, built from ``HybridReqToTokenPool``,
-``HybridLinearKVPool`` / ``SWAKVPool`` and their allocators on CPU), its
-lookup (``match_prefix``: ``device_prefix_len``, ``full_kv_hit_length``,
-``mamba_branching_seqlen``), its inserts and evictions, and where a chunk
-tracks its Mamba state (``ScheduleBatch._mamba_radix_cache_v2_req_prepare_for_extend``,
-called on a stand-in batch carrying only what it reads).
-
-What the driver assumes of the scheduler, which cannot run without a model
-(``tests/audit/sglang/test_driver.py`` checks each against SGLang's code
-where SGLang has code for it):
-
-* one request at a time, prompts only (no decode tokens), as the vLLM audit;
-* the admission lookup is bounded to ``N - 1`` tokens
-  (``Req._compute_max_prefix_len``) and page-aligned;
-* chunked prefill: chunks of ``budget`` tokens from the hit, each continuing
-  from the previous chunk's end (``chunked_prefill_size``), a cut rounded to
-  the Mamba checkpoint grid only where SGLang's ``PrefillAdder.floor_chunked_tokens``
-  rounds it (under DCP, which the driver leaves off, as SGLang's default does);
-* the Mamba extra ("ping-pong") buffer is on (SGLang requires it for pages
-  over one token): each chunk tracks the state its ``prepare_for_extend``
-  names, and ``checkpoint_into_tree`` inserts ``tokens[:tracked]`` with that
-  state after every chunk (the unfinished request donating its state) and at
-  the end (the finished one donating its last tracked state); full-attention
-  KV past the last tracked state is freed, never inserted;
-* a sliding-window prompt runs in one chunk: an unfinished request's
-  ``checkpoint_into_tree`` frees its out-of-window sliding-window slots
-  (``SGLANG_OPT_UNIFIED_CACHE_FREE_OUT_OF_WINDOW_SLOTS``, on by default) through
-  the request's own token row, which the driver does not model, so a
-  sliding-window prompt the budget would chunk is refused (:class:`Unsupported`).
-
-A prompt whose KV or Mamba slots cannot be found even after SGLang's eviction
-is skipped (:class:`PoolExhausted`), as a scheduler would keep it waiting.
-
-Rejected: running SGLang's ``Scheduler`` (it needs a model runner and a
-process group); restating where a chunk tracks its state (that is SGLang's
-decision, so its own method runs, on a stand-in); building ``Req`` objects for
-``checkpoint_into_tree`` (their token rows and ping-pong slots are the
-scheduler's bookkeeping: the driver calls ``insert`` with what
-``checkpoint_into_tree`` would pass, and the tests check the result).
+SGLang's here: the cache itself (on the Python or the Rust tree core, with
+its pools and allocators on CPU), its lookup, inserts and evictions, and
+where a chunk tracks its Mamba state (SGLang's own method, on a stand-in
+batch). Assumed of the scheduler, which cannot run without a model, each
+checked against SGLang's code in ``tests/audit/sglang/test_driver.py``: one
+request at a time, prompts only; a lookup bounded to ``N - 1`` tokens and
+page-aligned; chunks of ``budget`` tokens; the Mamba ping-pong buffer on; a
+sliding-window prompt in one chunk (:class:`Unsupported` otherwise). A prompt
+whose slots cannot be found after eviction is skipped (:class:`PoolExhausted`).
+Why a driver and not SGLang's scheduler: docs/design/sglang-driver.md.
 """
 
 from __future__ import annotations

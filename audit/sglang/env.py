@@ -1,25 +1,13 @@
 """Loading SGLang 0.5.23 on a CPU-only machine, or saying why it is not there.
 
-SGLang is installed ``--no-deps`` (the ``audit-sglang`` extra; its own
-requirements pull CUDA builds), next to vLLM 0.33.0, whose modules its
-import graph reaches. Two things stand between that install and an import of
-``sglang.srt.mem_cache.unified_radix_cache`` on CPU:
-
-* ``torchvision``: SGLang's multimodal configs import it at module level and
-  its wheel links CUDA libraries. A stub package stands in: every attribute
-  is a placeholder class, and it reports a version (``0.0.0``) so that
-  ``transformers`` takes its paths without torchvision instead of parsing
-  ``N/A``. Nothing the cache runs touches it.
-* ``ServerArgs``: SGLang's components read the scheduler's runtime context
-  (the Mamba chunk size, ``mamba_max_states_per_path``). A ``ServerArgs`` for a
-  dummy model is published with the chunk size preset, so nothing resolves a
-  model configuration (over the network) when the Mamba component asks.
-
-Why one loader, on first use (as ``audit.vllm.env``): the rest of the project,
-and ``mypy``, must not need SGLang; a missing install is a reason tests print
-when they skip, another version an error (the findings are about 0.5.23).
-Rejected: importing SGLang's own test kit (``sglang.test``) for its fixture
-builder: it imports the benchmark datasets (``datasets``, a large tree).
+SGLang is installed ``--no-deps`` beside vLLM 0.33.0. Two things stand
+between that install and an import of its unified radix cache on CPU: its
+multimodal configs import ``torchvision`` (whose wheel links CUDA), for
+which a stub stands in, and its components read the scheduler's runtime
+context, for which a ``ServerArgs`` of a dummy model is published with the
+Mamba chunk size preset. Why one loader, on first use (as ``audit.vllm.env``):
+the rest of the project, and ``mypy``, must not need SGLang; a missing
+install is a reason tests print when they skip, another version an error.
 """
 
 from __future__ import annotations

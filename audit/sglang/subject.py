@@ -1,40 +1,15 @@
 """SGLang 0.5.23's unified radix cache as a subject of the promise checks.
 
-The promises are checked once, in ``junction.reference.harness.promises``;
-this module adapts :class:`.cache.SglangCache` (a real ``UnifiedRadixCache``
-on either tree core) to the subject protocol, beside vLLM's adapter
-(``audit.vllm.subject``) and the reference engine's.
-
-How SGLang's answers are read in the protocol's terms:
-
-* the hit ``h`` is ``device_prefix_len``; ``ℓ`` is ``full_kv_hit_length``
-  floored to the hit grid ``A`` (SGLang floors it to its checkpoint grid
-  itself when it computes its junction, and hits land only on Mamba states);
-  the junction ``J`` is ``ℓ`` when ``ℓ > h``, as SGLang's own
-  ``mamba_branching_seqlen`` is (the tests hold the two equal);
-* a cached block, for the oracle: a full-attention page inside
-  ``full_kv_hit_length``; a Mamba block whose end SGLang serves as a hit
-  (a ``match_prefix`` of exactly that prefix returns it whole). Both read
-  through ``match_prefix``, never the tree's insides, so the two tree cores
-  are read alike;
-* the promised positions economy weighs SGLang's kept states against are the
-  ``junction`` policy's (:attr:`SglangRun.policy`), with SGLang's own junction
-  (its branching point) as each request's boundary: what a prompt needs kept,
-  given what SGLang saw.
-
-Geometry: :func:`sglang_geometry` maps any harness geometry to the nearest
-one SGLang expresses (see :func:`.cache.layout_of`), so the harness's own
-scenario strategies drive SGLang. Economy and reconciliation read per-block
-presence, which only the Mamba component exposes through lookups; they are
-asked of full + Mamba geometries only (a sliding window's blocks are not
-visible through ``match_prefix``: its validator counts a run, not blocks).
-
-Rejected: reading the tree's nodes (the Python core exposes them, the Rust
-core only through SGLang's test inspector, whose package imports the
-benchmark datasets); a Mamba block equal to SGLang's checkpoint grid (its
-hits and full-attention KV land on pages, and a state can end any page a
-chunk reaches from its start, so the grid is where SGLang chooses to track,
-judged by the promises, not a block size that would excuse it).
+Adapts :class:`.cache.SglangCache` to the harness's subject protocol, beside
+vLLM's adapter and the reference engine's, reading SGLang's answers in the
+protocol's terms: the hit is ``device_prefix_len``; ``ℓ`` is
+``full_kv_hit_length`` floored to the hit grid and the junction is ``ℓ`` when
+``ℓ > h`` (as SGLang's ``mamba_branching_seqlen``); a cached block is read
+through ``match_prefix``, never the tree's insides, so both tree cores read
+alike. :func:`sglang_geometry` maps a harness geometry to the nearest one
+SGLang expresses; economy and reconciliation are asked of full + Mamba
+geometries only (a window's blocks are not visible through lookups).
+Why the promises judge SGLang's own checkpoint grid: docs/design/sglang-driver.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Which recorded finding explains a promise violation of vLLM 0.33.0.
 
-A violation the promise checks find on vLLM's code (``audit.vllm.subject``) on
-random scenarios is either one of the findings in docs/findings.md, or new.
-The audit's tests require every violation to be explained, so an unknown
-defect fails them (with its scenario) instead of hiding among the known ones.
-
-Two kinds of rules:
-
-* lookup departures are diagnosed exactly: a lookup of the run where vLLM
-  and ``core.reconcile_hits`` disagree is explained by the departure whose
-  flag alone makes the restated lookup (``audit.vllm.lookup_model``) reproduce
-  vLLM's answer;
-* the other findings are rules on the scenario's shape and on the typed
-  problem (``harness.verdict``: which check failed, at which position), each
-  written from reading shrunk counterexamples and vLLM's code (the reasons
-  are in :mod:`audit.vllm.findings`).
+A violation the promise checks find on vLLM's code is one of the findings in
+docs/findings.md, or new; the audit's tests require every violation to be
+explained, so an unknown defect fails them with its scenario. Lookup
+departures are diagnosed exactly (the one ``audit.vllm.lookup_model`` flag that
+alone reproduces vLLM's answer); the other findings are rules on the
+scenario's shape and the typed problem (``harness.verdict``), with their
+reasons in :mod:`audit.vllm.findings`.
 """
 
 from __future__ import annotations

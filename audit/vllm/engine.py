@@ -1,27 +1,14 @@
 """A real vLLM 0.33.0 ``KVCacheManager``, driven the way its scheduler drives it.
 
-The audit needs vLLM's cache in states real requests leave behind, so this
-module builds the real thing for a core geometry (a real ``KVCacheConfig``,
-``KVCacheManager``, hybrid coordinator, block pool and block hasher) and runs
-prompts through it like ``Scheduler.schedule`` does for one request at a
-time: look up the prefix cache (``get_computed_blocks``, which also sets the
-junction), then prefill chunk by chunk within a token budget, each chunk
-clipped by vLLM's own split (in Mamba align mode, through
-:class:`audit.vllm.split.SchedulerStandIn`) and allocated with ``allocate_slots``,
-which caches newly full blocks through the groups' masks; then free.
-
-Everything vLLM decides along the way is recorded for the differential
-tests: every mask call (a spy on each manager's ``reachable_block_mask``,
-with the request's state at that moment), every split, and every lookup
-next to ``core.reconcile_hits`` over the same pool. Chunk ends are recorded
-as the token prefixes whose Mamba state was materialised (align mode writes
-states only at chunk ends), for the safety promise.
-
-Modelled configuration (vLLM's defaults otherwise): prefix caching on, no
-KV connector, no explicit EAGLE group (under EAGLE vLLM then treats every
-group as one), no lookahead hashes, no multi-module MTP, no internal prefill
-checkpoints, ``enable_mamba_shared_prefix_checkpoint`` off, one request
-running at a time, prompts only (no decode tokens).
+The audit needs vLLM's cache in states real requests leave, so this builds
+the real thing for a core geometry and runs prompts through it one request
+at a time as ``Scheduler.schedule`` does: lookup (which sets the junction),
+prefill chunk by chunk clipped by vLLM's own split, ``allocate_slots``
+(caching through the groups' masks), free. Every mask call, split and lookup
+is recorded (beside ``core.reconcile_hits`` on the same pool), with chunk
+ends as the prefixes whose Mamba state exists. Modelled: vLLM's defaults
+(no connector, no explicit EAGLE group, no lookahead, no MTP, no prefill
+checkpoints), prompts only.
 """
 
 from __future__ import annotations

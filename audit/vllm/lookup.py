@@ -1,27 +1,13 @@
 """What each group of a real vLLM block pool has cached, as core's finders see it.
 
-Lookup is not a policy decision: ``core.reconcile_hits`` is exact by first
-principles. To compare vLLM's ``HybridKVCacheCoordinator.find_longest_cache_hit``
-with it, both must read the *same* cache, so this module turns vLLM's block
-pool plus one request's block-hash chain into core finders (and into the
-oracle's cached sets, for promise 6 of docs/domain.md).
-
-vLLM keys a block of ``B = s * H`` tokens by the hash of its last hash unit
-(``BlockHashListWithBlockSize``), so group ``g`` has block ``i`` cached iff
-the pool holds unit hash ``(i + 1) * s - 1`` for ``g``. With partial hits
-(``A = H`` finer than a block) two groups look up hash units instead:
-
-* full attention matches whole blocks from block 0, then the deepest
-  registered hash unit inside the first block it misses (the prompt's partial
-  tail, ``_cache_partial_tail_block``). As a unit finder: unit ``u`` is
-  covered iff some unit from ``u`` to the end of its block is registered
-  (KV is append-only, so a tail registered at ``k`` covers every unit up to
-  ``k``);
-* Mamba serves a state at any hash unit registered for it.
-
-Sliding-window groups never get partial hits in vLLM (their manager cannot
-look up hash units, and a configuration where one is wider than ``H``
-disables partial hits), so they always read whole blocks.
+To compare vLLM's ``find_longest_cache_hit`` with ``core.reconcile_hits``
+both must read the same cache, so this turns vLLM's block pool and one
+request's hash chain into core finders (and the oracle's cached sets).
+Block ``i`` of group ``g`` is cached iff the pool holds unit hash
+``(i + 1) * s - 1`` for ``g`` (vLLM keys a block by its last hash unit).
+With partial hits full attention matches whole blocks, then the deepest
+registered unit of the first block it misses; Mamba serves any registered
+unit; sliding windows always read whole blocks, as in vLLM.
 """
 
 from __future__ import annotations

@@ -1,50 +1,15 @@
 """vLLM 0.33.0's lookup restated, each departure from first principles a switch.
 
 ``core.reconcile_hits`` is the exact lookup (docs/domain.md, "Decision 1").
-vLLM's ``HybridKVCacheCoordinator.find_longest_cache_hit`` departs from it in four
-places, found by the differential tests and read off vLLM's code
-(``kv_cache_coordinator.py``, ``single_type_kv_cache_manager.py``). This
-module restates vLLM's lookup with each departure behind a :class:`Quirks`
-flag, so the audit can show two things on the same pool state:
-
-* with every flag on it equals vLLM exactly (vLLM's behaviour is fully
-  explained: no unexplained disagreement hides behind a known one);
-* with every flag off it equals ``core.reconcile_hits`` (the flags are the
-  *only* differences), and turning one flag on isolates one finding.
-
-The departures:
-
-``verified_set``
-    Each EAGLE group's drop is "verified" once per candidate, and the set is
-    cleared only when a lookup *without* the drop shortens the candidate. A
-    Mamba group is looked up with the drop flag set (it ignores it), so when
-    Mamba or a second EAGLE group shortens the candidate, an EAGLE
-    sliding-window group already verified is asked again without its drop:
-    it accepts the shorter candidate without the block past it.
-``swa_realign_before_drop``
-    When no run of ``need`` blocks exists, a sliding window serves the run of
-    cached blocks from block 0. vLLM first trims that run to the alignment
-    ``A``, then drops the EAGLE block and trims again: with blocks finer
-    than ``A`` it lands one alignment unit below the hit the run serves.
-``swa_window_of_one_needs_a_block``
-    With ``W = 1`` a lookup without the EAGLE drop needs no cached block
-    (``need = 0``; the mask keeps none), but vLLM's search accepts a position
-    only after finding one cached block ending there, so it serves no hit.
-    Under EAGLE such a lookup happens too: ``verified_set`` has a second round
-    ask the verified window again, without its drop, at the candidate it
-    proved.
-``full_probe_below_bound``
-    With partial hits full attention counts whole blocks that end within the
-    bound, then probes the registered hash units (prompt partial tails) of
-    the next block below the bound. A block cached whole but cut by the bound
-    (a shorter request inside another's cached block) serves none of its
-    units, although its KV covers them.
-
-Restated here: the sliding-window finder (right to left, as vLLM searches)
-and full attention's hash-unit finder under partial hits; the block-grained
-full-attention and the Mamba finders are core's, which equal vLLM's. The
-loop also stops after one round when there is one full-attention spec and one
-other, as vLLM's does (harmless without the departures).
+vLLM's ``HybridKVCacheCoordinator.find_longest_cache_hit`` departs from it in
+four places, findings 8 to 11 of docs/findings.md, each behind the
+:class:`Quirks` flag of the finding's key (``lookup-<flag>``):
+with every flag on this equals vLLM exactly, with every flag off it equals
+``core.reconcile_hits``, so each flag isolates one finding and no
+unexplained disagreement hides behind a known one. Restated here: the
+sliding-window finder (right to left, as vLLM searches) and full attention's
+hash-unit finder under partial hits; the block-grained full-attention and
+Mamba finders are core's, which equal vLLM's.
 """
 
 from __future__ import annotations
@@ -84,7 +49,7 @@ class CacheView(Protocol):
 
 @attrs.frozen
 class Quirks:
-    """Which of vLLM's departures the model reproduces (see the module docstring)."""
+    """Which of vLLM's departures the model reproduces (docs/findings.md, ``lookup-<flag>``)."""
 
     verified_set: bool = True
     swa_realign_before_drop: bool = True

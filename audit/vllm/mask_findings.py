@@ -1,19 +1,13 @@
 """Findings about vLLM 0.33.0's mask on options its engine path reaches only through a connector.
 
-The promise harness drives whole requests through an engine built from a
-:class:`core.HybridGeometry`, whose retention interval is a multiple of the
-scheduler block ``L`` (as vLLM's coordinator requires). vLLM's offloading
-connector calls the same ``reachable_block_mask`` with its own alignment (the
-full-attention chunk, several blocks) and the configured interval, which need
-not be a multiple of it: an interval off the group's grid. Such a finding's
-counterexample is therefore one call of the mask, re-run on the installed
-vLLM when ``docs/findings.md`` is written, judged from first principles: the
-position a later request's lookup lands at (``reference.oracle``) and
-whether the blocks it reads were kept.
-
-Rejected: a harness scenario with an off-grid interval (the geometry, and
-vLLM's own coordinator, reject one) and prose compared with prose (the
-observation is a record; the text is only its rendering).
+vLLM's offloading connector calls ``reachable_block_mask`` with its own
+alignment and the configured interval, which need not be a multiple of it:
+an interval off the group's grid, which a geometry (and vLLM's coordinator)
+rejects, so no harness scenario reaches it. A finding's counterexample is
+therefore one call of the mask, re-run on the installed vLLM when
+``docs/findings.md`` is written, judged from first principles: where a later
+lookup lands (``reference.oracle``) and whether the blocks it reads were
+kept.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """A real vLLM 0.33.0 ``Scheduler`` for a core geometry, run without a model.
 
-Built the way vLLM's own scheduler tests build one
-(``tests/v1/core/test_scheduler.py``'s hybrid Mamba scheduler): a
-``VllmConfig`` for a small OPT model's configuration (written locally with
-transformers' ``OPTConfig``, no download), the CPU platform, a real
-``KVCacheConfig`` with one KV-cache group per core group
-(:func:`audit.vllm.specs.kv_cache_config`), prefix caching on, Mamba groups in
-``align`` mode. A step is ``Scheduler.schedule()`` followed by
-``update_from_output`` with one sampled token per request that finished its
-prefill, which is what the engine core does with a model's output.
-
-EAGLE is configured as vLLM's scheduler tests do it (``use_eagle`` and the
-block drop set on the scheduler, its ``KVCacheManager`` built with the
-drop): a speculative configuration would need a draft model. Lookahead
-hashes likewise (``num_hash_lookahead_tokens`` on the scheduler, its
-manager and each request's block hasher; vLLM's constructor then turns the
-block drop off). Internal prefill checkpoints are the Mamba specs'
-``num_prefill_checkpoint_blocks`` and ``prefill_checkpoint_alignment``.
-
-Importing this module selects vLLM's CPU platform for the process (unless
-``VLLM_TARGET_DEVICE`` names one): vLLM resolves its platform once, when its
-modules first load, and a ``VllmConfig`` cannot be built without one. The
-drop-in itself never imports this module, so a vLLM server keeps its own.
+Built as vLLM's own scheduler tests build one: a ``VllmConfig`` for a small
+OPT configuration written locally, the CPU platform, a real ``KVCacheConfig``
+with one group per core group, prefix caching on, Mamba in align mode. A
+step is ``schedule()`` then ``update_from_output`` with one sampled token
+per request past its prefill. EAGLE, lookahead hashes and internal prefill
+checkpoints are set as vLLM's tests set them (no draft model). Importing
+this module selects vLLM's CPU platform for the process (unless
+``VLLM_TARGET_DEVICE`` names one); the drop-in never imports it.
 """
 
 from __future__ import annotations

@@ -3,23 +3,13 @@
 A real ``Scheduler`` needs a full engine configuration, so the method is
 called unbound on :class:`SchedulerStandIn`, which carries exactly the
 attributes it reads (``__slots__``: reading anything else raises), with a
-real ``vllm.v1.request.Request``. The values are what vLLM's constructor
-sets in the configuration the audit models:
-
-* ``cache_config.block_size``: the Mamba groups' block (align mode sets
-  ``mamba_block_size`` to it; the chunk grid lives on it), which is
-  ``HybridGeometry.mamba_block_size``;
-* ``block_size``: the scheduler block ``L``; ``hash_block_size``: ``H``;
-* ``mamba_partial_cache_hit``: align mode, ``H < L`` and partial hits on;
-* ``use_eagle_block_drop``: EAGLE on and no lookahead hashes (the
-  scheduler turns the drop off with them);
-* the split's three settings from a :class:`VllmSplitOptions` (default: none),
-  narrowed as vLLM's constructors narrow them: ``num_hash_lookahead_tokens``;
-  ``mamba_has_prefill_checkpoint_blocks`` and the first Mamba group's
-  ``prefill_checkpoint_alignment``; ``mamba_shared_prefix_checkpoint`` only
-  with ``mamba_partial_cache_hit`` and an EAGLE group (every group under
-  EAGLE: no explicit EAGLE group);
-* ``max_num_scheduled_tokens`` and ``long_prefill_token_threshold`` as given.
+real ``vllm.v1.request.Request``, each set as vLLM's constructors set it:
+``cache_config.block_size`` is the Mamba block, ``block_size`` ``L``,
+``hash_block_size`` ``H``; ``mamba_partial_cache_hit`` is align mode with
+``H < L`` and partial hits; ``use_eagle_block_drop`` is EAGLE without
+lookahead hashes; the split's three settings come from a
+:class:`VllmSplitOptions`, ``mamba_shared_prefix_checkpoint`` only with
+partial hits and an EAGLE group.
 """
 
 from __future__ import annotations

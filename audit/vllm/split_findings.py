@@ -1,21 +1,15 @@
 """Findings about vLLM 0.33.0's split on options the audit's engine path leaves off.
 
-The promise harness models vLLM's defaults, without internal prefill
-checkpoints (``num_prefill_checkpoint_blocks = 0``). With them, the scheduler
-(``Scheduler._mamba_block_aligned_split``) and the backend
-(``compute_mamba_prefill_checkpoints``) each decide whether the chunk writes
-the checkpoint, and must agree. Such a finding's counterexample is one chunk:
-vLLM's scheduler splits it (on :class:`.split.SchedulerStandIn` with a real
-``Request``), vLLM's backend helper says what it writes in the chunk the
-scheduler chose, and the core's split does the same beside it with the same
-backend; the position a resend lands at comes from first principles
-(``reference.oracle``). Re-run on the installed vLLM when ``docs/findings.md``
-is written.
-
-Rejected: a harness scenario (the engine path has no backend that writes
-checkpoints, so the harness would have to restate vLLM's backend rather than
-run it) and prose compared with prose (the observation is a record; the text
-is only its rendering).
+With internal prefill checkpoints on, vLLM's scheduler
+(``Scheduler._mamba_block_aligned_split``) and its backend
+(``compute_mamba_prefill_checkpoints``) each decide whether a chunk writes
+the checkpoint, and must agree. A finding's counterexample is one chunk:
+vLLM's scheduler splits it (on :class:`.split.SchedulerStandIn`), vLLM's
+backend helper says what it writes there, the core's split does the same
+beside it, and the position a resend lands at comes from first principles.
+One chunk, not a harness scenario: the engine path has no backend that
+writes checkpoints. Re-run on the installed vLLM when ``docs/findings.md``
+is written; the observation is a record, the text only its rendering.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """vLLM 0.33.0's own code as a subject of the promise checks.
 
-The promises are checked once, in ``junction.reference.harness.promises``,
-against the subject protocol; this module adapts :class:`audit.vllm.engine.VllmEngine`
-(a real ``KVCacheManager`` fed prompts the way its scheduler feeds them) to
-it, so the audit and the reference engine are judged by the same lines.
-What is vLLM's here: its lookup (``get_computed_blocks``), its pool (what
-is kept, what the oracle reads), its split (through the scheduler stand-in).
-The promised positions are the ``vllm-0.33`` policy's
-(``VllmPolicy.checkpoint_positions``: its boundaries floored to ``A``, plus
-the segment boundaries under ``R > 0``), which the differential tests prove
-are the positions vLLM's masks keep.
-
-Modelled as vLLM runs one request at a time: the prompts are prefilled one
-after another, each freed when done (no decode tokens: a request's ``N`` is
-its prompt), and a prompt the pool cannot fit is skipped, as a scheduler
-would keep it waiting. A safety scenario's arrival gaps are therefore
-ignored; eviction still happens when the pool is small.
+Adapts :class:`audit.vllm.engine.VllmEngine` to the harness's subject
+protocol, so the audit and the reference engine are judged by the same
+lines. vLLM's here: its lookup, its pool and its split. The promised
+positions are the ``vllm-0.33`` policy's, which the differential tests prove
+are the positions vLLM's masks keep. As vLLM runs one request at a time, the
+prompts are prefilled one after another and freed (no decode tokens), a
+prompt the pool cannot fit is skipped, and a safety scenario's arrival gaps
+are ignored; eviction still happens when the pool is small.
 """
 
 from __future__ import annotations

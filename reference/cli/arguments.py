@@ -18,6 +18,7 @@ __all__ = [
     "finite_seconds",
     "geometry_name",
     "int_at_least",
+    "int_between",
     "interval_list",
     "output_path",
     "pool_blocks",
@@ -54,6 +55,19 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
         return value
 
     parse.__name__ = f"int >= {minimum}"
+    return parse
+
+
+def int_between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An int option that must be in ``[minimum, maximum]``."""
+
+    def parse(text: str) -> int:
+        value = _int(text)
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{value} must be between {minimum} and {maximum}")
+        return value
+
+    parse.__name__ = f"int in [{minimum}, {maximum}]"
     return parse
 
 

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from junction.reference.cli import outputs, terminal
-from junction.reference.cli.arguments import int_at_least, output_path
+from junction.reference.cli import options, outputs, terminal
+from junction.reference.cli.arguments import int_at_least
 from junction.reference.harness.findings import total_examples, write_findings
 
 __all__ = ["add_parser"]
@@ -63,7 +63,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--examples", type=int_at_least(1), default=150, help="per promise and scope (default 150)"
     )
-    parser.add_argument("--seed", type=int_at_least(0), default=0, help="(default 0)")
-    parser.add_argument("--out", type=output_path, default=Path("docs/findings.md"), metavar="FILE")
+    options.add_seed(parser)
+    options.add_out(parser, default=Path("docs/findings.md"), writes="the findings", folder=False)
     parser.set_defaults(run=lambda args: _run(args, parser))
     return parser

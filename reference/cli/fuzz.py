@@ -1,38 +1,16 @@
 """``python -m junction.reference fuzz``: time-boxed conformance fuzzing of one policy.
 
-``--policy`` is a built-in name (``junction``, ``dense``, ``interval``,
-``vllm-0.33``, ``vllm-pr47782``) or ``module:attribute`` naming a user's
-policy (an object, or a class / factory called with no arguments). The
-promises take turns until ``--seconds`` are spent; a progress line on
-standard error shows the time spent and the examples run per promise. The
-final table gives each promise's verdict; a violation prints its shrunk
-counterexample as a replayable scenario. ``--seed`` replays a run: the same
-seed runs the same examples in order.
-
-The policy is untrusted code, and ``fuzz`` is a gate: the policy's code runs
-in a worker process (``cli.policy_worker``) that only answers policy calls;
-the engine, the harness, Hypothesis and every promise check run in this
-process (``cli.fuzz_supervisor``), which asks the worker for each answer
-over plain, size-limited JSON (``cli.policy_wire``) and checks it into
-plain ints, bools and lists before using it. Nothing the policy does can
-patch the checks, forge a verdict or end this command early, silently or
-never. The worker runs in a session and process group of its own with
-``/dev/null`` as its standard streams; it is killed, with every process it
-started, at a timeout, when it ends and when the run ends (docs/fuzzing.md).
-``--seconds`` is a hard deadline for the whole run, the policy's import
-included (the command ends within about a second after it); one policy call
-may take ``--call-seconds`` (default 10), and one that takes longer is a
-``timeout`` verdict naming the call, with the scenario it was running. An
-exception of any kind from the policy (``SystemExit`` and
-``KeyboardInterrupt`` included) is an ``error`` naming the call. A promise
-that judged no example (out of time, none in scope, every one invalid) is
-``unchecked``, which fails.
-
-Exit status: 0 when every promise was checked and held; 1 on any violation,
-policy error, timeout or unchecked promise, with one line on standard error
-naming the first; 2 for bad arguments or a policy that cannot be loaded
-(one line). ``--json FILE`` is removed when the run starts and written, whole,
-when it ends with a report, so a run that ends otherwise leaves none.
+``--policy`` is a registered name or ``module:attribute``. The promises take
+turns until ``--seconds`` are spent (a hard deadline, the policy's import
+included); the table gives each promise's verdict, and a violation prints
+its shrunk counterexample as a replayable scenario; ``--seed`` replays a
+run. The policy's code runs in a contained worker that only answers policy
+calls, and every check runs here (``cli.fuzz_supervisor``, docs/fuzzing.md),
+so nothing the policy does can forge a verdict. A call past
+``--call-seconds`` is ``timeout``, an exception of any kind ``error``, a
+promise that judged no example ``unchecked``. Exit 0 when every promise was
+checked and held; 1 otherwise, naming the first failure; 2 for bad arguments
+or a policy that cannot be loaded. ``--json`` is written whole at the end.
 """
 
 from __future__ import annotations
@@ -44,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from junction.reference.cli import outputs, terminal
-from junction.reference.cli.arguments import finite_seconds, int_at_least, output_path
+from junction.reference.cli import options, outputs, terminal
+from junction.reference.cli.arguments import finite_seconds
 from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
 from junction.reference.harness import (
     ConformanceReport,
@@ -150,17 +128,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--policy",
-        default="junction",
-        metavar="NAME",
-        help="built-in policy name or module:attribute (default junction)",
-    )
-    parser.add_argument(
-        "--seconds",
-        type=finite_seconds,
-        default=60.0,
-        help="deadline for the whole run, the policy's import included (default 60)",
+    options.add_policy(parser, repeatable=False)
+    options.add_seconds(
+        parser, default=60.0, bounds="the whole run, the policy's import included (default 60)"
     )
     parser.add_argument(
         "--call-seconds",
@@ -168,15 +138,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=10.0,
         help="limit for one policy call; longer is a timeout verdict (default 10)",
     )
-    parser.add_argument("--seed", type=int_at_least(0), default=0, help="replay seed (default 0)")
+    options.add_seed(parser)
     parser.add_argument(
         "--promise",
         action="append",
         choices=[p.value for p in Promise],
         help="check only this promise (repeatable; default: all)",
     )
-    parser.add_argument(
-        "--json", type=output_path, metavar="FILE", help="also write the report as JSON"
-    )
+    options.add_json(parser, what="the report")
     parser.set_defaults(run=_run)
     return parser

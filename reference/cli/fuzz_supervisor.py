@@ -1,36 +1,16 @@
 """The parent side of ``fuzz``: the harness here, the policy's code in a worker it asks.
 
-``fuzz`` is a gate: its exit status decides whether someone else's policy
-ships. So the policy's code never runs in this process. :func:`supervise`
-starts :mod:`.policy_worker` (contained by :mod:`.processes`: its own
-session and process group, only its two pipe descriptors), and runs the
-engine, the harness, Hypothesis, shrinking and every promise check *here*,
+``fuzz`` is a gate, so the policy's code never runs in this process.
+:func:`supervise` starts :mod:`.policy_worker` (contained by :mod:`.processes`)
+and runs the engine, the harness, Hypothesis and every promise check here,
 with a :class:`RemotePolicy` that asks the worker for each answer over
-:mod:`.policy_wire` (plain JSON frames, size-limited) and converts and
-checks every answer into plain ints, bools, tuples and lists before the
-engine sees it. Whatever the worker sends is an answer to one call, judged
-here, never a verdict: it cannot patch the checks, forge a "kept", make an
-example invalid, or run code in this process.
-
-The limits, each a verdict of its own:
-
-* a call that does not answer within ``call_seconds`` is ``timeout``,
-  naming the call, with the scenario in progress as the counterexample;
-* the run's deadline (``seconds``, the policy's import included): no example
-  starts after it, and a call still running ``GRACE`` seconds past it is
-  ``timeout`` too;
-* a worker that ends (``os._exit``, a crash in native code) or answers
-  something that is not a message of the format is ``error`` on the scenario
-  in progress;
-* a promise that judged no example is ``unchecked``, which fails the run.
-
-After a timeout, an exit or a malformed message the worker is killed with
-every process it started, and the run ends; at the end of the run likewise.
-
-Rejected: running the harness in the worker and folding its messages (the
-policy shares a process with the checks and the message channel: all four
-forgeries of issue 24); pickle on the pipe (a ``str`` subclass's
-``__reduce__`` runs in the reader).
+:mod:`.policy_wire` and checks it into plain values before the engine sees
+it: the worker sends answers, never verdicts. Each limit is a verdict: a
+call past ``call_seconds`` or running ``GRACE`` past the deadline is
+``timeout``; a worker that dies or sends a malformed message is ``error``; a
+promise that judged no example is ``unchecked``. The worker and every
+process it started are killed then, and at the end of the run.
+Why this split and no pickle: docs/design/fuzz-isolation.md.
 """
 
 from __future__ import annotations

@@ -4,17 +4,12 @@ Replays a hash-id trace (the Mooncake conversation trace by default) with
 sequential arrivals on one preset, for the compared retention variants x
 ``--pools`` x ``--evictions``, in one pass (``reference.replay``, proven
 equal to the reference engine request by request). Prints one table per
-eviction (hit rate per variant and pool), writes every point to ``--json``
-and draws hit rate against pool size to ``--plot`` (matplotlib, the demo
-extra): one line per variant under the first eviction, the band up to
-Belady's bound shaded when ``belady`` is among the evictions.
-
-Pools are in blocks of the shared pool (every group's blocks come from it),
-or, with a model (``--model`` from the catalog, ``--model-config`` for a
-``config.json`` of your own), in GiB (``--hbm``): the memory model
-(``reference.replay.models``) lays the model out as vLLM 0.33.0 does, one
-group per vLLM group, and the report states the blocks each budget implies.
-TTFT and queueing need the engine's steps: ``simulate`` gives them.
+eviction, writes every point to ``--json`` and draws hit rate against pool
+size to ``--plot`` (the band up to Belady's bound shaded when ``belady`` is
+among the evictions). With a model (``--model``, ``--model-config``) pools
+are GiB (``--hbm``), laid out as vLLM 0.33.0 does
+(``reference.replay.models``). TTFT and queueing need the engine's steps:
+``simulate`` gives them.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from junction.core import HybridGeometry
-from junction.reference.cli.arguments import int_at_least
+from junction.reference.cli import options
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses
 from junction.reference.replay.models import (
@@ -86,8 +81,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--trace", type=Path, default=TRACE, help="a hash-id trace (JSONL, gzip)")
-    parser.add_argument("--requests", type=int_at_least(1), help="the first N requests")
+    options.add_trace(
+        parser,
+        hash_only=True,
+        default=str(TRACE),
+        note=" (default: the Mooncake conversation trace, "
+        "examples/traces/mooncake-conversation.jsonl.gz)",
+    )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="qwen3-next")
     parser.add_argument(
         "--pools",
@@ -111,33 +111,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
     )
-    parser.add_argument(
-        "--interval",
-        type=int_at_least(1),
-        metavar="R",
-        help="the interval variant's R, a multiple of the geometry's L (default 4 L)",
+    options.add_interval(parser, default=None, default_text="4 L")
+    options.add_step(parser, chunk=0)
+    options.add_jobs(
+        parser, default=1, note="; the points are shared among them, the trace read once"
     )
-    parser.add_argument(
-        "--budget",
-        type=int_at_least(1),
-        default=2048,
-        metavar="TOKENS",
-        help="tokens per step (the engine's max_num_batched_tokens; default 2048)",
-    )
-    parser.add_argument(
-        "--chunk",
-        type=int_at_least(0),
-        default=0,
-        metavar="TOKENS",
-        help="prefill tokens per request per step, 0 for no cap (default 0)",
-    )
-    parser.add_argument(
-        "--jobs",
-        type=int_at_least(1),
-        default=1,
-        help="processes to share the points among (default 1; the trace is read once)",
-    )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write every point as JSON")
+    options.add_json(parser, what="every point")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="draw the curve (PNG, SVG)")
     parser.set_defaults(run=run)
     return parser
@@ -260,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
     started = time.perf_counter()
-    requests = hash_trace_requests(args.trace, geometry.hash_block_size, args.requests or 0)
+    requests = hash_trace_requests(Path(args.trace), geometry.hash_block_size, args.requests or 0)
     uses = future_uses(geometry, requests) if "belady" in args.evictions else None
     grid = geometry.scheduler_block_size
     interval = 4 * grid if args.interval is None else args.interval
@@ -290,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - started
     print(
-        f"{args.trace.name}: {len(requests):,} requests, sequential "
+        f"{Path(args.trace).name}: {len(requests):,} requests, sequential "
         f"arrivals; {len(points)} points in {elapsed:.1f} s (fast replay: hit rate, prefill "
         f"saved, evictions; TTFT is the reference engine's, `simulate`)"
     )

@@ -27,8 +27,7 @@ from junction.core import reachable_block_mask as core_mask
 from junction.kernels.backend import BACKENDS, resolve_backend
 from junction.kernels.mask import reachable_block_mask
 from junction.kernels.split import mamba_block_aligned_split
-from junction.reference.cli import terminal
-from junction.reference.cli.arguments import finite_seconds, int_at_least
+from junction.reference.cli import options, terminal
 from junction.reference.cli.main import COUNTED_BOUND, MAX_SECONDS, WALK_RATES
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import (
@@ -182,9 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m junction.reference.cli.kernel_sweep", description=__doc__
     )
-    parser.add_argument(
-        "--bound", type=int_at_least(1), default=3, help="largest bound to sweep (default 3)"
-    )
+    options.add_bound(parser, note="; every bound up to it is swept")
     parser.add_argument(
         "--device",
         type=available_device,
@@ -192,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a torch device this machine has (default cuda if available, else cpu)",
     )
     parser.add_argument("--backend", default="auto", choices=BACKENDS)
-    parser.add_argument("--seconds", type=finite_seconds, default=None, help="stop after this long")
+    options.add_seconds(
+        parser, default=None, bounds="the sweep: it stops after the bound that ends past it"
+    )
     args = parser.parse_args(argv)
     seconds = estimated_seconds(args.bound)
     if seconds is None or seconds > MAX_SECONDS:

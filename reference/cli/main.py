@@ -19,8 +19,7 @@ import sys
 import time
 
 from junction import core
-from junction.reference.cli import findings, fuzz, hbm, replay, simulate, sweep, vendor
-from junction.reference.cli.arguments import int_at_least
+from junction.reference.cli import findings, fuzz, hbm, options, replay, simulate, sweep, vendor
 from junction.reference.cli.coverage import report_coverage
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import check_exhaustively, count_inputs
@@ -104,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     exhaustive = commands.add_parser(
         "exhaustive", help="core vs oracle on every input up to a bound"
     )
-    exhaustive.add_argument(
-        "--bound", type=int_at_least(1), default=3, help="size of every dimension (default 3)"
-    )
+    options.add_bound(exhaustive)
     exhaustive.set_defaults(run=_exhaustive)
     simulate.add_parser(commands)
     sweep.add_parser(commands)

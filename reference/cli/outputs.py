@@ -1,53 +1,16 @@
 """A command's output files: checked before the run, written all at once after it.
 
 A command that runs for minutes must not find out at the end that it cannot
-write its result, nor leave half a result behind. So every command that
-writes files does two things with this module:
-
-* before it starts working, :func:`check_folder` / :func:`check_file` refuse
-  an output that cannot be written: a folder that is a file or cannot be
-  created (nothing is created yet), a target that is a folder or read-only,
-  a parent that is not writable. The message names the option, the path and
-  the rule; the command exits with status 2.
-* after it has computed everything, :func:`commit` writes the whole set:
-  every file's bytes are rendered first, each is written to a temporary file
-  in the target folder, and only then are they all moved into place with
-  ``os.replace`` (atomic per file on POSIX). A failure before the moves
-  removes the temporary files and the folders this call created, leaving the
-  previous set untouched. Files of the set not produced this time (the PNG
-  under ``--no-plot``) are removed after the moves, so the folder never
-  holds a stale file beside fresh ones. :func:`rewrite` does the same for a
-  file edited by a function that reads and writes a path (docs/findings.md's
-  sections): the function edits a private copy, committed at the end.
-  :func:`write_set` is :func:`commit` for a command's last step: it says on
-  standard error what was written, or why nothing was, and gives the exit
-  status.
-
-Three more rules make a set one unit even against a kill:
-
-* **a journal**: before the first move, the list of moves is written (whole,
-  by a rename) to ``.junction-commit-<digest of the names>.json`` in the
-  folder, and removed after the last. A run killed between two moves leaves
-  the journal, and the next check or commit into that folder finishes the moves first (the killed
-  run's set was rendered whole), so no folder is left holding one run's JSON
-  beside another's text;
-* **a lock**: the first check of an output takes an exclusive lock on it
-  (``flock`` on a file in the system's temporary folder named by the
-  output's real path: the folder of a set, or the one file), held until its
-  commit ends or the process exits, so a second run into the same output is
-  refused before it starts;
-* **leftovers**: temporary files of this module's pattern for the set's
-  names (``.NAME.XXXXXXXX.tmp``) left by a killed run are removed by the
-  next commit.
-
-A folder's writability is probed by creating and removing a file in it (or in
-its nearest existing ancestor), not only read from its mode bits, which a
-``/sys``-like file system or a read-only mount does not reflect. Rejected:
-writing into a fresh folder and renaming it over the old one (the output
-folder is a user's folder that may hold other files, such as ``docs/``),
-and ``NamedTemporaryFile`` (it creates files with mode 0600, which the
-replaced files would inherit; here the temporary file gets the umask's mode,
-or the replaced file's).
+write, nor leave half a result. :func:`check_folder` / :func:`check_file`
+refuse an output that cannot be written before any work (status 2, naming
+the option, the path and the rule), and take a lock so a second run into the
+same output is refused. :func:`commit` writes the whole set after the work:
+every file rendered, written to a temporary file beside its target, then all
+moved into place; a failure leaves the previous set, and files of the set
+not produced this time are removed. :func:`rewrite` does the same for a file
+edited in place; :func:`write_set` is :func:`commit` as a command's last step.
+A journal makes a set one unit even against a kill
+(docs/design/output-sets.md).
 """
 
 from __future__ import annotations

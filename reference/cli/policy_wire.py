@@ -1,20 +1,14 @@
 """The message format between ``fuzz`` and its policy worker: plain data, bounded, checked.
 
 Every message is one *frame*: a 4-byte big-endian length, then that many
-bytes of UTF-8 JSON. Decoding runs no code of the sender's (no pickle, no
-object hooks but a duplicate-key check) and refuses what JSON allows and a
-message never needs: a frame over :data:`MAX_FRAME` bytes (checked on the
-length, before a byte of the body is read), floats, ``NaN``/``Infinity``,
-duplicate keys, nesting past a few levels, integers past 64 bits. Whatever
-a frame says, :func:`decode` gives plain ``dict``/``list``/``str``/``int``/
-``bool``/``None`` values, and the reader (:mod:`.fuzz_supervisor`) checks
-their shapes before using any.
-
-Both ends read and write with deadlines (``select`` on raw descriptors), so
-a peer that stops reading or writing costs the caller its deadline, never a
-hang. Rejected: ``multiprocessing.Connection`` (pickle: a message can run
-code in the reader); a line-based format (a policy's stray write on the
-same pipe would splice into a message undetected).
+bytes of UTF-8 JSON. Decoding runs no code of the sender's and refuses what
+a message never needs: a frame over :data:`MAX_FRAME` bytes (checked on the
+length, before the body is read), floats, ``NaN``/``Infinity``, duplicate
+keys, deep nesting, integers past 64 bits; :func:`decode` gives plain values
+whose shapes the reader checks. Both ends read and write with deadlines, so
+a peer that stops costs its deadline, never a hang. Length-prefixed, not
+lines: a policy's stray write would splice into a line undetected; no pickle
+(docs/design/fuzz-isolation.md).
 """
 
 from __future__ import annotations

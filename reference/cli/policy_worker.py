@@ -1,31 +1,16 @@
 """The process that runs an untrusted policy for ``fuzz``: it answers policy calls, nothing else.
 
-``fuzz`` gates policies other teams write, in their CI, where a false pass is
-the worst outcome. Code in one process can defeat anything else in it (patch
-the checks, forge the messages, make Hypothesis skip every example), so the
-policy's code runs here and *only* the policy's code: the engine, the
-harness, Hypothesis and every promise check run in the parent
-(:mod:`.fuzz_supervisor`), which asks this process one policy call at a time
-and judges the answer it gets back.
-
-Run as ``python -m junction.reference.cli.policy_worker READ_FD WRITE_FD
-SPEC``. The parent starts it in a session and process group of its own with
-only those two pipe descriptors (:mod:`.processes`). Every message is a
-frame of plain JSON (:mod:`.policy_wire`):
-
-* first, the worker says ``{"loaded": {"name", "fixed_boundaries",
-  "writes_prefill_checkpoints", "keeps_decode_checkpoints"}}`` or ``{"load_failed": "<one line>"}``;
-* then, per request ``{"id", "call", "geometry", ...}``, one answer with the
-  same ``id``: ``{"value": ...}`` (``None``, a bool, an int, or a list of
-  those), ``{"raised": "<Type: message>"}``, ``{"too_long": n}`` (a list
-  longer than the request's ``limit``: not sent), ``{"unsupported":
-  "<type>"}`` or ``{"element": i, "type": "<type>"}``.
-
-Nothing here is trusted: the parent treats every byte as hostile. What the
-worker does carefully is only for honest policies' sake, so that a buggy
-answer comes back as a precise message: exact ``list``/``tuple``/``int``/
-``bool`` are sent as they are (reading them runs no policy code), anything
-else is named by its type and not touched.
+Code in one process can defeat anything else in it, so only the policy's
+code runs here; the checks run in the parent (:mod:`.fuzz_supervisor`),
+which asks one call at a time. Run as ``python -m
+junction.reference.cli.policy_worker READ_FD WRITE_FD SPEC`` in a session
+of its own with only those two descriptors (:mod:`.processes`). Every
+message is a frame of plain JSON (:mod:`.policy_wire`): first ``loaded``
+(the policy's name and declarations) or ``load_failed``, then one answer
+per request with its ``id``: ``value``, ``raised``, ``too_long``,
+``unsupported`` or ``element``. Nothing here is trusted by the parent; the
+care taken is for honest policies, so a buggy answer comes back as a
+precise message.
 """
 
 from __future__ import annotations

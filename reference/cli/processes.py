@@ -1,21 +1,15 @@
 """Child processes that run untrusted or long work, and ending them with everything they started.
 
-A command that starts a process must be able to end it *and* whatever it
-started: a policy that forks keeps the caller's output pipe open and its
-children outlive the run; a child that calls ``setsid`` (a double fork, a
-daemon) leaves the process group too. So :class:`Contained` starts a child
-in a session and process group of its own, with the caller's standard
-streams replaced by ``/dev/null`` (a ``$(command)`` never waits on a pipe a
-grandchild inherited) and no descriptor but the ones named, and marks it
-(and so every descendant that keeps its environment) with a token. Ending it
-(:meth:`Contained.kill`) sends SIGKILL to its process group, then to every
-process still carrying the token or left as an orphan under this process,
-until none is found: where Linux allows it this process is a *child
-subreaper* (``PR_SET_CHILD_SUBREAPER``), so a detached grandchild is
-re-parented here when its parent dies instead of escaping to init.
-
-SIGKILL, not SIGTERM first: a child that ignores SIGTERM would cost its
-grace period, and these children hold no state worth saving.
+A policy that forks keeps the caller's pipes open and its children outlive
+the run; one that calls ``setsid`` leaves the process group too. So
+:class:`Contained` starts a child in a session and process group of its own,
+with ``/dev/null`` as its standard streams and no descriptor but the ones
+named, and marks it and its descendants with a token.
+:meth:`Contained.kill` sends SIGKILL to its group, then to every process
+still carrying the token or orphaned under this one (a child subreaper where
+Linux allows), until none is found. SIGKILL without SIGTERM first: these
+children hold no state worth saving, and one ignoring SIGTERM would cost a
+grace period.
 """
 
 from __future__ import annotations

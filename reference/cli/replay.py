@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from junction.reference.cli import options
 from junction.reference.engine.policy import PolicyError
 from junction.reference.errors import JunctionError
 from junction.reference.harness import Scenario, replay
@@ -87,11 +88,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="a scenario or fuzz report (JSON)")
-    parser.add_argument(
-        "--policy",
-        default="junction",
-        metavar="NAME",
-        help="built-in policy name or module:attribute (default junction)",
-    )
+    options.add_policy(parser, repeatable=False)
     parser.set_defaults(run=_run)
     return parser

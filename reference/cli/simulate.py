@@ -1,22 +1,15 @@
 """``python -m junction.reference simulate``: the run, the progress line and the outputs.
 
 Argparse and printing only: what a run computes is
-``junction.reference.simulator`` (geometries, variants, the workload, the
-runs, the table, the report, the plot). The command is three modules, one
-concept each: its options (``cli.simulate_options``), what it refuses
-before anything runs (``cli.simulate_checks``) and, here, the run and its
-outputs. Rejected: the three in one module (700 lines, and a change to an
-option's help scrolled past the memory checks). Standard output is the table and
-nothing else, byte for byte what ``docs/demo/simulate.txt`` holds; the
-workload line, the progress line and the list of files written go to
-standard error. Option values the simulator would reject (an ``R`` that is
-not a multiple of a geometry's ``L``, a bad trace), an ``--out`` that cannot
-be written and a simulation too large for memory (``simulator.memory``) exit
-with status 2 naming the option, before anything runs. The files are
-one set (``cli.outputs``): written together once every run has ended, or not
-at all; ``--no-plot`` removes the PNGs left from an earlier run, so the folder
-never mixes two runs. A set that cannot be written at the end (the disk
-filled up meanwhile) exits with status 1 and leaves the previous set.
+``junction.reference.simulator``; the options are ``cli.simulate_options``
+and what is refused before anything runs ``cli.simulate_checks``. Standard
+output is the table and nothing else, byte for byte what
+``docs/demo/simulate.txt`` holds; the workload line, progress and files
+written go to standard error. A value the simulator would reject, an
+``--out`` that cannot be written or a simulation too large for memory exits
+2 naming the option, before anything runs. The files are one set
+(``cli.outputs``), written together at the end or not at all (status 1,
+the previous set left); ``--no-plot`` removes PNGs of an earlier run.
 """
 
 from __future__ import annotations

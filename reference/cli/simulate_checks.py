@@ -67,8 +67,8 @@ def _check_size(
     """Refuse (status 2) a pool, or a pool and a workload, over the memory limit."""
     limit = memory_limit()
     over = f"over the limit of {size_in_words(limit.bytes)} ({limit.source})"
-    pool = args.blocks.option
-    if args.blocks.kind != "blocks":
+    pool = args.pool.option
+    if args.pool.kind != "blocks":
         pool += f" ({size.blocks:,} blocks)"
     if size.pool_bytes > limit.bytes:
         parser.error(f"{pool}: the pool would need about {size_in_words(size.pool_bytes)}, {over}")
@@ -83,7 +83,7 @@ def _check_size(
 
 def _known_pool(args: argparse.Namespace, geometries: list[str]) -> int:
     """The largest pool known before the workload is (blocks, tokens), else 0."""
-    pool: PoolSize = args.blocks
+    pool: PoolSize = args.pool
     return max(
         pool.blocks(GEOMETRIES[name].build(None, args.eagle), None) or 0 for name in geometries
     )
@@ -134,7 +134,7 @@ def pools_checked(
     workload: Workload,
 ) -> int | dict[str, int]:
     """The pool of each geometry (one int for ``--blocks N``), checked against memory."""
-    pool: PoolSize = args.blocks
+    pool: PoolSize = args.pool
     if pool.kind == "blocks" and isinstance(pool.value, int):
         return pool.value
     pools = {

@@ -9,25 +9,15 @@ intervals); what needs several options, the workload or memory is checked in
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from junction.reference.engine.tier import TierSaving
-from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
 from junction.reference.simulator.instances import ROUTES
-from junction.reference.simulator.pool import PoolSize
-from junction.reference.simulator.run import ARRIVALS, EVICTION_POLICIES
+from junction.reference.simulator.run import EVICTION_POLICIES
 from junction.reference.workloads.step_time import StepTimeModel
 
-from .arguments import (
-    geometry_name,
-    int_at_least,
-    interval_list,
-    output_path,
-    pool_blocks,
-    pool_fraction,
-    pool_tokens,
-)
+from . import options
+from .arguments import int_at_least
 
 __all__ = ["DEFAULT_INTERVALS", "DESCRIPTION", "ROWS", "add_options"]
 
@@ -91,11 +81,6 @@ DEFAULT_INTERVALS = (64, 128, 256, 512, 1024)
 ROWS = ("dense", "interval", "unpinned", "pinned")
 
 
-def _intervals(text: str) -> tuple[int, ...]:
-    """``--intervals``: the plot's sweep of ``R`` (each >= 1), or ``none``."""
-    return () if text == "none" else interval_list(1)(text)
-
-
 def _milliseconds(text: str) -> float:
     """A cost of the step-time model: a finite number >= 0."""
     try:
@@ -108,81 +93,20 @@ def _milliseconds(text: str) -> float:
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    """Add every option of ``simulate`` to ``parser``."""
-    at_least_1 = int_at_least(1)
-    parser.add_argument(
-        "--geometry",
-        type=geometry_name,
-        action="append",
-        metavar="NAME",
-        help=f"geometry to run, repeatable ({', '.join(GEOMETRIES)}; "
-        f"default: {' and '.join(DEFAULT_GEOMETRIES)})",
-    )
-    parser.add_argument(
-        "--sessions", type=at_least_1, default=48, help="agent sessions (default 48)"
-    )
-    parser.add_argument("--turns", type=at_least_1, default=4, help="turns per session (default 4)")
-    parser.add_argument(
-        "--system-prompt",
-        type=at_least_1,
-        default=1500,
-        metavar="TOKENS",
-        help="system prompt tokens (default 1500)",
-    )
-    parser.add_argument(
-        "--concurrency", type=at_least_1, default=8, help="sessions open at once (default 8)"
-    )
-    pool = parser.add_mutually_exclusive_group()
-    pool.add_argument(
-        "--blocks",
-        type=pool_blocks,
-        default=PoolSize("blocks", 40_000),
-        metavar="N|unbounded",
-        help="KV-cache pool size in blocks, or unbounded (never evicts); lower it for "
-        "eviction pressure (default 40000)",
-    )
-    pool.add_argument(
-        "--pool-tokens",
-        dest="blocks",
-        type=pool_tokens,
-        metavar="N",
-        help="instead: a pool holding N tokens in every group at once",
-    )
-    pool.add_argument(
-        "--pool-fraction",
-        dest="blocks",
-        type=pool_fraction,
-        metavar="F",
-        help="instead: F in (0, 1] of the working set (every distinct full prompt block)",
-    )
-    parser.add_argument(
-        "--budget",
-        type=at_least_1,
-        default=2048,
-        metavar="TOKENS",
-        help="tokens scheduled per step (default 2048)",
-    )
-    parser.add_argument(
-        "--chunk",
-        type=int_at_least(0),
-        default=256,
-        metavar="TOKENS",
-        help="prefill tokens per request per step, 0 for no cap (default 256)",
-    )
-    parser.add_argument(
-        "--interval",
-        type=at_least_1,
-        default=256,
-        metavar="R",
-        help="the table's interval policy R, a multiple of every geometry's L (default 256)",
-    )
-    parser.add_argument(
-        "--intervals",
-        type=_intervals,
-        metavar="R,R,...|none",
-        help="the plot's sweep of R (default "
-        + ",".join(map(str, DEFAULT_INTERVALS))
-        + "; none for a trace: the table's rows alone, four runs per geometry)",
+    """Add every option of ``simulate`` to ``parser``: the shared groups (``cli.options``)
+    and the options only ``simulate`` has."""
+    options.add_geometry(parser)
+    options.add_builtin_workload(parser)
+    options.add_scheduling(parser)
+    options.add_pools(parser, repeatable=False)
+    options.add_step(parser, chunk=256)
+    options.add_interval(parser, default=256, default_text="256")
+    options.add_intervals(
+        parser,
+        minimum=1,
+        default=None,
+        default_text=",".join(map(str, DEFAULT_INTERVALS))
+        + ", the plot's sweep; none for a trace: the table's rows alone, four runs per geometry",
     )
     parser.add_argument(
         "--eviction",
@@ -191,13 +115,6 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="which free cached block a full pool recycles: lru (least recently freed, "
         "the default) or flop-aware (after Marconi: recency and prefill FLOPs saved per "
         "byte under the geometry's FLOP model; docs/eviction.md)",
-    )
-    parser.add_argument(
-        "--arrivals",
-        choices=ARRIVALS,
-        help="when requests are sent: sessions (closed loop, --concurrency at once), trace "
-        "(at their timestamps), sequential (one at a time); default: trace for a trace "
-        "with timestamps, else sessions",
     )
     model = StepTimeModel()
     for option, field, unit in (
@@ -217,32 +134,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
             metavar="X",
             help=f"step-time model: {unit} (default {getattr(model, field):g})",
         )
-    parser.add_argument(
-        "--eagle",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="EAGLE speculative decoding (default off)",
-    )
-    parser.add_argument("--seed", type=int_at_least(0), default=0, help="workload seed (default 0)")
-    parser.add_argument(
-        "--trace",
-        metavar="FILE",
-        help="replay a JSONL trace instead, token-id or hash-id (Mooncake), plain or gzip "
-        "(docs/trace-format.md)",
-    )
-    parser.add_argument(
-        "--requests",
-        type=at_least_1,
-        metavar="N",
-        help="with --trace: replay only its first N requests (file order)",
-    )
-    parser.add_argument(
-        "--out",
-        type=output_path,
-        default=Path("out"),
-        metavar="DIR",
-        help="where simulate.json and simulate.png go (default out/)",
-    )
+    options.add_seed(parser)
+    options.add_trace(parser, note="; instead of the built-in workload")
+    options.add_out(parser, default=Path("out"), writes="simulate.json and the plots")
     parser.add_argument(
         "--row",
         choices=ROWS,
@@ -250,23 +144,22 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="run only these rows of the table, repeatable, and no sweep (default all four "
         "and the --intervals sweep; a tier's comparison needs only pinned)",
     )
-    parser.add_argument(
-        "--policy",
-        action="append",
-        metavar="NAME",
-        help="also a row of the table, at R = 0: a registered policy or module:attribute "
-        "(the module importable by the worker processes too), repeatable",
+    options.add_policy(
+        parser,
+        repeatable=True,
+        note="; each also a row of the table, at R = 0 (a module importable by the worker "
+        "processes too)",
     )
     parser.add_argument(
         "--instances",
-        type=at_least_1,
+        type=int_at_least(1),
         default=1,
         metavar="N",
         help="engine instances sharing the tier (default 1)",
     )
     parser.add_argument(
         "--tier",
-        type=at_least_1,
+        type=int_at_least(1),
         metavar="BLOCKS",
         help="an external KV store tier of BLOCKS blocks that the instances share",
     )
@@ -283,10 +176,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="what the tier's save path hands the mask, repeatable (default policy)",
     )
     parser.add_argument("--no-plot", action="store_true", help="skip the PNGs")
-    parser.add_argument(
-        "--jobs",
-        type=at_least_1,
-        metavar="N",
-        help=f"runs at once, in worker processes (default: the CPU count, {os.cpu_count()} "
-        "here; 1: one after another in this process, the progress line counting each request)",
+    options.add_jobs(
+        parser,
+        default=None,
+        note="; several: a run's requests are counted when it ends, 1: as each finishes",
     )

@@ -1,36 +1,15 @@
 """``python -m junction.reference sweep``: every combination of a simulation sweep, in parallel.
 
-The sweep is the product workloads x pool sizes x geometries x variants,
-where the variants are the policies asked for at every retention interval
-(dense once: it has no ``R``). Each combination is one independent run
-(``simulator.parallel``): in ``--jobs`` worker processes (default: one per
-CPU; 1 runs them here, one after another) or on a Ray cluster (``--ray
-ADDRESS``, ``auto`` for a local Ray). The outputs do not depend on where the
-runs ran: ``sweep.json`` and ``sweep.txt`` are byte for byte the same under
-``--jobs 1``, ``--jobs 8`` and ``--ray auto`` (the tests compare them).
-
-Standard output is the tables (one per workload, pool and geometry: the
-simulator's table and its times table); the progress line (runs done, the
-time left) and the list of files written go to standard error. The two files
-are one set (``cli.outputs``), written when every run has ended.
-
-What can be checked before any run starts is, with a one-line error naming
-the option (status 2): unknown geometries and policies, an ``R`` that is not
-a multiple of a geometry's ``L``, ``--jobs 0``, ``--ray`` without Ray
-installed or at an address where nothing answers, a trace that is not a
-file, an ``--out`` that cannot be written, and memory: every worker holds a
-workload and one run at once, so the estimate of ``simulator.memory`` is
-multiplied by the workers (a local Ray's too: one per CPU; a remote
-cluster's memory is its own to manage). A trace's content is read by the workers: a
-malformed line stops the sweep with the parser's message (status 2); a pool
-too small for a request stops it with status 1, as in ``simulate``.
-
-Rejected: one ``simulate`` invocation per combination from a shell loop
-(each would reload the trace and pay the start-up; only one combination's
-policies would run in parallel, through ``simulate --jobs``) and ``simulate``
-growing the grid's options (its outputs are one workload's report and plots;
-a sweep's are a grid, and its product of options would not read naturally
-there).
+The sweep is the product workloads x pool sizes x geometries x variants (the
+policies at every retention interval; dense once). Each combination is one
+run (``simulator.parallel``), in ``--jobs`` worker processes or on a Ray
+cluster (``--ray``); ``sweep.json`` and ``sweep.txt`` are byte for byte the
+same wherever the runs ran. Standard output is the tables; progress and the
+files written go to standard error, and the two files are one set
+(``cli.outputs``). Everything checkable before a run (geometries, policies,
+intervals, Ray, traces, ``--out``, the workers' memory) exits 2 naming the
+option; a malformed trace line stops the sweep with status 2, a pool too
+small for a request with 1. Why a command of its own: docs/design/sweep-command.md.
 """
 
 from __future__ import annotations
@@ -38,13 +17,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from junction.reference.policies.registry import policy_names
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
 from junction.reference.simulator.memory import (
     TRACE_BYTES_PER_FILE_BYTE,
@@ -66,38 +43,19 @@ from junction.reference.simulator.parallel import (
 )
 from junction.reference.simulator.pool import PoolSize
 from junction.reference.simulator.result import RunResult
-from junction.reference.simulator.run import ARRIVALS, Settings
+from junction.reference.simulator.run import Settings
 from junction.reference.simulator.table import format_table, format_times
 from junction.reference.simulator.variants import COMPARED_POLICIES, Variant
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.trace import TraceError
 from junction.reference.workloads.tracefile import read_trace_text, text_digest
 
-from . import outputs, terminal
-from .arguments import (
-    geometry_name,
-    int_at_least,
-    interval_list,
-    output_path,
-    pool_blocks,
-    pool_fraction,
-    pool_tokens,
-)
+from . import options, outputs, terminal
 
 __all__ = ["add_parser", "sweep_specs"]
 
 JSON, TEXT = "sweep.json", "sweep.txt"
 DEFAULT_INTERVALS = (0, 256)
-DEFAULT_POOL = PoolSize("blocks", 40_000)
-
-
-def _policy(text: str) -> str:
-    """``--policy``: a registered policy's name, or ``module:attribute`` (loaded by the runs)."""
-    if text not in policy_names() and ":" not in text:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: not a registered policy ({', '.join(policy_names())}) nor module:attribute"
-        )
-    return text
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -108,110 +66,38 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    at_least_1 = int_at_least(1)
-    parser.add_argument(
-        "--trace",
-        action="append",
-        metavar="FILE",
-        help="a trace to replay, repeatable (token-id or hash-id, plain or gzip; on a Ray "
-        "cluster, an absolute path every node has; default: the built-in agent workload)",
+    options.add_trace(
+        parser,
+        repeatable=True,
+        note="; on a Ray cluster, an absolute path every node has (default: the built-in "
+        "agent workload)",
     )
-    parser.add_argument(
-        "--requests", type=at_least_1, metavar="N", help="with --trace: its first N requests"
+    options.add_builtin_workload(parser)
+    options.add_seed(parser)
+    options.add_geometry(parser)
+    options.add_policy(
+        parser,
+        repeatable=True,
+        note=f" (default: {', '.join(COMPARED_POLICIES)}; dense runs once, the others at every R)",
     )
-    parser.add_argument("--sessions", type=at_least_1, default=48, help="built-in: sessions (48)")
-    parser.add_argument("--turns", type=at_least_1, default=4, help="built-in: turns (4)")
-    parser.add_argument(
-        "--system-prompt",
-        type=at_least_1,
-        default=1500,
-        metavar="TOKENS",
-        help="built-in: system prompt tokens (1500)",
-    )
-    parser.add_argument(
-        "--seed", type=int_at_least(0), default=0, help="workload and engine seed (default 0)"
-    )
-    parser.add_argument(
-        "--geometry",
-        type=geometry_name,
-        action="append",
-        metavar="NAME",
-        help=f"repeatable ({', '.join(GEOMETRIES)}; default: {' and '.join(DEFAULT_GEOMETRIES)})",
-    )
-    parser.add_argument(
-        "--policy",
-        type=_policy,
-        action="append",
-        metavar="NAME",
-        help=f"a registered policy or module:attribute, repeatable (default: "
-        f"{', '.join(COMPARED_POLICIES)}; dense runs once, the others at every R)",
-    )
-    parser.add_argument(
-        "--intervals",
-        type=interval_list(0),  # 0: the replay boundary alone
+    options.add_intervals(
+        parser,
+        minimum=0,  # 0: the replay boundary alone
         default=DEFAULT_INTERVALS,
-        metavar="R,R,...",
-        help="retention intervals, multiples of every geometry's L (default "
-        + ",".join(map(str, DEFAULT_INTERVALS))
-        + ")",
+        default_text=",".join(map(str, DEFAULT_INTERVALS)),
     )
-    for option, kind, metavar, what in (
-        ("--blocks", pool_blocks, "N|unbounded", "a pool of N blocks, or unbounded"),
-        ("--pool-tokens", pool_tokens, "N", "a pool holding N tokens in every group"),
-        ("--pool-fraction", pool_fraction, "F", "F in (0, 1] of the working set"),
-    ):
-        parser.add_argument(
-            option,
-            dest="pools",
-            type=kind,
-            action="append",
-            metavar=metavar,
-            help=f"{what}; the three are repeatable and combine (default: --blocks 40000)",
-        )
-    parser.add_argument(
-        "--budget", type=at_least_1, default=2048, metavar="TOKENS", help="tokens per step (2048)"
-    )
-    parser.add_argument(
-        "--chunk",
-        type=int_at_least(0),
-        default=256,
-        metavar="TOKENS",
-        help="prefill tokens per request per step, 0 for no cap (default 256)",
-    )
-    parser.add_argument(
-        "--concurrency", type=at_least_1, default=8, help="sessions open at once (default 8)"
-    )
-    parser.add_argument(
-        "--arrivals",
-        choices=ARRIVALS,
-        help="as in simulate; default: trace for a trace with timestamps, else sessions",
-    )
-    parser.add_argument(
-        "--eagle",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="EAGLE speculative decoding (default off)",
-    )
+    options.add_pools(parser, repeatable=True)
+    options.add_step(parser, chunk=256)
+    options.add_scheduling(parser)
     where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--jobs",
-        type=at_least_1,
-        metavar="N",
-        help=f"worker processes (default: the CPU count, {os.cpu_count()} here; 1: in this one)",
-    )
+    options.add_jobs(where, default=None)
     where.add_argument(
         "--ray",
         metavar="ADDRESS|auto",
         help="run on the Ray cluster at HOST:PORT or ray://HOST:PORT; auto: a local Ray "
         "(the cluster running here, or a new one); needs the ray extra",
     )
-    parser.add_argument(
-        "--out",
-        type=output_path,
-        default=Path("out/sweep"),
-        metavar="DIR",
-        help="where sweep.json and sweep.txt go (default out/sweep/)",
-    )
+    options.add_out(parser, default=Path("out/sweep"), writes="sweep.json and sweep.txt")
     parser.set_defaults(run=lambda args: run(args, parser))
     return parser
 
@@ -369,7 +255,7 @@ def _document(
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     geometries = list(dict.fromkeys(args.geometry or DEFAULT_GEOMETRIES))
     policies = list(dict.fromkeys(args.policy or COMPARED_POLICIES))
-    pools = list(dict.fromkeys(args.pools or [DEFAULT_POOL]))
+    pools = list(dict.fromkeys(args.pools or [options.DEFAULT_POOL]))
     _check_geometries(args, parser, geometries)
     sources = _sources(args, parser)
     if args.ray is not None and importlib.util.find_spec("ray") is None:

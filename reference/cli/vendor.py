@@ -1,33 +1,16 @@
 """``python -m junction.reference vendor``: copy the core into an engine and keep it honest.
 
-* ``vendor copy TARGET``: copy the installed core into ``TARGET`` (a new or
-  empty folder that becomes a package of the engine's, any name) with its
-  stamp ``VENDORED.json`` (junction's version, git commit, sha256 per file
-  and of the set).
-* ``vendor check TARGET``: report local edits file by file (added, removed,
-  changed with the first differing line) and, separately, whether the core
-  installed here differs from the copy's source (an update is available).
-  Exit 1 on local edits, 0 without.
-* ``vendor update TARGET [--force]``: refresh the copy to the installed core;
-  a copy with local edits is refused unless ``--force`` (which discards them).
-* ``vendor verify TARGET [--bound N]``: import the copy from its folder and
-  walk every input up to the bound against the first-principles oracle, as
-  ``make verify`` does for the core itself. Exit 1 on any disagreement.
+* ``vendor copy TARGET``: copy the installed core into a new or empty folder,
+  with its stamp ``VENDORED.json``.
+* ``vendor check TARGET``: report local edits file by file and whether an
+  update is available; exit 1 on local edits.
+* ``vendor update TARGET [--force]``: refresh the copy; local edits are
+  refused unless ``--force`` discards them.
+* ``vendor verify TARGET [--bound N]``: walk every input up to the bound,
+  the copy against the first-principles oracle; exit 1 on a disagreement.
 
-A target that is not what the command needs (an existing folder for
-``copy``, no vendored copy for the others) exits with status 2 and one line
-naming it; a write that fails exits with status 1.
-
-Why ``verify`` is the walk alone, and the Hypothesis properties are not
-here: their strategies are test code (``tests/properties``); copying them
-into the package would make two sets to keep in step. The walk needs only
-the oracle, which ships with the ``reference`` extra, so a team checks its
-copy with no checkout. The full properties run against a copy from a
-checkout at the stamped commit: ``pytest tests/properties --core
-myengine.retention_core``. ``verify`` takes the copy's folder, not the
-engine's module name: the engine's own package need not import where the
-check runs (GPU libraries, configuration), and the copy imports itself by
-relative imports only.
+A target that is not what the command needs exits 2 with one line; a failed
+write exits 1. Why ``verify`` is the walk alone: docs/design/vendor-verify.md.
 """
 
 from __future__ import annotations
@@ -39,8 +22,8 @@ import time
 from typing import Any
 
 from junction.reference import vendoring
-from junction.reference.cli import policy_wire
-from junction.reference.cli.arguments import finite_seconds, output_path
+from junction.reference.cli import options, policy_wire
+from junction.reference.cli.arguments import output_path
 from junction.reference.cli.processes import Contained
 from junction.reference.oracle.exhaustive import count_inputs
 
@@ -185,16 +168,6 @@ def _verify(args: argparse.Namespace) -> int:
     return int(status)
 
 
-def _bound(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
-    if not 1 <= value <= MAX_BOUND:
-        raise argparse.ArgumentTypeError(f"{value} must be between 1 and {MAX_BOUND}")
-    return value
-
-
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``vendor`` on ``python -m junction.reference``'s subcommands."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -218,16 +191,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                 "--force", action="store_true", help="discard local edits of the copy"
             )
         if name == "verify":
-            action.add_argument(
-                "--bound",
-                type=_bound,
-                default=3,
-                help=f"size of every dimension, 1-{MAX_BOUND} (default 3: about 1.9M inputs)",
-            )
-            action.add_argument(
-                "--seconds",
-                type=finite_seconds,
+            options.add_bound(action, maximum=MAX_BOUND, note=": about 1.9M inputs")
+            options.add_seconds(
+                action,
                 default=None,
-                help="deadline for the walk (default: five times its estimate, at least 60)",
+                bounds="the walk (default: five times its estimate, at least 60)",
             )
     return parser

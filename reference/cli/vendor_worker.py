@@ -1,19 +1,13 @@
 """The process ``vendor verify`` runs a vendored copy in: import it, walk it, report once.
 
-A copy is code in an engine's tree, edited by people: it can loop forever (a
-``cdiv`` turned into floor division never lets a loop end), exit during its
-import (``SystemExit(0)`` in ``__init__``, which in-process was a silent exit
-0) or crash the interpreter. So ``vendor verify`` (:mod:`.vendor`) runs the
-walk here, in a contained child with a deadline, and believes only one thing:
-a single result frame (:mod:`.policy_wire`) on the descriptor it passed,
-sent after the walk ended, with the report's text and its status. A child
-that ends without one has failed, whatever its exit status.
-
-Run as ``python -m junction.reference.cli.vendor_worker WRITE_FD TARGET BOUND``.
-The walk asks the copy's bound classes; the free functions
-``mamba_block_aligned_split`` and ``reachable_block_mask`` are then asked
-every split and mask input of the walk too, against the oracle, so a free
-function that answers anything at all no longer passes.
+A copy is code edited by people: it can loop forever, exit during its import
+or crash the interpreter. So ``vendor verify`` (:mod:`.vendor`) runs the walk
+here, in a contained child with a deadline, and believes only one thing: a
+single result frame (:mod:`.policy_wire`) on the descriptor it passed, sent
+after the walk ended. A child that ends without one has failed, whatever its
+exit status. Run as ``python -m junction.reference.cli.vendor_worker
+WRITE_FD TARGET BOUND``. The walk asks the copy's bound classes and its free
+split and mask functions, each against the oracle.
 """
 
 from __future__ import annotations

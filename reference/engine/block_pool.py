@@ -1,19 +1,13 @@
 """The block pool: a fixed set of KV-cache blocks shared by every group.
 
-Blocks carry a reference count (one per request and group holding them) and,
-once cached, the hash that identifies the prefix they end. Free blocks wait
-in a queue split in two: blocks with no hash are recycled first, since
-nobody can ever hit them; cached blocks wait least recently freed first,
-and recycling one evicts it (its hash leaves the cache map). Which cached
-block goes is the pool's eviction order's choice (``eviction.py``; least
-recently freed first unless told otherwise). Block 0
-is the null block: it stands in for blocks a request skips (out-of-window
-sliding-window blocks, Mamba positions without a state) and is never
-allocated, freed or counted.
-
-``check`` verifies every pool invariant from scratch and is called after
-every step of every stress test; on failure it raises
-:class:`InvariantViolation` listing every broken invariant, with a dump.
+Blocks carry a reference count and, once cached, the hash of the prefix they
+end. Free blocks wait in two queues: blocks with no hash are recycled first
+(nobody can hit them); cached blocks wait least recently freed first, and
+recycling one evicts it, the pool's eviction order choosing which
+(``eviction.py``). Block 0 is the null block, standing in for blocks a
+request skips; it is never allocated, freed or counted. ``check`` verifies
+every invariant from scratch, raising :class:`InvariantViolation` listing
+every broken one.
 """
 
 from __future__ import annotations

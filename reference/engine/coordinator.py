@@ -1,24 +1,15 @@
 """The hybrid coordinator: one request's view across every group.
 
-It reconciles the groups' hits (``core.HitReconciler``, bound once) at admission and
+It reconciles the groups' hits at admission (``core.HitReconciler``) and
 stores the junction on the request, allocates a step's slots in every group
-at once (all or nothing, so a failed allocation leaves nothing half done),
-and hands each group the end of the step (caching through the mask, window
-release, Mamba state hand-over). With a policy that keeps decode checkpoints
-it also asks, after each step of a decoding request that did something, where
-the next turn would resume, and has each group publish that on finish.
-
-Most decode steps change nothing but the computed count: no group needs a
-block, none fills one, no block leaves a window, and a Mamba state moves on
-in the block it is in. After each step that did something the coordinator
-asks every group how far the request can now run quietly
-(:meth:`GroupManager.quiet_until`); a chunk ending within that asks no
-manager at all: it only stamps its end on the Mamba states it continues in
-(:meth:`GroupManager.quiet_state`), which is all Mamba's own step would do
-there. The answers depend only on the groups' own blocks for the request,
-which stay as they are between its steps (a hit touches only cached blocks,
-a held block is never evicted, and a private uncached state can be neither
-hit nor shared), so the skip changes nothing in a run.
+at once (all or nothing), and hands each group the end of the step (caching
+through the mask, window release, Mamba state hand-over), and, for a policy
+that keeps decode checkpoints, where the next turn would resume. A chunk
+that ends before every group's :meth:`GroupManager.quiet_until` asks no
+manager at all, only stamping the Mamba states it continues
+(:meth:`GroupManager.quiet_state`): the answers depend only on the groups'
+own blocks for the request, which stay as they are between its steps, so the
+skip changes nothing in a run.
 """
 
 from __future__ import annotations

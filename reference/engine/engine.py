@@ -1,40 +1,16 @@
 """The reference engine: a deterministic hybrid prefix-cache simulator.
 
-No model runs; what is simulated exactly is the KV-cache management of a
-serving engine for hybrid models: admission with prefix-cache lookup, a token
-budget per step, chunked prefill (with the Mamba align-mode stop point from
-``core``), decode steps that append one output token, preemption when the pool
-runs out, and freeing on finish or abort. Every retention decision comes from
-``core``, through the retention policy the caller chooses (``policy.py``); this
-module only schedules.
-
-Determinism: single-threaded; output tokens are the request's scripted
-answer (none unless submitted with one), then a hash of (seed, request,
-position); queues are FIFO. The same config and submissions give the same
-run, step for step, in any process (``PYTHONHASHSEED`` salts no hash it
-uses). ``check()`` verifies every invariant and is meant to be called after
-every step of a stress test; it raises :class:`InvariantViolation`, never a
-bare ``assert`` (which ``python -O`` strips).
-
-Memory: a finished request's tokens are released at the next :meth:`step`
-(until then a caller can read what the step that finished it computed); it
-keeps its counts, ``hit_length``, junction, status and hash chain (8 bytes
-per hash unit), all that the harness, the simulator, the workloads and the
-audit read after finish. So a replay of a trace holds the tokens of the
-requests in flight, not of every prompt it has seen.
-
-Speed (``make bench-engine``): the policy's split is asked only for prefill
-chunks (a decode step computes one token, which no split may cut; vLLM asks
-its own only during prefill too), a step that needs no new slot allocates
-nothing, a Mamba chunk that continues in its latest block moves nothing,
-lookups walk a group's block hashes sliced from the chain in C, full
-attention's run of cached blocks is counted by the pool in C (one call per
-admission, the same operations as a call per block), and submission
-compares a length with the longest request the pool fits alone, found once
-per engine (``blocks_at_peak`` is computed only for a refusal's message).
-A sweep of many pools and policies over a whole trace is the fast replay's
-job (``reference.replay``), proven equal to this engine on sequential
-arrivals; this engine stays plain.
+No model runs; the KV-cache management of a serving engine is simulated
+exactly: admission with prefix-cache lookup, a token budget per step,
+chunked prefill with core's align-mode stop, decode, preemption and freeing.
+Every retention decision comes from ``core`` through the caller's policy;
+this module only schedules. The same config and submissions give the same
+run, step for step, in any process. ``check()`` verifies every invariant
+(:class:`InvariantViolation`, never a bare ``assert``). A finished request's
+tokens are released at the next :meth:`step`; its counts, junction and hash
+chain stay. Sweeps over a whole trace are the fast replay's job
+(``reference.replay``, proven equal on sequential arrivals); this engine
+stays plain.
 """
 
 from __future__ import annotations

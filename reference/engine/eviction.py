@@ -1,34 +1,16 @@
 """Eviction policies: which free cached block the pool recycles when it must.
 
-The pool recycles blocks nobody can hit first (no hash), then, only when
-those run out, a cached block that no request holds: that is an eviction,
-and the only decision this module makes. What is evictable is fixed by the
-pool and no policy widens it: a block with reference count 0 (held blocks,
-among them every pinned junction state a running request still uses, are
-never candidates). The pool keeps the candidates in least-recently-freed
-order, and a policy may read, per candidate, that order (recency), the
-group it belongs to (so its kind, block size and window), the prefix length
-it stands for (``Block.end``: the end of its tokens; for a Mamba block the
-position of its state) and whether a cached block of its group continues it.
-
-* :class:`LeastRecentlyUsed` (the default, the engine's only order before
-  it had this protocol): the front of the queue.
-* :class:`FlopAware`, after Marconi (arXiv 2411.19379): among the ``window``
-  least recently freed candidates, the one with the lowest utility
-  ``recency + alpha * efficiency``, both normalised to [0, 1] within the
-  window; ``efficiency`` is the prefill FLOPs a hit on the block saves per
-  block of memory, under a :class:`FlopModel` per group kind. A
-  full-attention block is a candidate only while no cached block continues
-  its chain (Marconi evicts radix-tree leaves): the finder walks full
-  attention from block 0, so evicting inside a chain strands the cached
-  rest of it. ``alpha`` adapts as the workload runs (:class:`FlopAwareOrder`).
-
-Rejected: a heap keyed on the utility (the normalisation moves with the
-candidates, so no key is static), scoring every candidate at every
-eviction (a pool of 100,000 blocks and millions of evictions on a trace),
-and Marconi's tuning of ``alpha`` by replaying the recent request history
-under a grid of values (a second cache simulated inside the first); the
-ghost feedback below tunes it from the evictions themselves.
+What is evictable is fixed by the pool: a cached block no request holds
+(reference count 0), after every block with no hash. A policy only orders
+those candidates, reading each one's recency, group, prefix end
+(``Block.end``) and whether a cached block of its group continues it.
+:class:`LeastRecentlyUsed` (the default) takes the front of the queue;
+:class:`FlopAware`, after Marconi (arXiv 2411.19379), takes among the
+``window`` least recently freed the lowest ``recency + alpha * efficiency``
+(prefill FLOPs saved per block, under a :class:`FlopModel`), a full-attention
+block only while nothing continues its chain; ``alpha`` adapts as the
+workload runs (:class:`FlopAwareOrder`). Why a window and no heap:
+docs/design/flop-aware-eviction.md.
 """
 
 from __future__ import annotations

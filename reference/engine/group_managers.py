@@ -1,21 +1,14 @@
 """Per-group managers: which blocks a request holds in each KV-cache group.
 
-* Full attention holds a block for every ``B`` tokens and can reuse any
-  cached prefix.
-* Sliding window holds only the blocks its window still sees; blocks that
-  leave the window are released while the request runs (after the caching
-  decision, so a kept tail survives in the cache).
-* Mamba, in align mode, holds one recurrent state: a state exists only at the
-  end of a scheduled chunk, a chunk that ends on the block grid leaves a
-  state that may be cached, and the next chunk continues in a fresh block.
-
-Caching goes through the retention policy (``reference.engine.policy``): its
-reachable boundaries for the group and the request (asked once per request
-and junction when the policy declares them fixed, ``fixed_boundaries``; on
-every mask otherwise), then its block mask;
-lookups go through ``core.GroupLookup``, bound once per group (full attention's
-also handed the pool's count of its leading cached run, one call instead of
-one per block). The managers hold no decision arithmetic of their own.
+Full attention holds a block per ``B`` tokens and can reuse any cached
+prefix; a sliding window holds only the blocks its window still sees,
+releasing the rest after the caching decision; a Mamba group in align mode
+holds one recurrent state, which exists only at a chunk end, and the next
+chunk continues in a fresh block. Caching goes through the retention policy
+(its reachable boundaries, asked once per request when declared
+``fixed_boundaries``, then its block mask); lookups through
+``core.GroupLookup``, bound once per group. The managers hold no decision
+arithmetic of their own.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The request's block-hash chain.
 
-Every ``H`` tokens (the hash unit) get one hash that also covers everything
-before them: ``h_i = hash((h_{i-1}, tokens of unit i))``. A group block of
-``B_g = k * H`` tokens is identified by the hash of its last unit, so equal
-hashes mean equal prefixes, whatever the group's block size. Python's tuple
-hash of ints is deterministic across runs (``PYTHONHASHSEED`` only salts
-strings and bytes), which keeps the engine reproducible from a seed.
-Rejected: cryptographic hashes (several times slower, and a simulator has no
-adversary).
-
-The hashes live in an ``array('q')`` (a tuple hash is a signed 64-bit
-``Py_hash_t``): 8 bytes a unit instead of a list slot plus an int object
-(about 40), since a finished request keeps its chain (the harness reads it)
-and a trace holds millions of units. :meth:`block_hashes` slices one
-group's block hashes out in C, for lookups that walk a whole prompt.
+Every ``H`` tokens get one hash that also covers everything before them:
+``h_i = hash((h_{i-1}, tokens of unit i))``. A group block of ``k * H``
+tokens is identified by its last unit's hash, so equal hashes mean equal
+prefixes whatever the block size. Python's tuple hash of ints is
+deterministic across runs, so the engine is reproducible from a seed (no
+cryptographic hash: a simulator has no adversary). The hashes live in an
+``array('q')``, 8 bytes a unit, since a finished request keeps its chain;
+:meth:`block_hashes` slices one group's block hashes out in C.
 """
 
 from __future__ import annotations

@@ -3,24 +3,12 @@
 The engine calls a policy only through :class:`CheckedPolicy`, which turns
 an exception or a malformed answer into a :class:`PolicyError` naming the
 policy, the call and its arguments: a broken user policy must never look
-like a broken engine.
-
-A policy is untrusted code (``fuzz`` runs policies still being written), so
-``CheckedPolicy`` catches ``BaseException``: a policy raising ``SystemExit(0)``
-or ``KeyboardInterrupt`` is a policy error, not a clean exit (a false pass) or
-an interrupted run. The cost: in-process, a real Ctrl-C that lands inside a
-policy call also becomes a policy error; the ``fuzz`` command runs the policy
-in a worker process that ignores SIGINT, so there it cannot. An answer is
-judged by cheap checks first (``len`` before iterating, at most one position
-per token) and rendered bounded (``reprlib``) on one line, so a
-10-million-element answer is rejected at once instead of printed.
-
-The wrapper runs on every mask and split of every chunk, so a correct answer
-costs its checks and nothing more: the call's description (the policy's
-arguments, rendered) is built only once a call failed, never per call (a
-closure per call cost a third of the wrapper). Rejected: checking a tuple
-of positions with ``all(map(...))`` in C (slower than the loop for the one to
-four positions a request has: the iterators cost more than they save).
+like a broken engine. Policies are untrusted, so it catches
+``BaseException`` (a policy's ``SystemExit(0)`` must not be a clean exit; in
+``fuzz`` the policy runs in a worker that ignores SIGINT). Answers are judged
+by cheap checks first and rendered bounded, so a huge answer is rejected at
+once. A correct answer costs its checks and nothing more: a call's
+description is built only once it failed.
 """
 
 from __future__ import annotations

@@ -1,52 +1,18 @@
 """The retention-policy protocol: every decision a policy makes for a request.
 
-A policy answers four questions, always about one request in one geometry:
-
-* ``checkpoint_positions``: the positions it promises a later lookup can
-  resume at (the harness checks the split and the mask against them);
-* ``reachable_boundaries``: the positions it hands the mask of one group;
-* ``block_mask``: which newly full blocks of one group are hashed (``None``:
-  all of them);
-* ``split``: how many tokens of a prefill chunk to schedule in align mode.
-
-One more question is optional, for a policy whose split relies on the
-backend writing the prefill's checkpoint state inside a chunk (an internal
-prefill checkpoint, ``core.PrefillCheckpoints``): it says so with
-``writes_prefill_checkpoints = True`` and answers ``prefill_checkpoint``,
-the position inside a chunk where that state is written (0: none). The
-engine's backend writes a Mamba state there and offers it to the mask, as
-vLLM's backend writes into the checkpoint block its scheduler allocated. A
-policy without the attribute gets none, and the engine asks nothing.
-
-A third is optional, for a policy that keeps the next turn (docs/domain.md,
-"The next turn"): it says so with ``keeps_decode_checkpoints = True`` and
-answers ``decode_checkpoints``, the positions a request that finished now
-(its ``num_tokens`` final, all but the last computed) promises its next turn.
-The engine then keeps a private copy of the Mamba state at every grid point
-a decoding request reaches that such a position may still need (and the
-window blocks a sliding window reads there), and publishes what the mask
-marks when the request finishes (vLLM PR #50551's model). A policy without
-the attribute is asked nothing, and the engine pins nothing.
-
-One declaration is optional too: a policy whose ``reachable_boundaries``
-depends on the request only through ``num_prompt_tokens`` and
-``shared_prefix_boundary`` (every built-in policy's: the promised positions
-are the prompt's and the junction's) says so with ``fixed_boundaries =
-True``. The engine then asks once per request, group and junction and hands
-that answer to the request's later masks, instead of asking on every mask
-of every chunk. A policy without the attribute is asked on every mask, as
-before. A false declaration is found, not trusted: the engine's ``check()``
-(run after every step of a conformance run) asks again and raises
-:class:`PolicyError` naming ``fixed_boundaries`` when an answer changed.
-
-Lookup (the finders and reconciliation) is not a policy decision: it is
-exact by first principles (``core.reconcile_hits``) and every policy is
-judged by what that lookup finds in the cache the policy left.
-
-Why a Protocol and plain method calls: engine authors implement it on their
-own classes without importing ours, and the engine calls a policy in its hot
-path. The engine hands the live request (anything with the four attributes
-of :class:`RequestView`), not a copy.
+A policy answers four questions about one request in one geometry:
+``checkpoint_positions`` (what it promises a later lookup can resume at),
+``reachable_boundaries`` (the positions it hands one group's mask),
+``block_mask`` (which newly full blocks of a group are hashed; ``None``: all)
+and ``split`` (the tokens of a prefill chunk to schedule in align mode).
+Optional, each declared by an attribute and otherwise never asked:
+``prefill_checkpoint`` (``writes_prefill_checkpoints``: where the backend
+writes a Mamba state inside a chunk), ``decode_checkpoints``
+(``keeps_decode_checkpoints``: what a finished request promises its next
+turn) and ``fixed_boundaries`` (boundaries asked once per request; the
+engine's ``check()`` catches a false declaration). Lookup is not a policy
+decision: it is ``core.reconcile_hits``. Why a Protocol: engine authors
+implement it without importing ours, and the engine calls it in its hot path.
 """
 
 from __future__ import annotations

@@ -1,40 +1,16 @@
 """An external KV store tier several engine instances share (Mooncake, LMCache-style offload).
 
-The store is :class:`ExternalTier`: a capacity in blocks, keyed like the
-pool's cache (``(group_id, hash)``), with its own eviction order: least
-recently saved or loaded first, since the store sees no reference counts,
-only puts and gets. Each engine instance talks to it through its own
-:class:`TierConnector`, which has two paths, as vLLM's KV connectors do:
-
-* **save**: after each prefill chunk, the blocks (states) that became full
-  are offered to the store, filtered by the retention policy's mask (as
-  vLLM's Mooncake store connector does through ``_reachable_masks``): the
-  connector asks the policy which blocks a later lookup can reach and saves
-  only those. What boundaries it hands the mask is the :class:`TierSaving`.
-* **load**: at admission, the lookup runs over the local cache and the
-  store together (``core.HitReconciler`` on "local or stored" per block);
-  where that reaches further than the local cache alone, the missing blocks
-  are copied into the local pool as cached blocks and the ordinary local
-  admission then finds them. The tokens gained are vLLM's
-  ``num_external_computed_tokens``: they count as computed, so the split
-  starts after them, which is where ``core.mamba_block_aligned_split``'s
-  ``s = c + local + external`` puts it.
-
-A Mamba state is saved only at a chunk end on its block grid, with the
-position it was computed at, and the local admission checks that position
-(``MambaStateMissing``): a load can never resume a state that does not
-exist. Saving stops at the end of prefill (Mooncake: "every other group
-stops saving at the end of this prefill"); decode blocks stay local.
-The junction ``J`` of a request that loaded is reconciled over the local
-cache after the load, which holds only what the hit reads: as in vLLM, whose
-junction comes from its local lookup before the connector is asked, a
-shared prefix that only the store knows of gives the loading instance no
-junction of its own.
-
-Rejected: loading lazily as the request runs (vLLM loads asynchronously,
-but the blocks land before the first chunk is computed, which is all a
-simulator of the cache's decisions needs); a store with reference counts
-(a remote store frees by its own policy, not by the engines' requests).
+:class:`ExternalTier` holds blocks keyed like the pool's cache, evicting the
+least recently saved or loaded (a store sees puts and gets, no reference
+counts). Each instance reaches it through a :class:`TierConnector` with two
+paths, as vLLM's KV connectors: **save** after each prefill chunk, the newly
+full blocks the retention policy's mask keeps (what the mask is handed is the
+:class:`TierSaving`); **load** at admission, where a lookup over "local or
+stored" reaches further than the local cache, the missing blocks are copied
+in as cached blocks (vLLM's ``num_external_computed_tokens``). A Mamba state
+is saved only at a chunk end on its grid, with its position, so a load never
+resumes a state that does not exist; decode blocks stay local. Loads land
+before the first chunk: all a simulator of the cache's decisions needs.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """The reference engine as a :class:`.subject.Subject` of the promise checks.
 
-Only this module knows the engine's insides (its coordinator's managers and
-pool); the checks see the protocol. A third party's engine class plugs in
-through ``engine_factory`` (called with an ``EngineConfig``), as before.
-
-Under a scenario with ``gaps`` (safety) the prompts arrive ``gaps[i]`` steps
-apart into the scenario's small pool, so requests run together, evict and
-preempt; otherwise each runs to completion before the next is submitted.
-Every step is followed by the engine's own ``check`` (its invariants).
-
-Under a ``tier`` scenario the engine saves to an external tier
-(``reference/engine/tier.py``) and a lookup is the tier's form: a second
-instance, made by the same factory with nothing local, shares the tier; the
-probe is looked up there over the tier, then admitted and run, and it must
-resume exactly where that lookup said (its load path), checked every step.
-``eviction`` chooses which free cached block a full pool recycles (the
-engine's default, LRU, unless told), so the promises under pressure run
-with each eviction policy.
+Only this module knows the engine's insides; the checks see the protocol. A
+third party's engine class plugs in through ``engine_factory`` (called with
+an ``EngineConfig``). Under a scenario with ``gaps`` (safety) the prompts
+arrive ``gaps[i]`` steps apart into a small pool, so requests run together,
+evict and preempt; otherwise each runs to completion first. Every step is
+followed by the engine's own ``check``. Under a ``tier`` scenario a second
+instance with nothing local shares the tier, and a probe must resume exactly
+where the tier's lookup said. ``eviction`` chooses the pool's eviction
+order, so the promises under pressure run with each.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """What a promise check needs of a prefix cache: the subject protocol.
 
-The nine promises are checked once (:mod:`.promises`) against this small
-protocol; the reference engine (:mod:`.engine_subject`), vLLM 0.33.0's own
-code (``junction.audit.vllm.subject``) and SGLang 0.5.23's
-(``junction.audit.sglang.subject``) are its adapters. A :class:`Subject` runs a scenario's prompts
-with its policy and configuration; the :class:`Run` it returns is then asked
-what the promises are about: lookups, the cached sets the first-principles
-oracle reads, chunk ends, the blocks kept per group, and the split's answer
-for one request state.
-
-Why this shape: before, the harness was typed to the concrete ``Engine`` and
-read ``coordinator.managers`` and ``pool.cached``; the audit re-wrote every
-check against vLLM's objects. The protocol names exactly what the checks read,
-in engine-neutral terms: positions in tokens, a cache key per (prompt, group,
-block end) that the subject chooses, request snapshots a policy can read.
-Rejected: a protocol per promise (seven small ones, and an engine author
-would implement them all anyway); passing the engine object and letting each
-check probe it (what the audit had to duplicate).
+The promises are checked once (:mod:`.promises`) against this small
+protocol; the reference engine (:mod:`.engine_subject`), vLLM 0.33.0's code
+(``junction.audit.vllm.subject``) and SGLang 0.5.23's
+(``junction.audit.sglang.subject``) are its adapters. A :class:`Subject` runs
+a scenario's prompts with its policy and configuration; the :class:`Run` it
+returns answers what the promises are about (lookups, the cached sets the
+oracle reads, chunk ends, the blocks kept per group, the split's answer) in
+engine-neutral terms. Why one protocol naming exactly what the checks read:
+every engine is judged by the same lines, and an engine author implements
+one protocol, not one per promise.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Bounded-exhaustive check: every input up to a bound, an implementation against the oracle.
 
-Hypothesis samples the parameter space; this walks all of it below a bound,
-so small corner cases (a block of 1 token, a window of 1, a junction one
-token past the chunk) are covered by construction rather than by luck.
-``bound`` scales every dimension at once. The enumerations are public so the
-batched paths can sweep the same inputs (``python -m junction.reference.cli.kernel_sweep``);
-the walk serves the test suite and ``python -m junction.reference exhaustive``.
-
-The implementation under test is an argument (a module with core's public
-names), not an import: the oracle side never imports ``core``, so it stays an
-independent statement, and the same walk checks a vendored or renamed copy of
-the core. Rejected: importing ``junction.core`` here (the oracle package would
-then depend on what it judges).
-
-The walk calls the per-call API an engine uses: one binding per engine or
-group setting (``GroupMask``, ``ChunkSplitter``, ``HitReconciler`` and
-``GroupLookup``), reused for every input that shares it, so what a binding
-derives once is judged on every call it answers. The free functions are
-fresh bindings' calls, and the properties call those.
+Hypothesis samples the parameter space; this walks all of it below a bound
+(``bound`` scales every dimension), so small corner cases are covered by
+construction. The enumerations are public so the batched paths sweep the
+same inputs (``cli.kernel_sweep``). The implementation under test is an
+argument (a module with core's public names), not an import, so the oracle
+stays independent of what it judges and the same walk checks a vendored
+copy. The walk calls the per-call API an engine uses, one binding per
+setting reused for every input that shares it, so what a binding derives
+once is judged on every call.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """The exhaustive oracle: each decision restated from first principles.
 
-This module never imports ``core``. It restates the three decisions the slow,
-obvious way, position by position and token by token, so that a property
-"core == oracle" compares two independent derivations of the first principles and
-the three decisions of docs/domain.md rather than one formula with itself:
-
-* the mask: list the positions the request promises, list for each the
-  blocks a later request resuming there reads (every token of the window,
-  the EAGLE peek block, the one Mamba state), and mark their union;
-* the stop point: walk the chunk token by token and stop at the first
-  position that is a mandatory stop; the last cacheable position is found by
-  walking down to the deepest position a later lookup can land at, not by
-  a floor formula;
-* reconciliation: try every length from ``M`` down and keep the largest that
-  every group serves, checking each token's block against the cached set;
-* the next turn and declared checkpoints: build the cache a finished request
-  (or a shared prefix) leaves when every group kept everything, and look the
-  follow-up (or the sibling) up by reconciliation: where it resumes is the
-  position promised.
-
-Inputs are plain ints and strings (``"full"``, ``"sliding_window"``,
-``"mamba"``). Slow on purpose; readable first.
+This module never imports ``core``: it restates the decisions of
+docs/domain.md the slow, obvious way, position by position, so "core ==
+oracle" compares two independent derivations, not one formula with itself.
+The mask marks the union of the blocks a request resuming at each promised
+position reads; the stop point walks the chunk token by token to the first
+mandatory stop; reconciliation tries every length from ``M`` down; the next
+turn and declared checkpoints look the follow-up up in the cache a
+keep-everything request leaves. Inputs are plain ints and strings
+(``"full"``, ``"sliding_window"``, ``"mamba"``). Slow on purpose; readable
+first.
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """The built-in policies' core bindings, bound once per setting and reused.
 
-``core.reachable_block_mask`` and ``core.mamba_block_aligned_split`` are a
-fresh :class:`core.GroupMask` or :class:`core.ChunkSplitter` per call: right
-for a one-off call, wasteful in a policy asked on every chunk, where the
-binding's validation and its derived plan (and, for a periodic plan, its
-pre-tiled runs of 8,192 blocks) would be rebuilt each time for the same
-group. Bindings are cached by value (alignment, group, EAGLE, ``R``; the
-splitter's block, hash unit, flags and budget; all frozen and hashable), so
-every policy instance and every engine with the same setting shares one.
-
-A request's reachable boundaries are a pure function of its prompt length,
-its junction and three numbers of the geometry, and a policy hands them to
-every mask of every group of the request's chunks, and its split stops at
-them on every chunk (``core.promised_stop``): :func:`boundaries`
-memoizes ``core.reachable_boundaries`` by those values, typed (so a ``True``
-is not served the answer for ``1``: it reaches the core, which rejects it;
-an exception is not cached, so a bad argument raises at every call).
-
-Rejected: a cache per policy instance keyed by the geometry's identity (a
-policy would need an ``__init__`` that every subclass must call, and
-identity keys must hold their objects alive to stay unique).
+A policy is asked on every chunk, so a fresh :class:`core.GroupMask` or
+:class:`core.ChunkSplitter` per call would rebuild the same validation and
+plan each time. Bindings are cached by value (all their fields frozen and
+hashable), so every policy and engine with one setting shares one; a cache
+keyed by value, not per policy instance, needs no ``__init__`` of every
+subclass and holds no object alive. :func:`boundaries` memoizes
+``core.reachable_boundaries`` by its typed arguments (``True`` is not served
+``1``'s answer; an exception is not cached).
 """
 
 from __future__ import annotations

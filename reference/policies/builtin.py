@@ -1,26 +1,17 @@
 """The built-in retention policies (their registry is :mod:`.registry`).
 
-* ``junction`` (the default): one source of truth (docs/domain.md, "Promised
-  positions: one source of truth"). The promised positions
-  (``core.promised_positions``) feed the mask, which keeps what they need on
-  the grid hits land on, and the split, which stops at every one of them
-  (``core.checkpoint_stop``); the exact finders land on them. It keeps every
-  promise of docs/domain.md, under EAGLE and ``R > 0``, and with its engine
-  option on (``JunctionOptions``: an internal prefill checkpoint, whose state
-  the backend writes inside the chunk, so the split runs past it), and, with
-  ``decode_checkpoints``, the next turn (promise 9). It promises the
-  positions a request declares (``declared_checkpoints``) as it does the
-  junction.
-* ``dense``: the same chunks, but every block it materialises is cached
-  (``R`` is ignored). In align mode a Mamba state exists only where a chunk
-  ended, so an interval policy, whose split also stops at every segment, can
-  keep more states than dense does.
-* ``interval``: segments every ``R`` plus the replay boundary, never the
-  junction: the behaviour before vLLM PR #47782 (with ``R = 0``: no pinning).
-* ``vllm-0.33`` and ``vllm-pr47782``: vLLM's formulas, in
-  ``reference.policies.vllm``; ``vllm-pr50551``: vLLM 0.33.0 with the open
-  PR #50551's decode checkpoint (the latest scheduler-aligned state).
-* ``junction+decode``: the default policy with decode checkpoints on.
+* ``junction`` (the default): the one source of truth (docs/domain.md). The
+  promised positions (``core.promised_positions``) feed the mask and the
+  split, which stops at every one of them; it keeps every promise of
+  docs/domain.md, with its engine option (``JunctionOptions``) and, with
+  ``decode_checkpoints``, the next turn. ``junction+decode``: that option on.
+* ``dense``: the same chunks, every materialised block cached (``R``
+  ignored); an interval policy, whose split stops at every segment, can
+  keep more Mamba states than dense.
+* ``interval``: segments every ``R`` and the replay boundary, never the
+  junction: vLLM before PR #47782.
+* ``vllm-0.33``, ``vllm-pr47782`` and ``vllm-pr50551`` (0.33.0 with the open
+  PR's decode checkpoint): vLLM's formulas, in ``reference.policies.vllm``.
 """
 
 from __future__ import annotations

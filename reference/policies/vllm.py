@@ -1,48 +1,17 @@
 """vLLM's retention formulas as named compatibility policies.
 
-* ``vllm-0.33`` (:class:`VllmPolicy`): vLLM 0.33.0, proven equal to vLLM's own
-  code by ``make audit-vllm`` (``tests/audit/test_differential.py``: its
-  ``reachable_block_mask`` on real specs, the boundaries its ``cache_blocks``
-  hands the mask, and ``Scheduler._mamba_block_aligned_split``, on random
-  inputs and on every call of real ``KVCacheManager`` runs). Replay boundaries
-  are ``P - 1`` without EAGLE and, with EAGLE, ``floor_L(P - 1) - L`` and
-  ``floor_L(P) - L`` (``replay_boundaries``: a drop of one scheduler block
-  assumed); the junction ``J`` is added, and ``J - B`` (the group's own block)
-  under EAGLE for an EAGLE group only (a group that is not one gets no
-  ``J - B``: docs/findings.md), dropped when negative (vLLM passes it, and its mask marks
-  nothing for it). The mask floors them to ``A`` (vLLM's
-  ``cache_hit_alignment_tokens``). Compatibility choice: boundaries that
-  floor to 0 (``max(floor_L(P - 1) - L, 0)`` for a short prompt, ``J - B``
-  below ``A``) are handed on as vLLM hands them, so under EAGLE a sliding
-  window keeps its peek block 0 for them although no hit reads it;
-  ``core.reachable_boundaries``, which the default policy uses, leaves them
-  out. The split is decision 2's (docs/domain.md) on
-  ``cache_config.block_size``, which Mamba align mode makes the Mamba groups'
-  block (``HybridGeometry.mamba_block_size``); page-size unification can widen
-  an attention group, so this may be finer than ``L`` (docs/findings.md,
-  "Chunks end on the Mamba block, hits land on L").
-* ``vllm-pr47782`` (:class:`VllmPR47782Policy`): as merged in PR #47782
-  (vLLM 0.26): the last cacheable position was ``N - N mod b`` (minus ``b``
-  under EAGLE), which for ``P mod b == 0`` puts the only state one token past
-  every lookup (vLLM #50409).
+* ``vllm-0.33`` (:class:`VllmPolicy`): vLLM 0.33.0, proven equal to vLLM's
+  own mask, boundaries and split by ``make audit-vllm``. It hands the mask
+  what vLLM's ``cache_blocks`` hands it, boundaries that floor to 0 included
+  (``core.reachable_boundaries`` leaves those out), and splits on the Mamba
+  block, which may be finer than ``L`` (docs/findings.md).
+* ``vllm-pr47782`` (:class:`VllmPR47782Policy`): as merged in PR #47782, whose
+  last cacheable position puts the only state one token past every lookup
+  (vLLM #50409).
 
-Configuration: vLLM's behaviour here depends on flags; both policies model
-its defaults: no multi-module MTP re-prefill; EAGLE per group as the
-geometry marks it (``GroupSpec.eagle_group``: vLLM's ``is_eagle_group``,
-every group when none is marked); partial hits exactly when vLLM enables
-them (``audit.vllm.specs.vllm_geometry``); and, unless a :class:`VllmSplitOptions`
-says otherwise (vLLM's names and narrowing; the core's split takes them as
-engine options, docs/domain.md decision 2), no lookahead hashes
-(``num_hash_lookahead_tokens = 0``, so EAGLE drops a block), no internal
-Mamba prefill checkpoints (``num_prefill_checkpoint_blocks = 0``) and
-``enable_mamba_shared_prefix_checkpoint`` off (the split stops at the
-junction floored to its grid, not at the junction itself).
-
-Both reuse ``core``'s formulas: the mask and the split there *are* vLLM 0.33's
-(decisions 2 and 3 of docs/domain.md); what differs is which positions they are handed and
-on which grid, and, for a retention interval off a group's grid (which no geometry
-has, but vLLM's offloading connector can hand its mask), vLLM's floored interval
-(``OffGridInterval.FLOORED_INTERVAL``; ``tests/audit/test_mask_options.py``).
+Both model vLLM's default configuration unless a :class:`VllmSplitOptions`
+says otherwise, and reuse ``core``'s mask and split (they *are* vLLM 0.33's):
+what differs is which positions they are handed, on which grid.
 """
 
 from __future__ import annotations

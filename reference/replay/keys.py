@@ -1,23 +1,14 @@
 """Integer prefix keys: one int per hash unit, equal exactly when the prefixes are.
 
-The engine hashes tokens into a chain (``engine.hash_chain``); two requests
-share a cached block exactly when their chains agree up to its end. The
-replay needs only that equality, so it numbers prefixes instead: a unit's
-key is the same int for every request whose first ``(u + 1) * H`` tokens
-agree, and different otherwise.
-
-* Token prompts (:meth:`PrefixKeys.tokens`): a trie of units, each node numbered
-  on first sight.
-* Hash-id traces (:meth:`PrefixKeys.hash_ids`): a prompt's tokens are a
-  function of its ids (``workloads.hash_prompts``: 512 tokens an id,
-  distinct ids differ at their first token), so the prefix ending at
-  position ``x`` is named by the ids of the 512-token blocks it reaches
-  into and ``x`` itself: ``node(ids[:j + 1]) * 513 + (x - 512 j)`` with
-  ``j = (x - 1) // 512``, no token built (the two numberings never meet).
-
-Output tokens are the engine's own (a hash of seed, request and position),
-which no other prompt repeats: every unit past the prompt's last whole unit
-gets a fresh key (``sweep``: from :data:`FRESH_BASE` up).
+Two requests share a cached block exactly when their hash chains agree up
+to its end, and the replay needs only that equality, so it numbers prefixes
+instead: a unit's key is the same int for every request whose first
+``(u + 1) * H`` tokens agree. Token prompts (:meth:`PrefixKeys.tokens`) go
+through a trie of units; hash-id traces (:meth:`PrefixKeys.hash_ids`) name
+the prefix ending at ``x`` by the ids it reaches into and ``x``
+(``node(ids[:j + 1]) * 513 + (x - 512 j)``), no token built. Output tokens
+are the engine's own, repeated by no prompt: every unit past the prompt's
+last whole unit gets a fresh key (from :data:`FRESH_BASE` up).
 """
 
 from __future__ import annotations

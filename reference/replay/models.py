@@ -1,32 +1,14 @@
 """A model's KV-cache memory as vLLM 0.33.0 lays it out, from its ``config.json``.
 
-A ``config.json`` is read through its transformers config class
-(``AutoConfig.for_model``: the class's defaults fill what the file leaves
-out; transformers is imported only here, and nothing is fetched). From it:
-
-* per attention layer (full or sliding window), per token:
-  ``2 x num_key_value_heads x head_dim x dtype`` bytes (K and V);
-* per state layer (``linear_attention`` in ``layer_types``), one state:
-  Qwen3-Next's Gated DeltaNet ``(conv_kernel - 1) x (2 x key heads x key
-  dim + value heads x value dim) + value heads x key dim x value dim``,
-  Nemotron-H's Mamba-2 ``(conv_kernel - 1) x (heads x head dim + 2 x groups
-  x state) + heads x head dim x state``, both in the model's dtype (vLLM's
-  state calculators, tensor parallel 1, cache dtypes ``auto``);
-* the block: 16 tokens (FlashAttention's kernel block) without state
-  layers; with them the smallest multiple of 16 whose attention page holds
-  one state (``Platform._align_hybrid_block_size``), which align mode gives
-  the state groups too;
-* the groups: vLLM cuts each kind's layers into groups of ``group_size``
-  layers (the fewest layers of any kind, or the most when no kind has 1.5
-  times the fewest; the last group padded), all sharing one pool whose
-  block is ``group_size`` pages (``kv_cache_planning``). A pool of ``G``
-  GiB has ``floor(G x 2**30 / block bytes)`` blocks, the null block among
-  them.
-
-:meth:`MemoryModel.groups` is that layout as a geometry's groups, one
-``GroupSpec`` per vLLM group, so the replay's pool counts blocks as vLLM's
-does. ``tests/replay/test_models.py`` checks each catalog model against
-vLLM's own functions where the audit extra is installed.
+The file is read through its transformers config class (its defaults fill
+what the file leaves out; nothing is fetched). From it, as vLLM's own
+calculators do (tensor parallel 1, cache dtype ``auto``): the bytes per
+token of each attention layer, the bytes of each state layer's state, the
+block (16 tokens, or with state layers the smallest multiple of 16 whose
+attention page holds a state), and the groups of ``group_size`` layers
+sharing one pool. :meth:`MemoryModel.groups` is that layout as a geometry's
+groups, so the replay counts blocks as vLLM does; ``tests/replay/test_models.py``
+checks each catalog model against vLLM's own functions.
 """
 
 from __future__ import annotations

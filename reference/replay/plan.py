@@ -1,21 +1,15 @@
 """What the engine does to one request admitted alone with a hit, step by step.
 
-With sequential arrivals a request runs alone from admission to finish, so
-everything it asks of the pool follows from its prompt length ``P``, its
-output length, its hit ``h`` and junction ``J`` and the policy: the chunk
-ends (the policy's split, ``core``'s decision 2), the blocks each group
-takes per step, which newly full blocks each group offers to the cache (the
-policy's mask on its reachable boundaries, ``core``'s decision 3), which
-sliding-window blocks leave the window and where a Mamba state moves on.
-:class:`Planner` derives that once per ``(P, output, h, J)``, and every pool
-and eviction of a sweep replays the same :class:`RequestPlan`
-(``pool.ReplayPool.run``); only what depends on the pool's contents stays
-for the pool (a block already cached under the same key stays private; a
-Mamba state continues in place only in a private block).
-
-The bookkeeping mirrors ``engine.group_managers`` (what a manager allocates,
-caches and releases after a step); a decode step that changes nothing there
-is left out of the plan (the coordinator's quiet steps).
+With sequential arrivals a request runs alone, so everything it asks of the
+pool follows from its prompt and output lengths, its hit ``h``, junction
+``J`` and the policy: the chunk ends, the blocks each group takes per step,
+which newly full blocks each group offers to the cache, which window blocks
+leave and where a Mamba state moves on. :class:`Planner` derives that once
+per ``(P, output, h, J)``, and every pool and eviction of a sweep replays the
+same :class:`RequestPlan` (``pool.ReplayPool.run``); only what depends on the
+pool's contents stays for the pool. The bookkeeping mirrors
+``engine.group_managers``; a decode step that changes nothing there is left
+out (the coordinator's quiet steps).
 """
 
 from __future__ import annotations

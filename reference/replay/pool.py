@@ -1,28 +1,15 @@
 """The replay's pool: the engine pool's books, kept on integer prefix keys.
 
-``engine.block_pool`` keeps ``num_blocks - 1`` usable blocks. A request holds
-some; the free ones wait in two queues: blocks with no hash (recycled
-first: nobody can hit them, so which one is taken changes nothing) and
-cached blocks, least recently freed first, of which an allocation that finds
-no unhashed block evicts one. So all the replay keeps is: which prefix keys
-are cached, which of them are free (in the engine's free order), and how
-many blocks the running request holds; the unhashed free blocks are the rest.
-A key is ``prefix_key * groups + group`` (``keys.PrefixKeys``).
-
-Which cached block an allocation evicts is the eviction order's choice:
-
-* ``lru``: the least recently freed (the engine's default);
-* ``fifo``: the one cached longest ago (the peer's FIFO);
-* ``belady``: the one whose next use, the next request whose prompt
-  contains it (known offline: ``uses``), lies furthest ahead; never used
-  again first, ties least recently freed first (Belady's MIN at block
-  granularity: the bound an eviction that knew the future could reach);
-* ``flop-aware``: the engine's own ``engine.eviction.FlopAwareOrder``,
-  handed the free cached blocks in the same order the engine's pool hands it.
-
-A request's blocks, per group: a cached key while it is cached, ``PRIVATE``
-(-1) for a block only it holds, ``NULL`` (-2) for a slot a sliding window
-released or never held.
+Of ``engine.block_pool``'s state the replay keeps only what a decision
+reads: which prefix keys are cached, which of them are free (in the
+engine's free order), and how many blocks the running request holds; the
+unhashed free blocks are the rest (recycled first, and which one is taken
+changes nothing). A key is ``prefix_key * groups + group``
+(``keys.PrefixKeys``). The eviction order picks the cached block an
+allocation evicts: ``lru`` (the engine's default), ``fifo``, ``belady`` (the
+next use furthest ahead, known offline: the bound) or ``flop-aware`` (the
+engine's own ``FlopAwareOrder``). A request's block is a cached key,
+``PRIVATE`` (-1) or ``NULL`` (-2, a slot a window released).
 """
 
 from __future__ import annotations

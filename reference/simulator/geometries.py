@@ -1,30 +1,13 @@
 """The built-in hybrid geometries the simulator compares policies on.
 
-Each is a tuple of groups and one line describing it (the table's header and
-the plot's title). The hash unit is the smallest block, so every group's
-block is a whole number of hash units; the retention interval ``R`` and EAGLE
-are per run, so a choice builds its geometry on demand.
-
-Besides the three simple geometries, four presets give real hybrid families
-the block sizes vLLM 0.33.0 chooses for them (FlashAttention, bf16, prefix
-caching with Mamba in align mode, one GPU): ``nemotron-h``, ``qwen3-next``,
-``gpt-oss`` and ``gemma3``. They are plain data here (no vLLM at run time);
-``tests/audit/test_presets.py`` derives them with vLLM's own page-size code
-and ``docs/model-layouts.md`` tabulates them. A family's layers of one kind
-are one group here, where vLLM may split them into several groups of equal
-layer count: that changes the memory a token takes, not where states are
-kept. Gated DeltaNet (Qwen3-Next's linear attention) is a Mamba group: vLLM
-manages it as one, a recurrent state that can only be resumed where saved.
-
-Each choice carries a FLOP model (``engine.eviction.FlopModel``, what the
-FLOP-aware eviction and the "prefill FLOPs saved" figure count): per kind of
-layer, 2 FLOPs per weight per token for the projections (and the recurrent
-update), 4 x heads x head_dim per query-key pair for attention, and the MLP
-or active experts as layers every hit skips. Counted from each family's
-config defaults (docs/model-layouts.md), rounded to the weights that
-dominate (norms, biases, convolutions and routers left out): a model of the
-cost, not a measurement. The three simple geometries share an illustrative
-3B-class hybrid, as the step-time model does.
+Each is a tuple of groups and one line describing it; ``R`` and EAGLE are
+per run, so a choice builds its geometry on demand. Besides three simple
+geometries, four presets give real families (``nemotron-h``, ``qwen3-next``,
+``gpt-oss``, ``gemma3``) the block sizes vLLM 0.33.0 chooses for them, as
+plain data: ``tests/audit/test_presets.py`` derives them with vLLM's code
+and ``docs/model-layouts.md`` tabulates them. Each choice carries a FLOP
+model (``engine.eviction.FlopModel``) counted from the family's config
+defaults: a model of the cost, not a measurement.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """Several engine instances sharing one external tier: routing, driving, and what they report.
 
 ``simulate --instances N --tier BLOCKS`` runs N reference engines, each with
-its own pool, all saving to and loading from one ``ExternalTier``
-(``reference/engine/tier.py``). A request goes to one instance by a stated
-rule (:data:`ROUTES`): ``round-robin`` over requests in arrival order, or
-``session`` (every turn of a session on the instance its first turn went to,
-sessions dealt round robin; a hash-id trace has no sessions, each request is
-its own, so there it is round robin too).
-
-Time: each instance has its own modelled clock (``drive.Timeline``), since
-instances run side by side; the instances are stepped in the order of their
-next event on one shared time line (the one whose clock, or whose next
-arrival when idle, comes first goes next), so a save on one instance is
-visible to a lookup on another exactly when it happened earlier. Closed-loop
-``sessions`` arrivals are refused with several instances: a turn's next turn
-would cross clocks. Rejected: one clock for all instances (it would serialise
-them, as if they shared one GPU).
+its own pool, all saving to and loading from one ``ExternalTier``. A request
+goes to an instance by :data:`ROUTES`: ``round-robin`` in arrival order, or
+``session`` (a session's turns on the instance of its first; a hash-id
+trace's requests are each a session). Each instance has its own clock
+(``drive.Timeline``), as it runs side by side with the others; they are
+stepped in the order of their next event on one time line, so a save on one
+is visible to a lookup on another exactly when it happened earlier.
+Closed-loop ``sessions`` arrivals are refused with several instances (a
+turn's next turn would cross clocks).
 """
 
 from __future__ import annotations

@@ -1,42 +1,12 @@
 """The memory a simulation will need, estimated before anything is built, and its limit.
 
-The reference engine keeps Python objects: a pool of ``--blocks`` blocks and
-the workload's prompts are where the memory goes, and both are known (or
-computed from the options) before the first allocation. A simulation whose
+The pool and the workload's prompts are where the reference engine's memory
+goes, and both are known before the first allocation, so a simulation whose
 estimate exceeds :func:`memory_limit` is refused up front with the estimate
-and the limit, instead of growing by 100-200 MB/s until the machine kills it.
-
-The constants were measured once with ``tracemalloc`` (CPython 3.11, the
-demo's geometries and engine settings; the peak of one run minus what
-existed before it), rounded up:
-
-* :data:`POOL_BYTES_PER_BLOCK`: ``BlockPool(n)`` for n = 100,000 and
-  1,000,000 holds 219-233 bytes per block at its peak (the ``Block``, its
-  list slot, its entry in the free queue).
-* :data:`WORKLOAD_BYTES_PER_TOKEN`: ``builtin_workload`` of 200 and 1,000
-  sessions holds 13.5 bytes per prompt token (turns share their history's
-  int objects, each prompt is its own tuple of pointers).
-* :data:`RUN_BYTES_PER_TOKEN`: one run of 24 sessions (285k prompt tokens)
-  peaks at 47-54 bytes per prompt token, of which the pool is 32: the engine
-  keeps every request and its hashes, about 21 bytes per token.
-* :data:`TRACE_BYTES_PER_FILE_BYTE`: loading a trace peaks at 4.1 (ids
-  below 100) to 7.4 (5-digit ids) bytes per byte of the file; a trace of
-  one-digit ids with no spaces is the worst case, about 10 (two list slots
-  of 8 bytes per 2-byte token, and the line).
-
-Runs are one after another, each with a fresh engine, so the peak is the
-workload plus one run; a run of several instances holds one pool per
-instance, and an external tier holds its blocks too
-(:data:`TIER_BYTES_PER_BLOCK`: assumed equal to a pool block, not measured:
-an entry of the tier's ordered map and its hash key). The limit is half the
-machine's physical memory (``os.sysconf``), leaving the rest to the system
-and to the error of the estimate, or, when lower, 80 % of this process's
-address-space limit (``RLIMIT_AS``, ``ulimit -v``: past it an allocation
-fails outright); where the machine's memory is unknown, a fixed
-:data:`FALLBACK_LIMIT`. Rejected: reading cgroup limits (not portable, and a
-container's limit is usually its machine's), and guarding the run time too
-(a long run shows its progress line and can be stopped; an allocation that
-grows without bound cannot).
+and the limit, instead of growing until the machine kills it. The per-block
+and per-token constants are measured upper bounds; the limit is half the
+physical memory, or 80 % of ``RLIMIT_AS`` when lower
+(docs/design/memory-estimate.md).
 """
 
 from __future__ import annotations

@@ -1,72 +1,16 @@
 """Independent simulation runs in parallel: worker processes on one machine, or a Ray cluster.
 
-A run is a :class:`RunSpec`: which workload (:class:`BuiltinSource`, the
-built-in agent workload's parameters, or :class:`TraceSource`, a trace's
-path), the geometry's name, the :class:`Variant`, the :class:`Settings`,
-and optionally a pool size and arrival mode to resolve against the loaded
-workload (a fraction of the working set, or the ``trace`` default, is only
-known once the workload is). Its result is the simulator's
-:class:`RunResult`, equal to what ``run_one`` gives in-process: every run
-builds its own engine from the same seed, so where it runs changes nothing.
-
-:func:`run_all` is the whole interface (callers such as ``simulate()`` need
-nothing else)::
-
-    run_all(specs, jobs=None, ray=None, on_result=None) -> list[RunResult]
-
-Results come back in the order of ``specs``; ``on_result`` hears of each
-as it ends (the command line draws its progress line from it: this layer
-never imports the CLI). A caller that also needs the workload itself (a
-summary line, a pool to size) gets it from :func:`load_workload`, the same
-cache the in-process runs read, so ``jobs=1`` loads it once in all. Progress
-within a run (``run_one``'s ``on_requests``) stays in the process that runs
-it: across processes only whole runs are reported. Where they run:
-
-* ``jobs=1``: in this process, one after another (no pickling, no start-up).
-* otherwise (``jobs=None`` is the CPU count): a ``ProcessPoolExecutor`` of
-  :func:`workers` = ``min(jobs, len(specs))`` processes started by
-  ``forkserver`` (``spawn`` where there is none). The server imports this module once; each worker
-  is forked from it with the engine already imported. As with any
-  ``multiprocessing`` start but ``fork``, a script that calls this needs the
-  ``if __name__ == "__main__":`` guard: workers import the main module.
-* ``ray="auto"`` or ``ray="HOST:PORT"`` (or ``ray://...``): one Ray task per
-  run. ``auto`` is a local Ray: ``ray.init()`` joins the cluster running
-  on this machine or starts one. Ray is an optional dependency (the ``ray``
-  extra), imported only here. A Ray this call started is shut down when it
-  returns; one already initialised by the caller is left running.
-
-A failed run (its error is raised here with its own type, from a worker or
-a Ray task alike) or Ctrl-C ends the other runs at once: workers are
-terminated, not waited for, and ignore Ctrl-C themselves so that only the
-caller reports it.
-
-A worker loads a workload from its source once and keeps it while the next
-specs use the same source (a cache of one: specs grouped by workload, as
-the sweep orders them, load each trace once per worker, and a worker holds
-one trace at a time). What crosses a process boundary is the spec (a path
-and a few numbers) and the result (a few hundred numbers), never a
-workload's tokens: the conversation trace is 145 million of them. A Ray
-cluster therefore needs the trace at the same path on every node (a shared
-file system) and ``junction`` installed there.
-
-Rejected:
-
-* ``fork``: the cheapest start and a copy-on-write workload for free, but
-  forking a process that may hold threads (Ray's, a BLAS pool) can deadlock
-  the child, and it is not available on every platform; ``forkserver``
-  forks from a clean single-threaded server instead.
-* sending the loaded :class:`Workload` with each run (pickle, or Ray's
-  object store): gigabytes per run for a real trace, where the file is a
-  few hundred kilobytes compressed and loads in seconds.
-* ``multiprocessing.Pool.imap``: no per-run cancellation once one run has
-  failed; the executor's futures let the first error stop the rest.
-* letting ``ray.init`` find out that an address is unreachable: it retries
-  for many minutes. :func:`run_all` first opens a TCP connection to the
-  address (:data:`CONNECT_SECONDS`) and raises :class:`RayUnreachable` at
-  once when nothing answers; where something answers but Ray cannot join it
-  (another service, a cluster that wants an auth token), ``ray.init`` gives
-  up after its own retries (about 20 s) and that is a
-  :class:`RayUnreachable` too.
+A run is a :class:`RunSpec`: the workload's source (:class:`BuiltinSource`
+or :class:`TraceSource`, never its tokens), the geometry, the
+:class:`Variant`, the :class:`Settings`, and optionally a pool size and
+arrival mode resolved against the loaded workload. :func:`run_all` is the
+whole interface: results in the order of ``specs``, each equal to
+``run_one``'s in-process (every run builds its engine from the same seed), so
+where a run ran changes nothing. ``jobs=1`` runs here; otherwise a
+``forkserver`` process pool of :func:`workers` processes, or one Ray task per
+run (``ray="auto"`` or an address; the ``ray`` extra). A failed run or Ctrl-C
+ends the others at once. Why specs cross processes and workloads do not, and
+the start method: docs/design/parallel-runs.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The simulator's plot: hit rate against sparse blocks retained, over a sweep of ``R``.
 
-One panel per geometry; the pinned (default) and unpinned policies are one
-line each through their retention intervals (a line per tier saving when a
-tier run has several), dense is a star. Points that
-coincide share one label, so the sweep stays legible where several ``R``
-retain the same blocks.
-
-The plot is rendered to bytes, not to a file, so the command line writes
-it with the table and the JSON as one set (``cli.outputs``): a plot that
-fails leaves no half-written set behind.
-
-matplotlib is imported inside :func:`render_plot`: it is an optional
-dependency (``.[demo]``), and every other part of the simulator runs
-without it. The PNG carries no ``Software`` metadata, so it only changes
-when matplotlib's rendering does.
+One panel per geometry; the pinned and unpinned policies are one line each
+through their retention intervals (a line per tier saving when there are
+several), dense is a star, and coinciding points share one label. The plot
+is rendered to bytes, so the command writes it with the table and the JSON
+as one set (``cli.outputs``). matplotlib (the demo extra) is imported only
+in :func:`render_plot`, and the PNG carries no ``Software`` metadata, so it
+changes only when matplotlib's rendering does.
 """
 
 from __future__ import annotations

@@ -1,30 +1,14 @@
 """The pool size of a run: given in blocks, in tokens, as a share of the working set, or unbounded.
 
-A sweep over memory pressure reads naturally in tokens or as a share of what
-the workload could ever reuse, not in blocks, whose meaning changes with
-every geometry's block sizes. :class:`PoolSize` is what the command line
-asked for; :meth:`PoolSize.blocks` turns it into the engine's one shared
-pool of blocks for one geometry and one workload:
-
-* ``blocks N``: ``N`` blocks, whatever the geometry (``--blocks N``).
-* ``tokens N``: room for ``N`` tokens in every group at once:
-  ``1 + sum_g ceil(N / B_g)`` (the one is the null block).
-* ``fraction F``: ``F`` of the working set, at least 2 blocks: ``1 +
-  ceil(F * W)``, where ``W`` is :func:`working_set`, every distinct full
-  prompt block of every group (``sum_g`` of the distinct block hashes at
-  multiples of ``B_g``, hashed as the engine does, so equal hashes mean
-  equal prefixes). At ``F = 1`` every prompt block the trace could reuse
-  fits, but not necessarily the blocks of running requests and their
-  outputs: that is what ``unbounded`` is for.
-* ``unbounded``: every block any request could ever take, never freed:
-  ``1 + sum_requests sum_g (ceil((P + O) / B_g) + 1)`` (prompt, output, and
-  one block of lookahead), so the pool never runs out and nothing is ever
-  evicted.
-
-Rejected: an engine option that turns eviction off (the engine is not the
-simulator's to change, and a computed pool lets the memory guard see the
-size before anything is built) and a working set over prompt and output
-tokens (the engine's outputs are not known before it runs).
+Memory pressure reads naturally in tokens or as a share of what the workload
+could reuse, not in blocks, whose meaning changes with each geometry.
+:class:`PoolSize` is what the command line asked for; :meth:`PoolSize.blocks`
+turns it into the engine's one pool of blocks for a geometry and workload:
+``blocks N`` as given; ``tokens N``, room for ``N`` tokens in every group;
+``fraction F``, ``F`` of the working set (:func:`working_set`, every distinct
+full prompt block); ``unbounded``, every block any request could take, so
+nothing is ever evicted (a computed pool, not an engine switch, so the
+memory guard sees its size first).
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """Retention variants: a registered policy (or a user's) at one retention interval ``R``.
 
-A variant is a configuration of a policy from the one registry
-(``junction.reference.policies.registry``), not a policy of its own: the
-policy comes from ``resolve_policy`` by name, and ``R`` goes into the
-geometry. The simulator compares the registered retention policies
-(``Role.RETENTION``), and any other registered or ``module:attribute``
-policy asked for (``simulate --policy``, labelled by its name):
-
-* ``dense``: every materialised block is cached (``R`` is ignored: ``None``);
-* ``interval``: one checkpoint per ``R``-token segment plus the replay
-  boundary, never the junction (with ``R = 0``: vLLM before PR #47782);
-* ``junction``: the same, and the junction pinned (the default policy);
-* ``junction+decode``: that, and each finished request's decode checkpoint
-  (the next turn: docs/domain.md), Marconi's full admission.
-
-Rejected: a second name -> factory table here (it drifted from the registry
-once already).
+A variant configures a policy of the one registry
+(``junction.reference.policies.registry``), resolved by name, with ``R``
+going into the geometry; there is no second name -> factory table here. The
+simulator compares the registered retention policies (``Role.RETENTION``:
+``dense``, ``interval``, ``junction``) and any other registered or
+``module:attribute`` policy asked for (``simulate --policy``, labelled by its
+name), such as ``junction+decode``.
 """
 
 from __future__ import annotations

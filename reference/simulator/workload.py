@@ -1,24 +1,14 @@
 """The workload a simulation runs: sessions of turns, built in or from a trace.
 
-The simulator drives the engine in a closed loop (``workloads.drive``), so
-a workload here is grouped by session, not a flat arrival list: the built-in
-one regroups ``agent_sessions`` (which emits its sessions turn after turn),
-a token-id trace groups its lines by their ``session`` field, and a hash-id
-trace (which has no sessions) makes each request a session of its own, in
-timestamp order (file order among equal timestamps), its prompt built from
-its ids by ``workloads.hash_prompts`` only when it is submitted (a turn is a
-``workloads.sessions.Turn``: the trace's 145 million prompt tokens are never
-all in memory at once). ``source`` says where it came from in words, for the
-report. A workload whose every turn has a time can also be replayed at those
-times (``timestamped``). Rejected for hash-id traces: grouping requests by
-their leading hash id (a shared system prompt would chain unrelated users
-into one long session, serialising them).
-
-The system-prompt hit rate needs the system prompt, which a trace does not
-mark: it is taken as the longest prefix every prompt starts with, computed
-once (from the ids for a hash-id trace: distinct ids differ at their first
-token, so the prompts agree exactly on their common leading ids, up to the
-shortest prompt).
+The simulator drives the engine in a closed loop, so a workload is grouped
+by session: the built-in one by its sessions, a token-id trace by its
+``session`` field, and a hash-id trace (no sessions) one request per
+session in timestamp order, each prompt built only when submitted (the
+trace's 145 million tokens are never all in memory). Grouping hash-id
+requests by their leading id is not done: a shared system prompt would chain
+unrelated users into one serialised session. The system prompt, which a
+trace does not mark, is taken as the longest prefix every prompt starts
+with.
 """
 
 from __future__ import annotations

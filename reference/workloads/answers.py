@@ -1,29 +1,15 @@
 """Answers a trace does not record, reconstructed from the turns that resend them.
 
-A trace records prompts and output lengths, not what was answered; the
-engine makes up its own output tokens, so a conversation's next turn, which
-resends the previous prompt and its answer, shares only the prompt with it
-(the answer it resends is the real one, not the engine's). This optional
-reconstruction gives a request the answer its *continuation* carries: a
-later request whose prompt extends this one's carries, right after it, the
-tokens at those positions, and they become the request's scripted answer
-(``Engine.submit(answer=)``), up to its output length.
-
-* Token-id traces: the continuation is the next turn of the same session,
-  when its prompt starts with this turn's prompt.
-* Hash-id traces (Mooncake): ids are per 512-token block, and a prompt's
-  last, partial block has an id of its own, which its continuation's full
-  block there does not share. The continuation is the earliest later request
-  (by timestamp) whose ids agree on this request's whole blocks and whose
-  prompt reaches past this one's end by its whole output; this request's
-  partial block is then rebuilt from the continuation's block (the same
-  text, cut), so its prompt is a prefix of its continuation's. A request
-  whose whole blocks match a later sibling's without being its turn (two
-  users of one system prompt and a short message) is taken for one: the
-  trace cannot tell them apart, so the count this reports is an upper bound
-  of real continuations.
-
-Without the option a replay is exactly as before: no answer, no rebuilt block.
+A trace records prompts and output lengths, not answers, so the engine's
+made-up output shares nothing with the next turn, which resends the real
+answer. This optional reconstruction gives a request the tokens its
+*continuation* carries right after its prompt, as its scripted answer
+(``Engine.submit(answer=)``): for a token-id trace, the session's next turn
+when it extends this prompt; for a hash-id trace, the earliest later request
+agreeing on this one's whole blocks and reaching past its end (a partial
+last block is rebuilt from it). Two users of one system prompt can look like
+a continuation, so the count reported is an upper bound. Without the option
+a replay is unchanged.
 """
 
 from __future__ import annotations

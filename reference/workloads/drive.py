@@ -1,30 +1,16 @@
 """The ways of driving an engine with a workload, on a modelled clock.
 
-* :func:`run_workload` (open loop in engine steps): each arrival comes in
-  its gap of engine steps after the previous one; the tests and the engine
-  benchmark use it, optionally checking the engine's invariants each step.
-* :func:`run_sessions` (closed loop, like agents): ``concurrency`` sessions
-  are open at a time, each sends its next turn once the previous one has
-  finished, and a new session opens when one ends.
-* :func:`run_trace` (open loop in time): each request arrives at its
-  timestamp on the engine's clock, whether or not earlier ones finished.
-* :func:`run_sequential`: one request at a time, each sent once the previous
-  one finished: nothing competes for the pool, the upper bound of reuse.
+* :func:`run_workload`: open loop in engine steps (the tests, the engine
+  benchmark);
+* :func:`run_sessions`: closed loop, ``concurrency`` sessions open at once,
+  each sending its next turn when the previous one finished;
+* :func:`run_trace`: open loop in time, each request at its timestamp;
+* :func:`run_sequential`: one request at a time, the upper bound of reuse.
 
 The last three step the engine through :class:`Timeline`, which advances a
-clock by ``step_time.StepTimeModel`` from what each step scheduled and
-records each request's queueing (arrival to the start of its first
-scheduled step) and time to first token (arrival to the end of the step
-that computed its last prompt token). The engine is not changed for this:
-the driver reads the chunks ``engine.step()`` returns.
-
-A closed loop can wait forever on a request the pool cannot hold (even
-alone, or never admitted); the timeline detects that and raises
-:class:`PoolTooSmall` with the request and the pool, instead of spinning.
-Rejected: a step limit (any fixed limit is either too small for a long
-trace or a long hang for a stuck one), and timing in the engine (another
-clock inside the reference engine, which the promise tests run thousands of
-times, for a number only the simulator reports).
+clock by ``step_time.StepTimeModel`` and records each request's queueing and
+time to first token from the chunks ``engine.step()`` returns. A request the
+pool can never hold raises :class:`PoolTooSmall` instead of waiting forever.
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
 """Prompt tokens for a hash-id trace, built from its ids so block hashing sees its sharing.
 
-A hash-id trace (``workloads.mooncake``) records which 512-token blocks two
+A hash-id trace (``workloads.mooncake``) records which 512-token blocks
 prompts share, not their tokens. :func:`block_tokens` gives each id its 512
-tokens as a pure function of the id alone: the first token is the id itself
-(ids are below ``2**31``, the token-id range), so distinct ids differ from
-their first token on; the other 511 are drawn from ``random.Random(id)``
-(seeded with an int, stable across Python versions and runs) in ``[0,
-256)``. :meth:`PromptBuilder.prompt` concatenates a request's blocks and
-cuts the last one to ``input_length``. Two prompts then agree on exactly the
-leading blocks whose ids agree and differ at the first token of the first id
-that does not, so the engine's own prefix hashing, at any block size, finds
-exactly the sharing the trace records (a chained hash carries that first
-difference into every later block, whatever the later tokens are).
-
-Memory is what decides the rest, on a trace of 145 million prompt tokens:
-
-* the 511 drawn tokens are below 256, CPython's shared small ints, so a
-  prompt costs its 8-byte pointers and no int objects (drawn from
-  ``[0, 2**31)`` they cost 36 bytes a token, about 5 GB for the trace);
-* an id's tokens are kept in a bounded cache (:data:`CACHED_BLOCKS`, most
-  recently used), enough for a conversation's turns to share them, never the
-  whole trace's;
-* a replay builds each prompt when its request is submitted
-  (:class:`HashArrival`), not all of them up front.
-
-Rejected: hashing ``(id, position)`` with ``hashlib`` per token (about ten
-times slower) and a vocabulary-sized id space (ids would have to be
-remapped, losing the trace's own numbering).
+tokens as a pure function of the id: the id itself first (so distinct ids
+differ from their first token on), then 511 tokens below 256 drawn from
+``random.Random(id)``. :meth:`PromptBuilder.prompt` concatenates a request's
+blocks and cuts the last to ``input_length``, so the engine's prefix hashing,
+at any block size, finds exactly the sharing the trace records. Tokens below
+256 are CPython's shared small ints, an id's tokens are cached (bounded) and
+a prompt is built only when submitted, so a 145-million-token trace fits in
+memory (docs/design/hash-prompt-tokens.md).
 """
 
 from __future__ import annotations

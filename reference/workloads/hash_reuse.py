@@ -1,29 +1,13 @@
 """What a hash-id trace allows, computed from its ids alone: its reuse and its working set.
 
-Two prompts built by ``hash_prompts`` agree on their leading equal ids and
-differ at the first token of the first unequal id, so the tokens they share
-are ``min(512 m, P_a, P_b)`` for ``m`` leading equal ids (the shorter prompt
-ends inside its last, partial, block). An :class:`IdTrie` keeps, for every id
-prefix seen (a node), the most tokens a prompt covered under it; both
-figures follow without building a token:
-
-* :func:`reusable_tokens`: a replay with an unbounded pool, one request at a
-  time and every block retained (dense) hits, for each request, the longest
-  prefix its prompt shares with an earlier prompt, in whole blocks, at most
-  ``P - 1`` tokens (a lookup keeps the last prompt token to compute). This
-  is an upper bound of what any policy hits, and exactly what dense hits
-  when nothing competes for the pool. The trace's README states a coarser
-  version (``512 k`` for a leading run of ``k`` ids seen anywhere earlier),
-  equal to this one on the conversation trace.
-* :func:`distinct_blocks`: the distinct full prompt blocks of ``B`` tokens
-  (the pool's working set for one group): a block ending at token ``e`` is
-  identified by the id prefix covering it, ``ceil(e / 512)`` ids, and ``e``;
-  a node at depth ``d`` covering ``c`` tokens holds the block ends in
-  ``(512 (d - 1), c]``.
-
-Rejected: computing them by hashing the built prompts (145 million tokens,
-half a minute per geometry, and the reuse figure would share the engine's
-hashing, which is what it checks).
+Two prompts built by ``hash_prompts`` share ``min(512 m, P_a, P_b)`` tokens
+for ``m`` leading equal ids, so an :class:`IdTrie` of id prefixes gives,
+without building a token: :func:`reusable_tokens`, what dense hits with an
+unbounded pool and one request at a time (an upper bound of any policy's
+hits), and :func:`distinct_blocks`, the distinct full prompt blocks of ``B``
+tokens (a group's working set). Computed from the ids, not by hashing built
+prompts, so the reuse figure does not share the engine's hashing, which is
+what it checks.
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """Hash-id traces (the Mooncake format): prompts recorded as prefix block ids, parsed strictly.
 
-One JSON object per line (blank lines are skipped), as the Mooncake FAST'25
+One JSON object per line (blank lines skipped), as the Mooncake FAST'25
 traces publish them::
 
     {"timestamp": 0, "input_length": 1030, "output_length": 12, "hash_ids": [7, 8, 9]}
 
-* ``timestamp``: arrival time in milliseconds from the trace's start, an int
-  ``>= 0``; kept in the record (the closed-loop replay does not use it).
-* ``input_length``: prompt tokens, an int in ``[1, 2**31)``.
-* ``output_length``: generated tokens, an int in ``[1, 2**20]``.
-* ``hash_ids``: one id per :data:`HASH_BLOCK_TOKENS`-token block of the
-  prompt (the last may be partial), ints in ``[0, 2**31)``: exactly
-  ``ceil(input_length / 512)`` of them. Two prompts with equal leading ids
-  share that prefix.
-
-Every field is required and no other is allowed; an error names the file,
-the line and the field (a ``hash_ids`` of the wrong length says how many
-``input_length`` needs). JSON itself is decoded by ``trace.decode_line``, so
-this format is as strict as the token-id one about long ints, deep nesting
-and duplicated keys. Prompt tokens are built from the ids by
-``workloads.hash_prompts``. Rejected: accepting a ``hash_ids`` longer or
-shorter than the prompt needs (a replay would invent or drop sharing the
-trace never recorded) and float timestamps (the published traces have none;
-an int keeps arrival order exact).
+Every field is required and no other allowed: ``timestamp`` an int ms
+``>= 0``, ``input_length`` in ``[1, 2**31)``, ``output_length`` in
+``[1, 2**20]``, and exactly ``ceil(input_length / 512)`` ``hash_ids`` in
+``[0, 2**31)`` (a replay must not invent or drop sharing). An error names the
+file, the line and the field; lines are decoded by ``trace.decode_line``, as
+strict as the token-id format. Prompt tokens come from ``workloads.hash_prompts``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """The engine's clock: a model of how long one step takes, from what it scheduled.
 
-The reference engine computes no tensors, so a replay's times are modelled:
-each ``engine.step()`` returns its chunks ``(request, start, tokens)`` and
-:meth:`StepTimeModel.step_ms` turns them into milliseconds:
-
-* ``step_ms``: a fixed cost per step (launch, scheduling, sampling);
-* ``prefill_token_us``: per prefill token (the weights' matmuls);
-* ``attention_us_per_ktoken``: per prefill token, per 1,000 tokens of
-  context before it (attention's quadratic part): a chunk of ``t`` tokens
-  from ``s`` costs it on ``t * s + t * (t - 1) / 2`` tokens of context;
-* ``decode_row_us``: per decode row (a one-token chunk past the prompt).
-
-The defaults are illustrative, not measured: roughly a 3B-parameter hybrid
-model on one H100-class GPU (100,000 prefill tokens a second before
-attention; 16,000 tokens of context double a prefill token's cost; a decode
-row 50 microseconds), chosen so that one modelled engine keeps up with the
-Mooncake conversation trace (about 40,000 prompt tokens a second) with room
-to queue. Set them for your model and hardware; the report states them.
-Rejected: a per-layer model (the geometry's groups are not its layer
-counts), and decode rows that grow with context (a second coefficient nobody
-here could calibrate).
+The reference engine computes no tensors, so times are modelled:
+:meth:`StepTimeModel.step_ms` turns a step's chunks into milliseconds from a
+fixed cost per step (``step_ms``), a cost per prefill token
+(``prefill_token_us``), attention's quadratic part per prefill token and
+1,000 tokens of context (``attention_us_per_ktoken``) and a cost per decode
+row (``decode_row_us``). The defaults are illustrative, not measured:
+roughly a 3B hybrid on one H100-class GPU, so that one modelled engine keeps
+up with the Mooncake conversation trace; set them for your model and
+hardware (the report states them).
 """
 
 from __future__ import annotations

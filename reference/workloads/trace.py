@@ -1,36 +1,17 @@
 """Request traces: JSON Lines files of token-id prompts, parsed strictly.
 
-One JSON object per line (blank lines are skipped)::
+One JSON object per line (blank lines skipped), documented for users in
+``docs/trace-format.md``::
 
     {"prompt": [101, 7, 7, 42], "output_tokens": 8, "session": "agent-1"}
 
-* ``prompt`` (required): a non-empty list of token ids, ints in ``[0, 2**31)``.
-* ``output_tokens`` (optional, default 16): tokens to generate, an int ``>= 1``.
-* ``session`` (optional): a string or int. Lines of one session are its turns,
-  sent in file order, each once the previous turn has finished; a line
-  without one is a session of its own. Sessions start in the order they
-  first appear.
-
-Anything else is an error naming the file, the line and the field: a line
-that is not a JSON object, a missing or unknown field, a wrong type, a
-negative or too large token id. The format is documented for users in
-``docs/trace-format.md``.
-
-What JSON allows but a trace must not contain is rejected too, before or
-while parsing, so it never reaches the interpreter's own limits as a
-traceback: an integer of more than :data:`MAX_INT_DIGITS` digits (CPython's
-decoder refuses more than 4,300 digits with a ``ValueError``; only then is
-the line decoded again with a hook that keeps the length, since a Python
-call per int would double the time of every trace), nesting deeper than
-:data:`MAX_DEPTH` (the decoder recurses and would raise ``RecursionError``;
-the depth is counted on the brackets outside strings, which a regular
-expression finds at C speed, and only on lines with that many brackets),
-and a key given twice (``json`` keeps the last one silently). Session ids are strings
-or ints compared as written, so ``1`` and ``"1"`` would be two sessions; a
-trace that names one session both ways is an error naming both lines.
-Rejected: merging them by their text (a trace that means two sessions would
-be merged silently) and accepting only strings (ints are the natural id of
-most exported traces).
+``prompt`` is required (token ids in ``[0, 2**31)``); ``output_tokens``
+(default 16) and ``session`` (a string or int: a session's lines are its
+turns, in file order) are optional. Anything else is an error naming the
+file, the line and the field, including what JSON allows but a trace must
+not hold (huge ints, deep nesting, a key given twice, one session named as
+both ``1`` and ``"1"``), so none reaches the interpreter's limits as a
+traceback (docs/design/strict-traces.md).
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
 """Reading a trace file: gzip or plain, and which format it is (one record per format).
 
 Each format is one :class:`TraceFormat` of :data:`FORMATS`: how to tell it
-from the fields of the file's first non-blank line, its parser, and one line
-saying what it is. The first whose ``detect`` accepts that line parses the
-file: a line with any of ``timestamp``, ``input_length``, ``output_length``
-or ``hash_ids`` is a hash-id trace (``workloads.mooncake``), anything else a
-token-id trace (``workloads.trace``), whose parser then names what is wrong.
-Adding a format is one record (docs/architecture.md, "Walk-through: adding
-a trace format"); its parser returns one of the two request kinds, which
-the simulator already runs.
-A file is gzip when it starts with gzip's magic bytes, whatever its name.
-The decompressed text is capped (``max_bytes``): a small compressed file can
-expand without bound, and the cap turns that into one error line instead of
-an exhausted machine. Rejected: detecting by file name (a ``.jsonl`` that is
-gzipped, or the reverse, would fail obscurely) and by trying one parser then
-the other (a malformed line would be reported against the wrong format).
+from the fields of the file's first non-blank line, its parser and a line
+saying what it is. A line with a hash-id field is a hash-id trace
+(``workloads.mooncake``), anything else a token-id trace
+(``workloads.trace``), whose parser names what is wrong. Adding a format is
+one record (docs/architecture.md, "Walk-through: adding a trace format"). A
+file is gzip when it starts with gzip's magic bytes, whatever its name, and
+the decompressed text is capped (``max_bytes``) so a small file cannot
+expand without bound. Detection by content, not by name or by trying each
+parser: a malformed line is reported against the right format.
 """
 
 from __future__ import annotations

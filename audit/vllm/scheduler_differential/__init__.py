@@ -1,26 +1,15 @@
 """vLLM 0.33.0's real ``Scheduler`` as shipped against the drop-in, step by step.
 
 Two schedulers of one layout (:mod:`audit.vllm.scheduler`) run one seeded
-multi-turn workload (:func:`workload`: shared system prompts, forks, resends,
-extensions, prefixes cut on the hash and scheduler grids, aborts; a pool
-small enough to evict and preempt) in lockstep: vLLM's own code in one, the
-drop-in in the other (installed for its steps only). After every step the two
-are compared (:class:`StepRecord`: tokens scheduled per request, each lookup's
-hit and junction, preempted and finished requests, the hashes each group
-holds in its cache). The first step where they differ ends the comparison of
-that run; the drop-in's scheduler runs the workload to its end regardless, so
-an exception anywhere is seen.
-
-Alongside, a shadow asks the drop-in every question vLLM's scheduler answers
-on vLLM's own state: each lookup, split and mask call of the shipped
-scheduler is also put to the drop-in's adapter, with the same arguments on the
-same pool. A lookup where they differ is judged by the first-principles
-oracle (``reference/oracle``) on that pool: the drop-in's ``(h, J)`` must be
-the oracle's, and vLLM's answer must be what one of its documented lookup
-departures (``audit.vllm.lookup_model``, findings 8 to 11 of docs/findings.md)
-produces, which names the finding; the same hit taken from another block is
-judged by what the block holds (finding 12). Anything else, a split or mask
-that differs, or an exception, is an :class:`Unclassified` difference.
+multi-turn workload (:func:`workload`: shared prompts, forks, resends,
+aborts, a pool small enough to evict and preempt) in lockstep, vLLM's own
+code in one and the drop-in in the other, compared after every step
+(:class:`StepRecord`). Alongside, a shadow puts every lookup, split and mask
+call of the shipped scheduler to the drop-in's adapter on the same pool. A
+lookup where they differ is judged by the first-principles oracle: the
+drop-in's answer must be the oracle's, and vLLM's must be one of its
+documented departures (``audit.vllm.lookup_model``, docs/findings.md), which
+names the finding. Anything else is an :class:`Unclassified` difference.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """``python -m junction.audit.vllm.suite``: vLLM 0.33.0's own tests with the core swapped in.
 
-Prints ``vLLM 0.33.0 tests with the core swapped in: N passed, M failed (of T
-exercising the three decisions)``, then every test that did not pass with
-its reason (for a refusal, the option the core cannot express, from the
-:class:`~junction.dropin.UnsupportedOption` it raised), grouped by
-reason. Exits 0 only when the suite's rule holds (:mod:`.suite`: every
-counted test passes, or differs where its expectation encodes a recorded
-finding, :mod:`.expected`); 1 otherwise, or with one line when a run could
-not be made (no network for a first download, a test process that
-crashed); 2 for a usage error. ``--cache`` holds the sdist, the unpacked
-tests, the offline model configuration and the run reports (git-ignored;
-reused).
-
-Without vLLM installed it prints why and exits 0, as the audit's tests skip,
-unless ``--require-vllm`` is given (CI): there its absence exits 1. It is part of ``make verify``.
+Prints the passed and failed counts of the tests exercising the three
+decisions, then every test that did not pass with its reason, grouped.
+Exits 0 only when the suite's rule holds (:mod:`.suite`); 1 otherwise, or
+with one line when a run could not be made; 2 for a usage error. ``--cache``
+holds the sdist, the unpacked tests, the offline model configuration and
+the reports (reused). Without vLLM installed it prints why and exits 0, as
+the audit's tests skip, unless ``--require-vllm`` (CI) makes that 1. It is
+part of ``make verify``.
 """
 
 from __future__ import annotations

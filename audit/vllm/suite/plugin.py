@@ -1,21 +1,13 @@
 """The pytest plugin the suite runs vLLM's tests under (``-p junction.audit.vllm.suite.plugin``).
 
-``--junction-mode=count`` leaves vLLM's decisions in place but wraps each of
-the three decision points in a counter that calls the original, so the run is
-unmodified vLLM that also records which points each test calls (the
-selection is made from this, mechanically). ``--junction-mode=dropin``
-installs the core (:mod:`junction.dropin`) before collection and
-checks after every test that it is still installed (a test that put vLLM's
-code back would otherwise pass on vLLM's answers).
-
-``--junction-shard=INDEX/COUNT`` keeps every COUNT-th collected test from
-the INDEX-th, so COUNT processes side by side split a run evenly.
-
+``--junction-mode=count`` wraps each of the three decision points in a
+counter that calls the original, recording which points each test calls;
+``--junction-mode=dropin`` installs the core (:mod:`junction.dropin`) before
+collection and checks after every test that it is still installed.
+``--junction-shard=INDEX/COUNT`` keeps every COUNT-th test from the INDEX-th.
 Each test's :class:`~junction.audit.vllm.suite.outcome.TestOutcome` is
-appended to ``--junction-report`` as a JSON line as soon as it ends, so a
-run cut short still reports what it finished. A failure carries the
-:class:`~junction.dropin.UnsupportedOption` it raised, found anywhere
-in the exception chain (vLLM's code may re-raise it wrapped).
+appended to ``--junction-report`` as a JSON line as soon as it ends, with any
+:class:`~junction.dropin.UnsupportedOption` found in its exception chain.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """The suite: which vLLM tests exercise the three decisions, and how they fare with the core.
 
-1. Count run: every test of :data:`~.workspace.TEST_FILES` against
-   unmodified vLLM, the decision points wrapped in counters. The tests that
-   called one are the suite (selected mechanically, by what they call).
-2. Drop-in run: those tests again with the core installed.
-
-:func:`judge` turns the two runs' outcomes into verdicts (a pure function
-of recorded outcomes and the two tables of :mod:`.expected`, so the rule is
-tested without vLLM or its tests), and :attr:`SuiteResult.ok` is the rule
-``make vllm-suite`` (and so ``make verify``) exits by:
-
-* every selected test passes against unmodified vLLM, except the ones
-  recorded in :data:`~.expected.FAILS_WITHOUT_THE_CORE`, which must still
-  fail and are left out of the count;
-* with the core, every counted test passes, or fails where its test is in
-  :data:`~.expected.EXPECTED_TO_DIFFER` under a recorded finding. A refusal
-  (:class:`~junction.dropin.UnsupportedOption`) is a failure like any
-  other: the core not expressing what vLLM decides is a gap, not an excuse.
-  A test skipped with the core that passed without it is a failure too (it
-  proved nothing);
-* neither table names a test the count run did not select, and no excuse
-  is stale (its test passes with the core).
-
-Why the selection is redone on every run instead of committed: a list
-would silently go stale if vLLM's tests or the decision points changed, and
-the count run is also the unmodified baseline the drop-in run is judged
-against, so it costs nothing extra.
+A count run of every test of :data:`~.workspace.TEST_FILES` on unmodified
+vLLM, the decision points wrapped in counters, selects the tests that call
+one; a drop-in run repeats them with the core installed. :func:`judge` (a
+pure function of the two runs' outcomes and :mod:`.expected`'s tables) gives
+the verdicts, and :attr:`SuiteResult.ok` is the rule ``make vllm-suite``
+exits by: every selected test passes without the core (except the recorded
+ones) and with it (except recorded findings); a refusal or a skip that
+proves nothing is a failure; a stale excuse is an error. The selection is
+redone every run: a committed list would go stale, and the count run is the
+baseline anyway.
 """
 
 from __future__ import annotations

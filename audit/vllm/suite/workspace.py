@@ -1,29 +1,14 @@
 """vLLM 0.33.0's own tests, unpacked from its PyPI sdist, ready to run offline.
 
-Why the sdist: vLLM's wheel ships no tests; its sdist does. Why not
-``pip download --no-binary :all: vllm==0.33.0``: pip builds the sdist's
-metadata before it keeps the file, and that build needs CUDA tooling, so on a
-CPU machine it fails and deletes the archive. So the archive is fetched from
-the package index pip is configured with (``pip config get
-global.index-url``, else PyPI), through the index's simple API (its JSON
-form, PEP 691, or its HTML one, PEP 503), and checked against the sha256
-pinned here and the one the index lists. It is cached: repeated runs never download.
-
-Only what the selected test files import is unpacked (``tests/v1/core`` and
-the kv-connector test helpers it imports), not vLLM's top-level
-``tests/conftest.py``, which needs model-test dependencies (PIL, tblib,
-hub access) none of these tests use. vLLM's ``pyproject.toml`` comes along
-for its pytest markers.
-
-The scheduler tests build a ``ModelConfig`` for ``facebook/opt-125m``; with
-``HF_HUB_OFFLINE=1`` the hub client resolves it from the cache folder, so
-:func:`prepare` writes that model's configuration there with transformers'
-own ``OPTConfig`` (its defaults are opt-125m's), no download. It names the
-architecture as the published file does (``OPTForCausalLM``): without it
-vLLM resolves the bare ``OPTModel``, a pooling model, whose scheduler
-reserves no sampled token per step, and the scheduler tests then run a
-different scheduler than they were written for (two spec-decode padding
-tests failed that way against unmodified vLLM).
+vLLM's wheel ships no tests; its sdist does. ``pip download`` would build the
+sdist's metadata, which needs CUDA tooling, so the archive is fetched from
+the index pip is configured with through its simple API, checked against the
+sha256 pinned here and the index's, and cached. Only what the selected test
+files import is unpacked. The scheduler tests build a ``ModelConfig`` for
+``facebook/opt-125m``: :func:`prepare` writes that configuration into the
+hub cache with transformers' ``OPTConfig`` (no download), naming the
+architecture ``OPTForCausalLM`` as the published file does, so vLLM runs the
+scheduler a generating model gets.
 """
 
 from __future__ import annotations
