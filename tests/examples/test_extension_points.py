@@ -22,6 +22,7 @@ from junction.audit import engines
 from junction.audit.pins import Pin, public_version
 from junction.audit.record import AuditedEngine
 from junction.reference.cli.main import main
+from junction.reference.errors import InvalidValue
 from junction.reference.harness import findings
 from junction.reference.policies import registry
 from junction.reference.policies.builtin import JunctionPolicy
@@ -255,6 +256,12 @@ def test_an_added_engine_gets_its_require_option_and_skip_rule(
     assert reason.startswith("Toy audit: Toy ") and "run `make audit-toy-setup`" in reason
     with pytest.raises(pytest.UsageError, match="--require-toy is given but Toy"):
         skip_missing_engines(_Options({"--require-toy"}), items)  # type: ignore[arg-type]
+
+
+def test_an_engines_name_must_make_its_markers() -> None:
+    # reference.harness.findings keeps a section whose markers match [a-z0-9-]+.
+    with pytest.raises(InvalidValue, match="name='Toy': an engine's name is lowercase"):
+        attrs.evolve(TOY, name="Toy")
 
 
 def test_the_engines_compatibility_policies_are_the_registrys() -> None:
