@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -267,3 +268,13 @@ def test_an_engines_name_must_make_its_markers() -> None:
 def test_the_engines_compatibility_policies_are_the_registrys() -> None:
     named = [name for engine in engines.ENGINES for name in engine.policies]
     assert sorted(named) == sorted(policy_names(Role.COMPATIBILITY))
+
+
+def test_every_engine_row_names_its_extra_pin_and_tests() -> None:
+    root = Path(__file__).resolve().parents[2]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    for engine in engines.ENGINES:
+        pin = engine.pin
+        assert f"{pin.distribution}=={pin.version}" in extras[pin.extra], engine.name
+        assert (root / engine.tests).is_dir(), engine.name
