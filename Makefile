@@ -18,22 +18,27 @@ BOUND ?= 4
 
 .PHONY: check results setup verify verify-gpu lint typecheck test fuzz zoo findings bench bench-kernels bench-engine bench-replay exhaustive sweep kernel-sweep demo demo-trace mutmut clean audit-setup audit-vllm audit-findings bench-audit check-install audit-sglang-setup audit-sglang vllm-suite vllm-engine bench-dropin
 
-# The `audit` extra of pyproject.toml (vLLM 0.33.0 and what its import needs,
-# torch pinned), installed with --no-deps: vLLM's own requirements are GPU-only.
-AUDIT_PACKAGES = $(shell $(PYTHON) -c "import tomllib; \
-	print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['audit']))")
-
-# The `audit-sglang` extra (SGLang 0.5.23 and what importing its cache needs),
-# installed --no-deps after the vLLM audit's packages, which its imports reach.
-AUDIT_SGLANG_PACKAGES = $(shell $(PYTHON) -c "import tomllib; \
-	print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['audit-sglang']))")
+# Every audited engine's extra of pyproject.toml, in its order: `audit` (vLLM
+# 0.33.0 and what its import needs, torch pinned), `audit-sglang` (SGLang
+# 0.5.23 and what importing its cache needs, after vLLM's, which its imports
+# reach), any further `audit-NAME`; each installed --no-deps: the engines' own
+# requirements are GPU-only.
+AUDIT_EXTRAS = $(shell $(PYTHON) -c "import tomllib; \
+	extras = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; \
+	print(' '.join(e for e in extras if e == 'audit' or e.startswith('audit-')))")
+audit_packages = $(shell $(PYTHON) -c "import tomllib; \
+	print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['$(1)']))")
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray]"
-	$(PY) -m pip install --quiet --no-deps $(AUDIT_PACKAGES)
-	$(PY) -m pip install --quiet --no-deps $(AUDIT_SGLANG_PACKAGES)
+	$(foreach extra,$(AUDIT_EXTRAS),$(PY) -m pip install --quiet --no-deps $(call audit_packages,$(extra)) &&) true
 	touch $(STAMP) $(DEMO_STAMP)
+
+# `make audit-setup`, `make audit-sglang-setup` (`make EXTRA-setup`, the skip
+# reason of an engine's tests names it): one engine's extra reinstalled alone.
+$(AUDIT_EXTRAS:%=%-setup): %-setup: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps $(call audit_packages,$*)
 
 # The demo's install: a subset of the full one, so a full setup also stamps it.
 $(DEMO_STAMP): pyproject.toml
@@ -189,9 +194,6 @@ mutmut: $(STAMP)
 # The vLLM 0.33.0 audit (also part of `make test`, which skips it only where
 # vLLM is absent; here its absence is an error). `audit-setup` reinstalls the
 # audit packages alone; `audit-findings` regenerates its docs/findings.md section.
-audit-setup: $(STAMP)
-	$(PY) -m pip install --quiet --no-deps $(AUDIT_PACKAGES)
-
 audit-vllm: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --require-vllm \
 		--hypothesis-show-statistics tests/audit
@@ -236,9 +238,6 @@ bench-audit: $(STAMP)
 # skips it only where SGLang is absent; here its absence is an error).
 # `audit-sglang-setup` reinstalls its packages alone; `audit-findings` also
 # regenerates its docs/findings.md section.
-audit-sglang-setup: $(STAMP)
-	$(PY) -m pip install --quiet --no-deps $(AUDIT_SGLANG_PACKAGES)
-
 audit-sglang: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --require-vllm --require-sglang \
 		--hypothesis-show-statistics tests/audit/sglang

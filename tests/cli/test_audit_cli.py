@@ -14,6 +14,7 @@ import errno
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -33,7 +34,9 @@ SECTION = f"{AUDIT_BEGIN}\n## vLLM 0.33.0 audit\nnew\n{AUDIT_END}\n"
 SGLANG_SECTION = f"{SGLANG_BEGIN}\n## SGLang 0.5.23 audit\nnew\n{SGLANG_END}\n"
 
 
-def stub_sections(monkeypatch: pytest.MonkeyPatch, vllm: object, sglang: object) -> None:
+def stub_sections(
+    monkeypatch: pytest.MonkeyPatch, vllm: Callable[[], str], sglang: Callable[[], str]
+) -> None:
     """Each engine's section rendered by a stand-in (no engine runs)."""
     stubbed = (attrs.evolve(VLLM, findings=vllm), attrs.evolve(SGLANG, findings=sglang))
     monkeypatch.setattr(engines, "ENGINES", stubbed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from junction.audit import engines
 from junction.audit.pins import Pin, public_version
 from junction.audit.record import AuditedEngine
 from junction.reference.cli.main import main
+from junction.reference.errors import InvalidValue
 from junction.reference.harness import findings
 from junction.reference.policies import registry
 from junction.reference.policies.builtin import JunctionPolicy
@@ -257,6 +259,22 @@ def test_an_added_engine_gets_its_require_option_and_skip_rule(
         skip_missing_engines(_Options({"--require-toy"}), items)  # type: ignore[arg-type]
 
 
+def test_an_engines_name_must_make_its_markers() -> None:
+    # reference.harness.findings keeps a section whose markers match [a-z0-9-]+.
+    with pytest.raises(InvalidValue, match="name='Toy': an engine's name is lowercase"):
+        attrs.evolve(TOY, name="Toy")
+
+
 def test_the_engines_compatibility_policies_are_the_registrys() -> None:
     named = [name for engine in engines.ENGINES for name in engine.policies]
     assert sorted(named) == sorted(policy_names(Role.COMPATIBILITY))
+
+
+def test_every_engine_row_names_its_extra_pin_and_tests() -> None:
+    root = Path(__file__).resolve().parents[2]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    for engine in engines.ENGINES:
+        pin = engine.pin
+        assert f"{pin.distribution}=={pin.version}" in extras[pin.extra], engine.name
+        assert (root / engine.tests).is_dir(), engine.name
