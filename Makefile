@@ -62,7 +62,7 @@ typecheck: $(STAMP)
 # REQUIRE=1 (CI): a missing vLLM, SGLang or Ray fails the tests that need it
 # instead of skipping them (pytest's --require-* options, tests/conftest.py).
 REQUIRE ?=
-REQUIRED = $(if $(REQUIRE),--require-vllm --require-sglang --require-ray)
+REQUIRED = $(if $(REQUIRE),--require-all)
 
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP)

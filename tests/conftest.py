@@ -1,11 +1,11 @@
 """The suite's options and Hypothesis profiles (tests/README.md says what runs where).
 
 Options (``pytest --help``, group "junction"): ``--require-vllm``,
-``--require-sglang`` (one per audited engine), ``--require-ray`` turn a
-missing optional install into an error instead of a skip (CI passes them
-all); ``--core MODULE`` and
-``--exhaustive-bound N`` (:mod:`tests.options`); ``--whole-trace`` runs the
-tests marked ``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
+``--require-sglang`` (one per audited engine) and ``--require-ray`` turn a
+missing optional install into an error instead of a skip; ``--require-all``
+gives them all (CI). ``--core MODULE`` and ``--exhaustive-bound N``
+(:mod:`tests.options`); ``--whole-trace`` runs the tests marked
+``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
 check``: few examples), ``ci`` (derandomized, no deadline), ``fuzz``,
 ``mutmut`` (``make mutmut``: derandomized, few examples, no shrinking).
 ``CI`` in the environment selects ``ci``; ``HYPOTHESIS_PROFILE`` overrides.
@@ -68,6 +68,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             action="store_true",
             help=f"fail, instead of skipping, the tests that need {name} where it is missing",
         )
+    group.addoption(
+        "--require-all",
+        action="store_true",
+        help="every --require-NAME above at once (CI: `make verify REQUIRE=1`)",
+    )
     group.addoption(
         "--core",
         default=options.core_module,

@@ -26,7 +26,7 @@ def skip_missing_engines(config: pytest.Config, items: list[pytest.Item]) -> Non
         reason = engine.missing_reason()
         if reason is None or not ours:
             continue
-        if config.getoption(engine.require_option):
+        if config.getoption(engine.require_option) or config.getoption("--require-all"):
             raise pytest.UsageError(f"{engine.require_option} is given but {reason}")
         skip = pytest.mark.skip(reason=f"{engine.pin.name} audit: {reason}")
         for item in ours:

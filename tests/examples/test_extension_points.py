@@ -257,6 +257,8 @@ def test_an_added_engine_gets_its_require_option_and_skip_rule(
     assert reason.startswith("Toy audit: Toy ") and "run `make audit-toy-setup`" in reason
     with pytest.raises(pytest.UsageError, match="--require-toy is given but Toy"):
         skip_missing_engines(_Options({"--require-toy"}), items)  # type: ignore[arg-type]
+    with pytest.raises(pytest.UsageError, match="--require-toy is given but Toy"):
+        skip_missing_engines(_Options({"--require-all"}), items)  # type: ignore[arg-type]
 
 
 def test_an_engines_name_must_make_its_markers() -> None:

@@ -20,7 +20,7 @@ def require_ray(config: pytest.Config) -> ModuleType:
     try:
         import ray
     except ImportError:
-        if config.getoption("--require-ray"):
+        if config.getoption("--require-ray") or config.getoption("--require-all"):
             pytest.fail(
                 "--require-ray is given but Ray is not installed "
                 "(`make setup` installs the ray extra)"
