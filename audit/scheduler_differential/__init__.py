@@ -44,10 +44,14 @@ from ..lookup_model import Quirks, model_reconcile
 from ..specs import vllm_geometry
 from ..vllm_env import vllm
 from ..vllm_scheduler import build_scheduler, make_request, model_output
+from . import connector as external
+from .connector import Connector, Loads
 
 __all__ = [
+    "Connector",
     "Finding",
     "Layout",
+    "Loads",
     "Report",
     "Request",
     "StepRecord",
@@ -84,7 +88,8 @@ class Unclassified(JunctionError, AssertionError):
 class Layout:
     """One hybrid configuration: its geometry, pool and per-step budget, and
     the engine options the scheduler runs with (lookahead hashes, a backend
-    writing internal prefill checkpoints on tiles of that many tokens)."""
+    writing internal prefill checkpoints on tiles of that many tokens, a KV
+    connector's external hits, :mod:`.connector`)."""
 
     name: str
     geometry: HybridGeometry
@@ -93,6 +98,7 @@ class Layout:
     max_num_seqs: int = 8
     hash_lookahead_tokens: int = 0
     prefill_checkpoint_alignment: int | None = None
+    connector: Connector | None = None
 
 
 @attrs.frozen
@@ -116,6 +122,7 @@ class StepRecord:
     preempted: tuple[str, ...]
     finished: tuple[str, ...]
     cached: tuple[frozenset[bytes], ...]  # per group: the hashes it holds
+    external: tuple[tuple[str, int, int], ...] = ()  # request, local hit shown, tokens
 
 
 @attrs.define
@@ -136,6 +143,7 @@ class Report:
     tokens_saved: int = 0  # hit tokens the drop-in's lookups find beyond vLLM's (shadow)
     hits_vllm: int = 0  # hit tokens over every lookup of vLLM's scheduler (lockstep)
     hits_dropin: int = 0  # the same in the drop-in's scheduler, on its own state
+    external_vllm: int = 0  # external tokens vLLM's scheduler's connector answered
     diverged_at: int | None = None  # the first step whose records differ
 
     def count(self, finding: Finding) -> None:
@@ -174,11 +182,13 @@ def layouts() -> list[Layout]:
         unit: int,
         lookahead: int = 0,
         checkpoints: int | None = None,
+        connector: Connector | None = None,
         **opts: Any,
     ) -> None:
         geometry = _geometry(groups, unit, **opts)
         budget = max(4 * geometry.scheduler_block_size, 64)
-        found.append(Layout(name, geometry, _POOL, budget, 8, lookahead, checkpoints))
+        layout = Layout(name, geometry, _POOL, budget, 8, lookahead, checkpoints, connector)
+        found.append(layout)
 
     for r in (None, 0, 32):
         add(f"full16+mamba16 R={r}", [full(16), mamba(16)], 16, retention_interval=r)
@@ -297,6 +307,90 @@ def layouts() -> list[Layout]:
         checkpoints=16,
         use_eagle=True,
     )
+    # A KV connector's external hits (.connector): loaded in the step,
+    # asynchronously, or restoring a lagging group's state (NIXL's path). Not
+    # that last with a sliding window on partial hits: vLLM 0.33.0 as shipped
+    # fails there, the drop-in or not (test_dropin_engine.py pins it).
+    sync, later = Connector(Loads.SYNC), Connector(Loads.ASYNC)
+    restoring = Connector(Loads.SYNC, restores_lagging_state=True)
+    add(
+        "connector sync full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        connector=sync,
+        retention_interval=0,
+    )
+    add("connector async full16+mamba16 R=None", [full(16), mamba(16)], 16, connector=later)
+    add(
+        "connector sync full16+mamba64 H=16 (partial) R=0",
+        [full(16), mamba(64)],
+        16,
+        connector=sync,
+        retention_interval=0,
+    )
+    add(
+        "connector async full16+mamba64 H=16 (partial)",
+        [full(16), mamba(64)],
+        16,
+        connector=later,
+    )
+    add("connector sync full16+window1/16", [full(16), window(16, 1)], 16, connector=sync)
+    add(
+        "connector async full16+window40/16 R=0",
+        [full(16), window(16, 40)],
+        16,
+        connector=later,
+        retention_interval=0,
+    )
+    add(
+        "connector sync full16+window40/16+mamba16 R=0",
+        [full(16), window(16, 40), mamba(16)],
+        16,
+        connector=sync,
+        retention_interval=0,
+    )
+    add(
+        "connector async EAGLE full16+window40/8 R=0",
+        [full(16), window(8, 40)],
+        8,
+        connector=later,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add(
+        "connector sync EAGLE draft=mamba full64+mamba64 H=16 (partial)",
+        [full(64, eagle_group=False), mamba(64)],
+        16,
+        connector=sync,
+        use_eagle=True,
+    )
+    add(
+        "connector sync checkpoints/16 full16+mamba64 H=16 (partial)",
+        [full(16), mamba(64)],
+        16,
+        checkpoints=16,
+        connector=sync,
+    )
+    add(
+        "connector restoring full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        connector=restoring,
+        retention_interval=0,
+    )
+    add(
+        "connector restoring full16+mamba64 H=16 (partial)",
+        [full(16), mamba(64)],
+        16,
+        connector=restoring,
+    )
+    add(
+        "connector restoring full16+window40/16+mamba16 R=0",
+        [full(16), window(16, 40), mamba(16)],
+        16,
+        connector=restoring,
+        retention_interval=0,
+    )
     return found
 
 
@@ -363,8 +457,10 @@ def _vllm_request(request: Request, layout: Layout) -> Any:
 class _Engine:
     """One scheduler running a workload, recording each step."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, seed: int, requests: Sequence[Request]) -> None:
         self.layout = layout
+        grid = layout.geometry.scheduler_block_size
+        connector = layout.connector
         self.scheduler = build_scheduler(
             layout.geometry,
             num_blocks=layout.num_blocks,
@@ -372,7 +468,14 @@ class _Engine:
             max_num_seqs=layout.max_num_seqs,
             hash_lookahead_tokens=layout.hash_lookahead_tokens,
             prefill_checkpoint_alignment=layout.prefill_checkpoint_alignment,
+            kv_transfer_config=(
+                None if connector is None else external.transfer_config(grid, connector)
+            ),
         )
+        self.connector = self.scheduler.connector
+        if self.connector is not None:
+            prompts = (request.prompt for request in requests)
+            external.seed(self.connector, prompts, random.Random(seed))
         self.lookups: list[tuple[str, int, int]] = []
         manager = self.scheduler.kv_cache_manager
         original = manager.get_computed_blocks
@@ -397,7 +500,10 @@ class _Engine:
         self.lookups.clear()
         scheduled = scheduler.schedule()
         preempted = tuple(sorted(getattr(scheduled, "preempted_req_ids", None) or ()))
-        outputs = scheduler.update_from_output(scheduled, model_output(scheduled, scheduler))
+        output = model_output(scheduled, scheduler)
+        if self.connector is not None:
+            output.kv_connector_output = external.finished_loads(scheduled)
+        outputs = scheduler.update_from_output(scheduled, output)
         finished = sorted(
             output.request_id
             for engine_outputs in outputs.values()
@@ -410,6 +516,7 @@ class _Engine:
             preempted,
             tuple(finished),
             self.cached(),
+            () if self.connector is None else tuple(external.external_answers(self.connector)),
         )
 
     def cached(self) -> tuple[frozenset[bytes], ...]:
@@ -593,9 +700,9 @@ def run_layout(
     requests = workload(layout, seed, count)
     if dropin.installed():
         raise RuntimeError("the differential run installs the drop-in itself: uninstall it first")
-    shipped = _Engine(layout)
+    shipped = _Engine(layout, seed, requests)
     with dropin.swapped_in(mode):
-        ours = _Engine(layout)
+        ours = _Engine(layout, seed, requests)
     _Shadow(shipped, mode, report)
     arrivals = sorted(requests, key=lambda r: r.arrival)
     aborts = sorted((r for r in requests if r.abort_at is not None), key=lambda r: r.abort_at or 0)
@@ -621,6 +728,7 @@ def run_layout(
             mine = ours.step()
         report.hits_vllm += sum(hit for _, hit, _ in theirs.lookups)
         report.hits_dropin += sum(hit for _, hit, _ in mine.lookups)
+        report.external_vllm += sum(tokens for _, _, tokens in theirs.external)
         if compared:
             if mine == theirs:
                 report.compared_steps += 1

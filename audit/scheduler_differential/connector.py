@@ -1,0 +1,227 @@
+"""A KV connector's external hits in vLLM 0.33.0's real ``Scheduler``, on CPU.
+
+vLLM's shipped connectors need their worker side (a GPU, a transfer engine or
+a store) before their scheduler side reports a hit, and its mock connector
+lives in its test suite, not in the wheel. So the differential run brings the
+smallest scheduler-side connector that vLLM builds from a
+``KVTransferConfig`` like any other (``kv_connector_module_path`` names this
+module; :func:`transfer_config`): :class:`StoreConnector` over an
+:class:`ExternalStore`, a tier of token prefixes on the scheduler's block grid.
+The tier holds what "another instance" computed (seeded from the workload,
+:func:`seed`) and, as an offloading connector saves, what this instance's
+finished requests computed.
+
+``get_num_new_matched_tokens(request, n)`` answers the tier's prefix beyond
+the block-aligned local hit ``n`` vLLM presents, ending on the grid below the
+request's last token (a token is always left to compute), so vLLM's path that
+combines the local lookup (the one the drop-in replaces) with external tokens
+runs: the partial local tail dropped when the tier reaches past it, the
+allocation with external tokens, the split given them. Loads are synchronous,
+or asynchronous (the request waits for its KV, :func:`finished_loads` is the
+worker's report, every load done within the step that started it).
+
+Why it subclasses ``SupportsHMA``: vLLM 0.33.0 turns the hybrid KV-cache
+manager off for a connector without it (``VllmConfig``: "Turning off hybrid
+kv cache manager because ``--kv-transfer-config`` selects a KV connector that
+does not support it"), which merges sliding windows into full attention and
+refuses Mamba hybrids; and ``KVConnectorFactory.create_connector`` raises for
+one when the manager is explicitly on. With it, every hybrid layout runs.
+
+vLLM is imported only when vLLM's factory asks this module for the class
+(module ``__getattr__``), so the audit still imports without vLLM.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import random
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "CONNECTOR",
+    "Connector",
+    "ExternalStore",
+    "Loads",
+    "external_answers",
+    "finished_loads",
+    "seed",
+    "transfer_config",
+]
+
+CONNECTOR = "StoreConnector"
+_REMOTE_SHARE = 0.3  # requests whose prompt prefix another instance computed
+
+
+class Loads(enum.Enum):
+    """How the connector loads its external tokens."""
+
+    SYNC = "sync"  # within the step that schedules the request
+    ASYNC = "async"  # the request waits for its KV (WAITING_FOR_REMOTE_KVS)
+
+
+@attrs.frozen
+class Connector:
+    """A layout's connector: how it loads, and whether it restores a lagging
+    group's state (``supports_divergent_local_hybrid_hits``, as vLLM's NIXL
+    and MoRIIO connectors do: vLLM then presents full attention's own hit,
+    ``find_longest_cache_hit_per_group``, and reconciles with the hybrid
+    lookup only when the groups disagree the other way or nothing external
+    comes)."""
+
+    loads: Loads
+    restores_lagging_state: bool = False
+
+
+@attrs.define
+class ExternalStore:
+    """Token prefixes held on a grid of ``grid`` tokens: every grid-aligned
+    prefix of whatever was saved (a prefix-closed set, as a chunked store is)."""
+
+    grid: int
+    held: set[tuple[int, ...]] = attrs.field(factory=set)
+
+    def save(self, tokens: Sequence[int]) -> None:
+        """Hold every grid-aligned prefix of ``tokens``."""
+        for end in range(self.grid, len(tokens) + 1, self.grid):
+            self.held.add(tuple(tokens[:end]))
+
+    def longest(self, tokens: Sequence[int], limit: int) -> int:
+        """The longest held prefix of ``tokens`` no longer than ``limit``."""
+        found = 0
+        for end in range(self.grid, limit + 1, self.grid):
+            if tuple(tokens[:end]) not in self.held:
+                break
+            found = end
+        return found
+
+
+def transfer_config(grid: int, connector: Connector) -> Any:
+    """vLLM's ``KVTransferConfig`` for :class:`StoreConnector` on ``grid``
+    (the scheduler's block size), behaving as ``connector`` says."""
+    from vllm.config.kv_transfer import KVTransferConfig
+
+    return KVTransferConfig(
+        kv_connector=CONNECTOR,
+        kv_connector_module_path=__name__,
+        kv_role="kv_both",
+        kv_connector_extra_config={
+            "grid": grid,
+            "load_async": connector.loads is Loads.ASYNC,
+            "divergent": connector.restores_lagging_state,
+        },
+    )
+
+
+def seed(connector: Any, prompts: Iterable[Sequence[int]], rng: random.Random) -> None:
+    """Fill ``connector``'s tier with what another instance computed: for
+    about one prompt in three, a prefix of it cut at a random length."""
+    store: ExternalStore = connector.store
+    for prompt in prompts:
+        if rng.random() < _REMOTE_SHARE:
+            store.save(prompt[: rng.randint(1, len(prompt))])
+
+
+def external_answers(connector: Any) -> list[tuple[str, int, int]]:
+    """The connector's answers since the last call: (request, the local hit
+    vLLM presented, the external tokens answered)."""
+    answers: list[tuple[str, int, int]] = connector.answers
+    taken = list(answers)
+    answers.clear()
+    return taken
+
+
+def finished_loads(scheduler_output: Any) -> Any:
+    """The worker side's report for a step: every asynchronous load the
+    step's connector metadata started is done (``None`` when there is none)."""
+    meta = scheduler_output.kv_connector_metadata
+    if meta is None or not meta.loads:
+        return None
+    from vllm.v1.outputs import KVConnectorOutput
+
+    return KVConnectorOutput(finished_recving=set(meta.loads))
+
+
+@functools.cache
+def _connector_class() -> type:
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import (
+        KVConnectorBase_V1,
+        KVConnectorMetadata,
+        SupportsHMA,
+    )
+
+    @attrs.define
+    class StoreMetadata(KVConnectorMetadata):  # type: ignore[misc]
+        loads: frozenset[str]
+
+    class StoreConnector(KVConnectorBase_V1, SupportsHMA):  # type: ignore[misc]
+        """The scheduler side of a connector over an :class:`ExternalStore`."""
+
+        def __init__(self, vllm_config: Any, role: Any, kv_cache_config: Any) -> None:
+            super().__init__(vllm_config, role, kv_cache_config)
+            extra = self._kv_transfer_config.kv_connector_extra_config
+            self.store = ExternalStore(int(extra["grid"]))
+            self.load_async = bool(extra["load_async"])
+            self.divergent = bool(extra["divergent"])
+            self.answers: list[tuple[str, int, int]] = []
+            self._loading: set[str] = set()
+
+        @property
+        def supports_divergent_local_hybrid_hits(self) -> bool:
+            return self.divergent
+
+        @property
+        def requires_kv_delivery(self) -> bool:
+            return False  # a best-effort tier, as vLLM's offloading connector
+
+        def get_num_new_matched_tokens(
+            self, request: Any, num_computed_tokens: int
+        ) -> tuple[int, bool]:
+            tokens = request.all_token_ids
+            held = self.store.longest(tokens, len(tokens) - 1)
+            external = max(held - num_computed_tokens, 0)
+            self.answers.append((request.request_id, num_computed_tokens, external))
+            return external, self.load_async and external > 0
+
+        def update_state_after_alloc(
+            self, request: Any, blocks: Any, num_external_tokens: int
+        ) -> None:
+            if self.load_async and num_external_tokens:
+                self._loading.add(request.request_id)
+
+        def build_connector_meta(self, scheduler_output: Any) -> Any:
+            meta = StoreMetadata(frozenset(self._loading))
+            self._loading.clear()
+            return meta
+
+        def request_finished_all_groups(
+            self, request: Any, block_ids: tuple[list[int], ...]
+        ) -> tuple[bool, dict[str, Any] | None]:
+            self.store.save(request.all_token_ids[: request.num_computed_tokens])
+            return False, None
+
+        # The worker side never runs: the scheduler is driven without a model.
+        def start_load_kv(self, forward_context: Any, **kwargs: Any) -> None:
+            raise NotImplementedError
+
+        def wait_for_layer_load(self, layer_name: str) -> None:
+            raise NotImplementedError
+
+        def save_kv_layer(
+            self, layer_name: str, kv_layer: Any, attn_metadata: Any, **kwargs: Any
+        ) -> None:
+            raise NotImplementedError
+
+        def wait_for_save(self) -> None:
+            raise NotImplementedError
+
+    return StoreConnector
+
+
+def __getattr__(name: str) -> Any:
+    if name == CONNECTOR:
+        return _connector_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
