@@ -45,7 +45,7 @@ from ..specs import vllm_geometry
 from ..vllm_env import vllm
 from ..vllm_scheduler import build_scheduler, make_request, model_output
 from . import connector as external
-from .connector import Connector, Loads
+from .connector import Connector, Loads, VllmFailure
 
 __all__ = [
     "Connector",
@@ -56,6 +56,7 @@ __all__ = [
     "Request",
     "StepRecord",
     "Unclassified",
+    "VllmFailure",
     "layouts",
     "run_layout",
     "workload",
@@ -144,6 +145,9 @@ class Report:
     hits_vllm: int = 0  # hit tokens over every lookup of vLLM's scheduler (lockstep)
     hits_dropin: int = 0  # the same in the drop-in's scheduler, on its own state
     external_vllm: int = 0  # external tokens vLLM's scheduler's connector answered
+    # Runs a documented failure of vLLM's own ended (in vLLM's scheduler, or
+    # in the drop-in's alone once the two had diverged).
+    vllm_failures: dict[VllmFailure, int] = attrs.field(factory=dict)
     diverged_at: int | None = None  # the first step whose records differ
 
     def count(self, finding: Finding) -> None:
@@ -308,9 +312,8 @@ def layouts() -> list[Layout]:
         use_eagle=True,
     )
     # A KV connector's external hits (.connector): loaded in the step,
-    # asynchronously, or restoring a lagging group's state (NIXL's path). Not
-    # that last with a sliding window on partial hits: vLLM 0.33.0 as shipped
-    # fails there, the drop-in or not (test_dropin_engine.py pins it).
+    # asynchronously, or restoring a lagging group's state (NIXL's path).
+    # vLLM 0.33.0 itself fails on some (VllmFailure); the run ends there.
     sync, later = Connector(Loads.SYNC), Connector(Loads.ASYNC)
     restoring = Connector(Loads.SYNC, restores_lagging_state=True)
     add(
@@ -381,6 +384,12 @@ def layouts() -> list[Layout]:
     add(
         "connector restoring full16+mamba64 H=16 (partial)",
         [full(16), mamba(64)],
+        16,
+        connector=restoring,
+    )
+    add(
+        "connector restoring full16+window40/16+mamba64 H=16 (partial)",
+        [full(16), window(16, 40), mamba(64)],
         16,
         connector=restoring,
     )
@@ -694,7 +703,9 @@ def run_layout(
 ) -> Report:
     """One layout and seed: vLLM as shipped (with the shadow) against the
     drop-in in ``mode``, in lockstep. Raises :class:`Unclassified` for a
-    difference no finding explains, and whatever either scheduler raises."""
+    difference no finding explains, and whatever either scheduler raises but
+    a documented failure of vLLM's own (:class:`VllmFailure`), which ends the
+    run (the drop-in failing alike on the same state in ``identical`` mode)."""
     mode = dropin.Mode.of(mode)
     report = Report(layout.name, seed, count)
     requests = workload(layout, seed, count)
@@ -718,14 +729,26 @@ def run_layout(
             ours.abort(request.request_id)
         if not arrivals and not aborts and not shipped.busy() and not ours.busy():
             break
-        theirs = shipped.step()
+        try:
+            theirs = shipped.step()
+        except Exception as error:
+            failure = _vllm_failure_alike(error, ours, mode, compared)
+            report.vllm_failures[failure] = 1
+            break
         report.preemptions += len(theirs.preempted)
         report.evictions += sum(
             len(old - new) for old, new in zip(held, theirs.cached, strict=True)
         )
         held = theirs.cached
-        with dropin.swapped_in(mode):
-            mine = ours.step()
+        try:
+            with dropin.swapped_in(mode):
+                mine = ours.step()
+        except Exception as error:
+            failure = external.vllm_failure(error)
+            if compared or failure is None:
+                raise
+            report.vllm_failures[failure] = 1
+            break
         report.hits_vllm += sum(hit for _, hit, _ in theirs.lookups)
         report.hits_dropin += sum(hit for _, hit, _ in mine.lookups)
         report.external_vllm += sum(tokens for _, _, tokens in theirs.external)
@@ -747,6 +770,28 @@ def run_layout(
         raise RuntimeError(f"{layout.name} seed {seed}: not done after {max_steps} steps")
     report.steps = step
     return report
+
+
+def _vllm_failure_alike(
+    error: Exception, ours: _Engine, mode: dropin.Mode, compared: bool
+) -> VllmFailure:
+    """``error``, raised by vLLM's scheduler, as the documented vLLM failure it
+    is (or raised again); the drop-in's scheduler, on the same state while the
+    two were equal, must fail alike in ``identical`` mode."""
+    failure = external.vllm_failure(error)
+    if failure is None:
+        raise error
+    try:
+        with dropin.swapped_in(mode):
+            ours.step()
+    except Exception as mine:
+        theirs = external.vllm_failure(mine)
+        if theirs is None or (compared and theirs is not failure):
+            raise
+    else:
+        if compared and mode is dropin.Mode.IDENTICAL:
+            raise Unclassified(f"identical mode: vLLM failed ({failure.value}), the drop-in not")
+    return failure
 
 
 def _due(queue: list[Request], step: int, when: Callable[[Request], int]) -> Iterator[Request]:

@@ -46,10 +46,12 @@ __all__ = [
     "Connector",
     "ExternalStore",
     "Loads",
+    "VllmFailure",
     "external_answers",
     "finished_loads",
     "seed",
     "transfer_config",
+    "vllm_failure",
 ]
 
 CONNECTOR = "StoreConnector"
@@ -97,6 +99,48 @@ class ExternalStore:
                 break
             found = end
         return found
+
+
+class VllmFailure(enum.Enum):
+    """vLLM 0.33.0's own failures on its connector paths, with or without the
+    drop-in (docs/dropin.md, "A KV connector's external hits")."""
+
+    # allocate_slots admits a Mamba group's external hit counting one new
+    # block (physical_block_cap) and then takes two, the hit's state block
+    # and the running one: the pool, short by that block, raises.
+    MAMBA_EXTERNAL_UNDERCOUNT = "mamba-external-undercount"
+    # A connector restoring lagging state is shown full attention's own hit
+    # off the scheduler grid; a longer external hit truncates every group to
+    # the grid, asserting that a lagging sliding window covers it.
+    LAGGING_WINDOW_TRUNCATED = "lagging-window-truncated"
+
+
+def vllm_failure(error: BaseException) -> VllmFailure | None:
+    """The documented vLLM failure ``error`` is, judged by where vLLM raised
+    it and on what, or ``None``."""
+    frames: dict[str, dict[str, Any]] = {}
+    trace = error.__traceback__
+    while trace is not None:
+        frames[trace.tb_frame.f_code.co_name] = trace.tb_frame.f_locals
+        trace = trace.tb_next
+    from vllm.v1.core.single_type_kv_cache_manager import MambaManager
+    from vllm.v1.kv_cache_interface import SlidingWindowSpec
+
+    slots = frames.get("allocate_slots", {})
+    allocating = frames.get("allocate_new_blocks", {}).get("self")
+    if (
+        isinstance(error, ValueError)
+        and str(error).startswith("Cannot get ")
+        and isinstance(allocating, MambaManager)
+        and slots.get("num_external_computed_tokens", 0) > 0
+    ):
+        return VllmFailure.MAMBA_EXTERNAL_UNDERCOUNT
+    group = frames.get("truncate_computed_blocks", {}).get("group")
+    if isinstance(error, AssertionError) and isinstance(
+        getattr(group, "kv_cache_spec", None), SlidingWindowSpec
+    ):
+        return VllmFailure.LAGGING_WINDOW_TRUNCATED
+    return None
 
 
 def transfer_config(grid: int, connector: Connector) -> Any:
