@@ -744,10 +744,10 @@ def run_layout(
             with dropin.swapped_in(mode):
                 mine = ours.step()
         except Exception as error:
-            failure = external.vllm_failure(error)
-            if compared or failure is None:
+            alone = external.vllm_failure(error)
+            if compared or alone is None:
                 raise
-            report.vllm_failures[failure] = 1
+            report.vllm_failures[alone] = 1
             break
         report.hits_vllm += sum(hit for _, hit, _ in theirs.lookups)
         report.hits_dropin += sum(hit for _, hit, _ in mine.lookups)
