@@ -3,13 +3,15 @@
 Two schedulers of one layout (:mod:`audit.vllm_scheduler`) run one seeded
 multi-turn workload (:func:`workload`: shared system prompts, forks, resends,
 extensions, prefixes cut on the hash and scheduler grids, aborts; a pool
-small enough to evict and preempt) in lockstep: vLLM's own code in one, the
-drop-in in the other (installed for its steps only). After every step the two
-are compared (:class:`StepRecord`: tokens scheduled per request, each lookup's
-hit and junction, preempted and finished requests, the hashes each group
-holds in its cache). The first step where they differ ends the comparison of
-that run; the drop-in's scheduler runs the workload to its end regardless, so
-an exception anywhere is seen.
+small enough to evict and preempt; on some layouts a KV connector's external
+hits, :mod:`.connector`) in lockstep: vLLM's own code in one, the drop-in in
+the other (installed for its steps only). After every step the two are
+compared (:class:`StepRecord`: tokens scheduled per request, each lookup's hit
+and junction, the connector's answers, preempted and finished requests, the
+hashes each group holds in its cache). The first step where they differ ends
+the comparison of that run; the drop-in's scheduler runs the workload to its
+end regardless, so an exception anywhere is seen (one of vLLM's own
+documented failures, :class:`VllmFailure`, ends the run instead).
 
 Alongside, a shadow asks the drop-in every question vLLM's scheduler answers
 on vLLM's own state: each lookup, split and mask call of the shipped

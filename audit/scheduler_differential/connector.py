@@ -18,7 +18,8 @@ combines the local lookup (the one the drop-in replaces) with external tokens
 runs: the partial local tail dropped when the tier reaches past it, the
 allocation with external tokens, the split given them. Loads are synchronous,
 or asynchronous (the request waits for its KV, :func:`finished_loads` is the
-worker's report, every load done within the step that started it).
+worker's report, every load done within the step that started it); the
+connector may restore a lagging group's state (:class:`Connector`).
 
 Why it subclasses ``SupportsHMA``: vLLM 0.33.0 turns the hybrid KV-cache
 manager off for a connector without it (``VllmConfig``: "Turning off hybrid
@@ -27,8 +28,8 @@ does not support it"), which merges sliding windows into full attention and
 refuses Mamba hybrids; and ``KVConnectorFactory.create_connector`` raises for
 one when the manager is explicitly on. With it, every hybrid layout runs.
 
-vLLM is imported only when vLLM's factory asks this module for the class
-(module ``__getattr__``), so the audit still imports without vLLM.
+vLLM is imported only on use (the class when vLLM's factory asks this module
+for it, through the module's ``__getattr__``), so the audit imports without vLLM.
 """
 
 from __future__ import annotations
