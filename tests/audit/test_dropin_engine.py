@@ -12,6 +12,7 @@ they are what the documentation says, the drop-in failing alike.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from junction.audit.scheduler_differential import (
     run_layout,
 )
 from junction.audit.scheduler_differential.connector import vllm_failure
+from junction.audit.vllm_env import vllm
 from junction.dropin import lookup
 
 REQUESTS = 40
@@ -100,6 +102,33 @@ def test_a_block_collected_short_fails_the_run(monkeypatch: pytest.MonkeyPatch, 
 
 def _named(name: str) -> Layout:
     return next(layout for layout in ALL_LAYOUTS if layout.name == name)
+
+
+def test_a_connector_layout_runs_vllm_paths_that_combine_local_and_external(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not vacuous: the local hit (the drop-in's) and external tokens admitted
+    together, a partial local tail dropped for a longer external hit, and
+    asynchronous loads."""
+    manager = vllm().manager.KVCacheManager
+    allocate, truncate = manager.allocate_slots, manager.truncate_computed_blocks
+    seen: Counter[str] = Counter()
+
+    def allocate_slots(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("num_external_computed_tokens"):
+            seen["external"] += 1
+            seen["with a local hit"] += bool(kwargs.get("num_new_computed_tokens"))
+            seen["async"] += bool(kwargs.get("delay_cache_blocks"))
+        return allocate(self, request, *args, **kwargs)
+
+    def truncate_computed_blocks(self: Any, *args: Any) -> Any:
+        seen["tail dropped"] += 1
+        return truncate(self, *args)
+
+    monkeypatch.setattr(manager, "allocate_slots", allocate_slots)
+    monkeypatch.setattr(manager, "truncate_computed_blocks", truncate_computed_blocks)
+    run_layout(_named(CONNECTOR_SLICE[0]), 0, REQUESTS, "identical")
+    assert all(seen[what] for what in ("external", "with a local hit", "async", "tail dropped"))
 
 
 @pytest.mark.parametrize(
