@@ -107,8 +107,8 @@ class VllmFailure(enum.Enum):
     drop-in (docs/dropin.md, "A KV connector's external hits")."""
 
     # allocate_slots admits a Mamba group's external hit counting one new
-    # block (physical_block_cap) and then takes two, the hit's state block
-    # and the running one: the pool, short by that block, raises.
+    # block (physical_block_cap) and then takes more, the hit's state block
+    # and the running one: a pool short by what was not counted raises.
     MAMBA_EXTERNAL_UNDERCOUNT = "mamba-external-undercount"
     # A connector restoring lagging state is shown full attention's own hit
     # off the scheduler grid; a longer external hit truncates every group to
