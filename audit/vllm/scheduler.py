@@ -65,11 +65,13 @@ def build_scheduler(
     max_model_len: int = 2048,
     hash_lookahead_tokens: int = 0,
     prefill_checkpoint_alignment: int | None = None,
+    kv_transfer_config: Any = None,
 ) -> Any:
     """vLLM's ``Scheduler`` for ``geometry`` with ``num_blocks`` blocks per group;
     with ``hash_lookahead_tokens`` (EAGLE without the drop, ``geometry.use_eagle``
-    off) and a backend writing one internal checkpoint per prefill on tiles of
-    ``prefill_checkpoint_alignment`` tokens."""
+    off), a backend writing one internal checkpoint per prefill on tiles of
+    ``prefill_checkpoint_alignment`` tokens, and the KV connector a
+    ``KVTransferConfig`` names (bound to the scheduler's final cache manager)."""
     v = vllm()
     c = _config_modules()
     cfg = c.config
@@ -98,6 +100,7 @@ def build_scheduler(
             enable_prefix_caching=True,
             mamba_cache_mode="align",
         ),
+        kv_transfer_config=kv_transfer_config,
     )
     vllm_config.cache_config.num_gpu_blocks = num_blocks
     config = kv_cache_config(geometry.groups, num_blocks, geometry.retention_interval)
@@ -135,6 +138,8 @@ def build_scheduler(
             hash_block_size=geometry.hash_block_size,
             watermark=0.0,
         )
+        if scheduler.connector is not None:
+            scheduler.connector.bind_kv_cache_manager(scheduler.kv_cache_manager)
     return scheduler
 
 

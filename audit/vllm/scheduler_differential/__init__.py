@@ -2,14 +2,17 @@
 
 Two schedulers of one layout (:mod:`audit.vllm.scheduler`) run one seeded
 multi-turn workload (:func:`workload`: shared prompts, forks, resends,
-aborts, a pool small enough to evict and preempt) in lockstep, vLLM's own
-code in one and the drop-in in the other, compared after every step
+aborts, a pool small enough to evict and preempt; on some layouts a KV
+connector's external hits, :mod:`.connector`) in lockstep, vLLM's own code in
+one and the drop-in in the other, compared after every step
 (:class:`StepRecord`). Alongside, a shadow puts every lookup, split and mask
 call of the shipped scheduler to the drop-in's adapter on the same pool. A
 lookup where they differ is judged by the first-principles oracle: the
 drop-in's answer must be the oracle's, and vLLM's must be one of its
 documented departures (``audit.vllm.lookup_model``, docs/findings.md), which
-names the finding. Anything else is an :class:`Unclassified` difference.
+names the finding. One of vLLM's own documented failures
+(:class:`VllmFailure`) ends a run; anything else is an :class:`Unclassified`
+difference.
 """
 
 from __future__ import annotations
@@ -33,14 +36,19 @@ from ..lookup import oracle_reconcile_view, pool_views
 from ..lookup_model import Quirks, model_reconcile
 from ..scheduler import build_scheduler, make_request, model_output
 from ..specs import vllm_geometry
+from . import connector as external
+from .connector import Connector, Loads, VllmFailure
 
 __all__ = [
+    "Connector",
     "Finding",
     "Layout",
+    "Loads",
     "Report",
     "Request",
     "StepRecord",
     "Unclassified",
+    "VllmFailure",
     "layouts",
     "run_layout",
     "workload",
@@ -73,7 +81,8 @@ class Unclassified(JunctionError, AssertionError):
 class Layout:
     """One hybrid configuration: its geometry, pool and per-step budget, and
     the engine options the scheduler runs with (lookahead hashes, a backend
-    writing internal prefill checkpoints on tiles of that many tokens)."""
+    writing internal prefill checkpoints on tiles of that many tokens, a KV
+    connector's external hits, :mod:`.connector`)."""
 
     name: str
     geometry: HybridGeometry
@@ -82,6 +91,7 @@ class Layout:
     max_num_seqs: int = 8
     hash_lookahead_tokens: int = 0
     prefill_checkpoint_alignment: int | None = None
+    connector: Connector | None = None
 
 
 @attrs.frozen
@@ -105,6 +115,7 @@ class StepRecord:
     preempted: tuple[str, ...]
     finished: tuple[str, ...]
     cached: tuple[frozenset[bytes], ...]  # per group: the hashes it holds
+    external: tuple[tuple[str, int, int], ...] = ()  # request, local hit shown, tokens
 
 
 @attrs.define
@@ -125,6 +136,10 @@ class Report:
     tokens_saved: int = 0  # hit tokens the drop-in's lookups find beyond vLLM's (shadow)
     hits_vllm: int = 0  # hit tokens over every lookup of vLLM's scheduler (lockstep)
     hits_dropin: int = 0  # the same in the drop-in's scheduler, on its own state
+    external_vllm: int = 0  # external tokens vLLM's scheduler's connector answered
+    # Runs a documented failure of vLLM's own ended (in vLLM's scheduler, or
+    # in the drop-in's alone once the two had diverged).
+    vllm_failures: dict[VllmFailure, int] = attrs.field(factory=dict)
     diverged_at: int | None = None  # the first step whose records differ
 
     def count(self, finding: Finding) -> None:
@@ -163,11 +178,13 @@ def layouts() -> list[Layout]:
         unit: int,
         lookahead: int = 0,
         checkpoints: int | None = None,
+        connector: Connector | None = None,
         **opts: Any,
     ) -> None:
         geometry = _geometry(groups, unit, **opts)
         budget = max(4 * geometry.scheduler_block_size, 64)
-        found.append(Layout(name, geometry, _POOL, budget, 8, lookahead, checkpoints))
+        layout = Layout(name, geometry, _POOL, budget, 8, lookahead, checkpoints, connector)
+        found.append(layout)
 
     for r in (None, 0, 32):
         add(f"full16+mamba16 R={r}", [full(16), mamba(16)], 16, retention_interval=r)
@@ -286,6 +303,95 @@ def layouts() -> list[Layout]:
         checkpoints=16,
         use_eagle=True,
     )
+    # A KV connector's external hits (.connector): loaded in the step,
+    # asynchronously, or restoring a lagging group's state (NIXL's path).
+    # vLLM 0.33.0 itself fails on some (VllmFailure); the run ends there.
+    sync, later = Connector(Loads.SYNC), Connector(Loads.ASYNC)
+    restoring = Connector(Loads.SYNC, restores_lagging_state=True)
+    add(
+        "connector sync full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        connector=sync,
+        retention_interval=0,
+    )
+    add("connector async full16+mamba16 R=None", [full(16), mamba(16)], 16, connector=later)
+    add(
+        "connector sync full16+mamba64 H=16 (partial) R=0",
+        [full(16), mamba(64)],
+        16,
+        connector=sync,
+        retention_interval=0,
+    )
+    add(
+        "connector async full16+mamba64 H=16 (partial)",
+        [full(16), mamba(64)],
+        16,
+        connector=later,
+    )
+    add("connector sync full16+window1/16", [full(16), window(16, 1)], 16, connector=sync)
+    add(
+        "connector async full16+window40/16 R=0",
+        [full(16), window(16, 40)],
+        16,
+        connector=later,
+        retention_interval=0,
+    )
+    add(
+        "connector sync full16+window40/16+mamba16 R=0",
+        [full(16), window(16, 40), mamba(16)],
+        16,
+        connector=sync,
+        retention_interval=0,
+    )
+    add(
+        "connector async EAGLE full16+window40/8 R=0",
+        [full(16), window(8, 40)],
+        8,
+        connector=later,
+        use_eagle=True,
+        retention_interval=0,
+    )
+    add(
+        "connector sync EAGLE draft=mamba full64+mamba64 H=16 (partial)",
+        [full(64, eagle_group=False), mamba(64)],
+        16,
+        connector=sync,
+        use_eagle=True,
+    )
+    add(
+        "connector sync checkpoints/16 full16+mamba64 H=16 (partial)",
+        [full(16), mamba(64)],
+        16,
+        checkpoints=16,
+        connector=sync,
+    )
+    add(
+        "connector restoring full16+mamba16 R=0",
+        [full(16), mamba(16)],
+        16,
+        connector=restoring,
+        retention_interval=0,
+    )
+    add(
+        "connector restoring full16+mamba64 H=16 (partial)",
+        [full(16), mamba(64)],
+        16,
+        connector=restoring,
+    )
+    add(
+        "connector restoring full16+window40/16+mamba64 H=16 (partial)",
+        [full(16), window(16, 40), mamba(64)],
+        16,
+        connector=restoring,
+    )
+    add(
+        "connector restoring full16+window40/16+mamba16 R=0",
+        [full(16), window(16, 40), mamba(16)],
+        16,
+        connector=restoring,
+        retention_interval=0,
+    )
     return found
 
 
@@ -352,8 +458,10 @@ def _vllm_request(request: Request, layout: Layout) -> Any:
 class _Engine:
     """One scheduler running a workload, recording each step."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, seed: int, requests: Sequence[Request]) -> None:
         self.layout = layout
+        grid = layout.geometry.scheduler_block_size
+        connector = layout.connector
         self.scheduler = build_scheduler(
             layout.geometry,
             num_blocks=layout.num_blocks,
@@ -361,7 +469,14 @@ class _Engine:
             max_num_seqs=layout.max_num_seqs,
             hash_lookahead_tokens=layout.hash_lookahead_tokens,
             prefill_checkpoint_alignment=layout.prefill_checkpoint_alignment,
+            kv_transfer_config=(
+                None if connector is None else external.transfer_config(grid, connector)
+            ),
         )
+        self.connector = self.scheduler.connector
+        if self.connector is not None:
+            prompts = (request.prompt for request in requests)
+            external.seed(self.connector, prompts, random.Random(seed))
         self.lookups: list[tuple[str, int, int]] = []
         manager = self.scheduler.kv_cache_manager
         original = manager.get_computed_blocks
@@ -386,7 +501,10 @@ class _Engine:
         self.lookups.clear()
         scheduled = scheduler.schedule()
         preempted = tuple(sorted(getattr(scheduled, "preempted_req_ids", None) or ()))
-        outputs = scheduler.update_from_output(scheduled, model_output(scheduled, scheduler))
+        output = model_output(scheduled, scheduler)
+        if self.connector is not None:
+            output.kv_connector_output = external.finished_loads(scheduled)
+        outputs = scheduler.update_from_output(scheduled, output)
         finished = sorted(
             output.request_id
             for engine_outputs in outputs.values()
@@ -399,6 +517,7 @@ class _Engine:
             preempted,
             tuple(finished),
             self.cached(),
+            () if self.connector is None else tuple(external.external_answers(self.connector)),
         )
 
     def cached(self) -> tuple[frozenset[bytes], ...]:
@@ -576,15 +695,17 @@ def run_layout(
 ) -> Report:
     """One layout and seed: vLLM as shipped (with the shadow) against the
     drop-in in ``mode``, in lockstep. Raises :class:`Unclassified` for a
-    difference no finding explains, and whatever either scheduler raises."""
+    difference no finding explains, and whatever either scheduler raises but
+    a documented failure of vLLM's own (:class:`VllmFailure`), which ends the
+    run (the drop-in failing alike on the same state in ``identical`` mode)."""
     mode = dropin.Mode.of(mode)
     report = Report(layout.name, seed, count)
     requests = workload(layout, seed, count)
     if dropin.installed():
         raise RuntimeError("the differential run installs the drop-in itself: uninstall it first")
-    shipped = _Engine(layout)
+    shipped = _Engine(layout, seed, requests)
     with dropin.swapped_in(mode):
-        ours = _Engine(layout)
+        ours = _Engine(layout, seed, requests)
     _Shadow(shipped, mode, report)
     arrivals = sorted(requests, key=lambda r: r.arrival)
     aborts = sorted((r for r in requests if r.abort_at is not None), key=lambda r: r.abort_at or 0)
@@ -600,16 +721,29 @@ def run_layout(
             ours.abort(request.request_id)
         if not arrivals and not aborts and not shipped.busy() and not ours.busy():
             break
-        theirs = shipped.step()
+        try:
+            theirs = shipped.step()
+        except Exception as error:
+            failure = _vllm_failure_alike(error, ours, mode, compared)
+            report.vllm_failures[failure] = 1
+            break
         report.preemptions += len(theirs.preempted)
         report.evictions += sum(
             len(old - new) for old, new in zip(held, theirs.cached, strict=True)
         )
         held = theirs.cached
-        with dropin.swapped_in(mode):
-            mine = ours.step()
+        try:
+            with dropin.swapped_in(mode):
+                mine = ours.step()
+        except Exception as error:
+            alone = external.vllm_failure(error)
+            if compared or alone is None:
+                raise
+            report.vllm_failures[alone] = 1
+            break
         report.hits_vllm += sum(hit for _, hit, _ in theirs.lookups)
         report.hits_dropin += sum(hit for _, hit, _ in mine.lookups)
+        report.external_vllm += sum(tokens for _, _, tokens in theirs.external)
         if compared:
             if mine == theirs:
                 report.compared_steps += 1
@@ -628,6 +762,28 @@ def run_layout(
         raise RuntimeError(f"{layout.name} seed {seed}: not done after {max_steps} steps")
     report.steps = step
     return report
+
+
+def _vllm_failure_alike(
+    error: Exception, ours: _Engine, mode: dropin.Mode, compared: bool
+) -> VllmFailure:
+    """``error``, raised by vLLM's scheduler, as the documented vLLM failure it
+    is (or raised again); the drop-in's scheduler, on the same state while the
+    two were equal, must fail alike in ``identical`` mode."""
+    failure = external.vllm_failure(error)
+    if failure is None:
+        raise error
+    try:
+        with dropin.swapped_in(mode):
+            ours.step()
+    except Exception as mine:
+        theirs = external.vllm_failure(mine)
+        if theirs is None or (compared and theirs is not failure):
+            raise
+    else:
+        if compared and mode is dropin.Mode.IDENTICAL:
+            raise Unclassified(f"identical mode: vLLM failed ({failure.value}), the drop-in not")
+    return failure
 
 
 def _due(queue: list[Request], step: int, when: Callable[[Request], int]) -> Iterator[Request]:

@@ -7,9 +7,12 @@ lookups, splits and masks, vLLM's preemptions and evictions, the classified
 lookup differences per finding (docs/findings.md), the hit tokens the
 drop-in's answers find beyond vLLM's on vLLM's state (``saved``), and the hit
 tokens each scheduler's lookups found over the whole run, each on its own
-state (what the differences cost or save end to end). Exit status 0 when every run ended with only
-classified differences (none in ``identical`` mode), 1 when one raised (the
-layout, seed and error are printed), 2 when vLLM is not installed.
+state (what the differences cost or save end to end), and the external
+tokens vLLM's KV connector answered (``ext``, connector layouts) and the runs
+a documented failure of vLLM's own ended (``vfail``; docs/dropin.md). Exit
+status 0 when every run ended with only classified differences (none in
+``identical`` mode), 1 when one raised (the layout, seed and error are
+printed), 2 when vLLM is not installed.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ _HEADER = (
     f"{'layout':52} {'req':>5} {'steps':>6} {'equal':>6} {'lookups':>7} {'splits':>7} "
     f"{'masks':>6} {'preempt':>7} {'evict':>6} "
     + " ".join(f"{'f' + str(f.value):>5}" for f in _FINDINGS)
-    + f" {'saved':>6} {'hits vLLM':>10} {'drop-in':>10}"
+    + f" {'saved':>6} {'hits vLLM':>10} {'drop-in':>10} {'ext':>7} {'vfail':>5}"
 )
 
 
@@ -97,6 +100,9 @@ def _add(into: Report, report: Report) -> None:
     into.tokens_saved += report.tokens_saved
     into.hits_vllm += report.hits_vllm
     into.hits_dropin += report.hits_dropin
+    into.external_vllm += report.external_vllm
+    for failure, count in report.vllm_failures.items():
+        into.vllm_failures[failure] = into.vllm_failures.get(failure, 0) + count
     for finding, count in report.findings.items():
         into.findings[finding] = into.findings.get(finding, 0) + count
 
@@ -108,6 +114,7 @@ def _row(report: Report) -> str:
         f"{report.preemptions:>7} {report.evictions:>6} "
         + " ".join(f"{report.findings.get(f, 0):>5}" for f in _FINDINGS)
         + f" {report.tokens_saved:>6} {report.hits_vllm:>10} {report.hits_dropin:>10}"
+        + f" {report.external_vllm:>7} {sum(report.vllm_failures.values()):>5}"
     )
 
 
