@@ -216,7 +216,7 @@ vllm-suite: $(STAMP)
 
 # vLLM 0.33.0's real Scheduler (CPU, no model) as shipped against the
 # drop-in, step by step, on every layout of audit/vllm/scheduler_differential
-# (39) x 4 seeds x 300 seeded multi-turn requests, in both modes, with a
+# (53, 14 with a KV connector) x 4 seeds x 300 seeded multi-turn requests, in both modes, with a
 # shadow asking the drop-in every lookup, split and mask vLLM answers; exits 1
 # on an exception or a difference no documented finding explains (identical
 # mode: any difference). The fast slice is tests/audit/test_dropin_engine.py.
