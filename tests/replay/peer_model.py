@@ -111,7 +111,8 @@ class Cache:
 
     def run(self) -> Outcome:
         hits = []
-        for self.now, ((prompt, _), path) in enumerate(zip(self.trace, self.paths, strict=True)):
+        for now, ((prompt, _), path) in enumerate(zip(self.trace, self.paths, strict=True)):
+            self.now = now
             cacheable = self._cacheable(prompt, path)
             if self.sem.engine_eviction:
                 hit = self._engine_request(prompt, cacheable)
