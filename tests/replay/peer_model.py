@@ -4,9 +4,9 @@ one switch per difference, for the cross-check with the peer (``test_peer.py``).
 With every switch on the peer's side it is kvcache-simulator 0.1.3's replay
 (``kvcache_sim.policies``); with every switch on the engine's side it is the fast
 replay of full attention on blocks of 512, one output token, ``dense``, a pool of
-``capacity + 1`` blocks (the null block). ``test_peer.py`` proves both ends on the
-conversation trace, so what the two sides find differs by the switches and nothing
-else; each switch is one difference of docs/replay.md ("The peer").
+``capacity + 1`` blocks (the null block). ``test_peer.py`` checks both ends on the
+conversation trace's first requests, so there the two sides differ by the switches
+and nothing else; each switch is one difference of docs/replay.md ("The peer").
 
 A block is named by the hash ids up to it (a node of the peer's prefix tree).
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from junction.core import cdiv
+from junction.core import InvalidArgument, cdiv
 
 BLOCK = 512
 CHUNK = 2048  # the engine's max_num_batched_tokens (the replay's default)
@@ -38,7 +38,9 @@ class Semantics:
 
     def __attrs_post_init__(self) -> None:
         if self.running_request_held and not self.engine_eviction:
-            raise ValueError("running_request_held: only with engine_eviction")
+            raise InvalidArgument(
+                "running_request_held", True, "the engine's pool needs engine_eviction"
+            )
 
 
 PEER = Semantics(False, False, False, False)
