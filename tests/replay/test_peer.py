@@ -2,15 +2,16 @@
 attention-only cache of the trace's own 512-token blocks.
 
 ``peer_model.Cache`` is that cache with one switch per difference of semantics
-(docs/replay.md, "The peer"). Its two ends are proven on the conversation
+(docs/replay.md, "The peer"). Its two ends are checked on the conversation
 trace's first requests, LRU, FIFO and optimal (the engine's Belady), under
 pressure: every switch on the peer's side finds the peer's hits (skipped
 without the peer), every switch on the engine's side the fast replay's hits,
 evictions and refusals. The ladder (:data:`LADDER`) turns the switches one at a
-time from the peer's side to the engine's; on each tiny trace below the hits
-change exactly at the step of the difference it is built for, by the amount
-its docstring computes, and the peer (where installed) and the fast replay
-give the two ends.
+time from the peer's side to the engine's; each tiny trace below is built for
+one difference, and its comment computes the hits and cached blocks at every
+step: they change at that difference's step (and, where the pool is too small
+for the engine to run the trace's requests, at 3's). The peer (where
+installed) and the fast replay give the two ends.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ from junction.reference.workloads.mooncake import parse_hash_trace
 from .peer_model import ENGINE, PEER, Cache, Node, Outcome, Semantics, Trace
 
 TRACE = Path(__file__).resolve().parents[2] / "examples/traces/mooncake-conversation.jsonl.gz"
-BELADY = {"lru": "lru", "fifo": "fifo", "optimal": "belady"}  # the peer's name -> the replay's
+REPLAY_EVICTION = {
+    "lru": "lru",
+    "fifo": "fifo",
+    "optimal": "belady",
+}  # the peer's name -> the replay's
 
 # From the peer's semantics to the engine's, one difference a step: 1, 2, 4, then 3
 # (the pool holding the running request is the engine's pool: it needs the engine's eviction).
@@ -62,7 +67,7 @@ def replay_run(trace: Trace, capacity: int, eviction: str, measure_from: int) ->
     geometry = HybridGeometry([GroupSpec.full(512)], 512)
     keys = PrefixKeys(512)
     stream = [ReplayRequest(n, 1, keys.hash_ids(ids, n)) for n, ids in trace]
-    point = Point("dense", None, capacity + 1, BELADY[eviction])
+    point = Point("dense", None, capacity + 1, REPLAY_EVICTION[eviction])
     uses = future_uses(geometry, stream)
     (result,) = replay(geometry, stream, [point], uses=uses, measure_from=measure_from)
     return result.hit_tokens, result.evictions, result.refused
@@ -219,7 +224,8 @@ CASES = [
         # hit (1,), (1, 2). The engine caches every block: its Belady evicts (1, 2) (used
         # as soon as (1,), freed before it) for (3,); the third request hits (1,) and
         # caches (1, 2) again in place of (3,); the fourth hits both. 3: the engine's
-        # pool of two refuses the three-block requests.
+        # pool of two refuses the three-block requests (the second request, of two
+        # blocks, evicted both for its own).
         "optimal declines",
         [(1024, [1, 2]), (513, [3, 91]), (1025, [1, 2, 92]), (1025, [1, 2, 93])],
         2,
