@@ -36,12 +36,13 @@ REPLAY_EVICTION = {
     "optimal": "belady",
 }  # the peer's name -> the replay's
 
-# From the peer's semantics to the engine's, one difference a step: 1, 2, 4, then 3
-# (the pool holding the running request is the engine's pool: it needs the engine's eviction).
+# From the peer's semantics to the engine's, one difference a step: 2, 1, 4, then 3
+# (2 first: a hit never reaches a partial last block once 1 holds, so caching one then
+# only fills the cache; the pool holding the running request needs the engine's eviction).
 LADDER = (
     PEER,
-    attrs.evolve(PEER, last_token_recomputed=True),
-    attrs.evolve(PEER, last_token_recomputed=True, whole_blocks_only=True),
+    attrs.evolve(PEER, whole_blocks_only=True),
+    attrs.evolve(PEER, whole_blocks_only=True, last_token_recomputed=True),
     attrs.evolve(ENGINE, running_request_held=False),
     ENGINE,
 )
@@ -143,7 +144,7 @@ CASES = [
         (2560,) * 5,
         (
             blocks((4,), (4, 5), (4, 5, 6), (4, 5, 6, 7), (4, 5, 6, 7, 14), (4, 5, 15)),
-            blocks((4,), (4, 5), (4, 5, 6), (4, 5, 6, 7), (4, 5, 6, 7, 14), (4, 5, 15)),
+            blocks((1,), (1, 2), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
             blocks((1,), (1, 2), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
             blocks((1,), (1, 2), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
             blocks((1,), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
@@ -157,7 +158,7 @@ CASES = [
         [(1024, [1, 2]), (1024, [1, 2])],
         2,
         "lru",
-        (1024, 512, 512, 512, 512),
+        (1024, 1024, 512, 512, 512),
         (blocks((1,), (1, 2)),) * 5,
     ),
     Case(
@@ -167,7 +168,7 @@ CASES = [
         2,
         "lru",
         (700, 512, 512, 512, 512),
-        (blocks((1,), (1, 2)),) * 2 + (blocks((1,)),) * 3,
+        (blocks((1,), (1, 2)),) + (blocks((1,)),) * 4,
     ),
     Case(
         # Both keep the running request's hits: the second request hits (1,), (1, 2),
@@ -197,9 +198,10 @@ CASES = [
     Case(
         # 4, FIFO: the peer's queue holds every block, the running request's too. The
         # third request hits (5,), (5, 6) and, adding (5, 6, 7) and (5, 6, 7, 8), evicts
-        # (1, 2) and then (5,), its own hit: the resend hits nothing. The engine evicts
-        # free blocks only: (1, 2), then nothing is free and it stops; the resend hits
-        # (5,), (5, 6), (5, 6, 7). 3: the pool of three refuses both five-block requests.
+        # (1, 2) (the peer's own run: its partial (5, 6, 91)) and then (5,), its own
+        # hit: the resend hits nothing. The engine evicts free blocks only: (1, 2), then
+        # nothing is free and it stops; the resend hits (5,), (5, 6), (5, 6, 7). 3: the
+        # pool of three refuses both five-block requests.
         "fifo protects nothing",
         [
             (1025, [1, 2, 90]),
@@ -212,7 +214,7 @@ CASES = [
         (1024, 1024, 1024, 2560, 0),
         (
             blocks((5, 6, 7), (5, 6, 7, 8), (5, 6, 7, 8, 93)),
-            blocks((5, 6, 7), (5, 6, 7, 8), (5, 6, 7, 8, 93)),
+            blocks((5, 6), (5, 6, 7), (5, 6, 7, 8)),
             blocks((5, 6), (5, 6, 7), (5, 6, 7, 8)),
             blocks((5,), (5, 6), (5, 6, 7)),
             blocks((5,), (5, 6)),
@@ -234,15 +236,16 @@ CASES = [
         (blocks((1,), (1, 2)),) * 4 + (blocks((3,)),),
     ),
     Case(
-        # 3: the peer's two blocks of cache hold (1,) and (1, 2) once it has evicted the
-        # partial block (1, 2, 3) to make room, stopping there; the engine's pool must
-        # hold all three of the running request's blocks: a pool of two refuses it.
+        # 3: caching whole blocks only (from step 1), the peer's two blocks of cache hold
+        # (1,), (1, 2) and the resend hits both; the engine's pool must hold all three of
+        # the running request's blocks: a pool of two refuses it. (2: the peer's own
+        # run adds the partial (1, 2, 3) by evicting (1, 2), just added, and stops.)
         "running request",
         [(1024 + 100, [1, 2, 3]), (1024 + 100, [1, 2, 3])],
         2,
         "lru",
-        (512, 512, 1024, 1024, 0),
-        (blocks((1,)),) * 2 + (blocks((1,), (1, 2)),) * 2 + (blocks(),),
+        (512, 1024, 1024, 1024, 0),
+        (blocks((1,)), blocks((1,), (1, 2)), blocks((1,), (1, 2)), blocks((1,), (1, 2)), blocks()),
     ),
 ]
 
