@@ -79,32 +79,39 @@ def model(trace: Trace, capacity: int, eviction: str, semantics: Semantics) -> O
 
 
 # -- the two ends, on the trace ---------------------------------------------------
+# (requests, capacity): the first 400 requests under two pools, and the whole trace
+# under the benchmark's 8 GiB (128 blocks; a few minutes, with --whole-trace).
+SCALES = [(400, 24), (400, 96), pytest.param(0, 128, marks=pytest.mark.whole_trace)]
+
+
 @pytest.fixture(scope="module")
-def prefix() -> list[tuple[int, list[int]]]:
+def conversation() -> list[tuple[int, list[int]]]:
+    """The conversation trace's requests by timestamp (file order on ties)."""
     requests = parse_hash_trace(gzip.decompress(TRACE.read_bytes()).decode(), str(TRACE))
-    first = sorted(requests, key=lambda r: r.timestamp)[:400]
-    return [(r.input_length, list(r.hash_ids)) for r in first]
+    return [(r.input_length, list(r.hash_ids)) for r in sorted(requests, key=lambda r: r.timestamp)]
 
 
-@pytest.mark.parametrize("capacity", [24, 96])
+@pytest.mark.parametrize(("requests", "capacity"), SCALES)
 @pytest.mark.parametrize("eviction", ["lru", "fifo", "optimal"])
 def test_the_model_with_the_peers_semantics_is_the_peer(
-    prefix: Trace, eviction: str, capacity: int
+    conversation: Trace, requests: int, capacity: int, eviction: str
 ) -> None:
-    outcome = model(prefix, capacity, eviction, PEER)
+    trace = conversation[: requests or None]
+    outcome = model(trace, capacity, eviction, PEER)
     assert outcome.evictions > 0
-    assert outcome.measured(len(prefix) // 2) == peer_run(prefix, capacity, eviction)
+    assert outcome.measured(len(trace) // 2) == peer_run(trace, capacity, eviction)
 
 
-@pytest.mark.parametrize("capacity", [24, 96])
+@pytest.mark.parametrize(("requests", "capacity"), SCALES)
 @pytest.mark.parametrize("eviction", ["lru", "fifo", "optimal"])
 def test_the_model_with_the_engines_semantics_is_the_fast_replay(
-    prefix: Trace, eviction: str, capacity: int
+    conversation: Trace, requests: int, capacity: int, eviction: str
 ) -> None:
-    outcome = model(prefix, capacity, eviction, ENGINE)
+    trace = conversation[: requests or None]
+    outcome = model(trace, capacity, eviction, ENGINE)
     assert outcome.evictions > 0
     found = (outcome.measured(0), outcome.evictions, outcome.refused)
-    assert found == replay_run(prefix, capacity, eviction, 0)
+    assert found == replay_run(trace, capacity, eviction, 0)
 
 
 # -- the ladder, on tiny traces ----------------------------------------------------
