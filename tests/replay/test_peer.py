@@ -136,7 +136,9 @@ CASES = [
     Case(
         # Whole shared blocks and a partial tail of each prompt's own: nothing differs.
         # Measured: (1, 2, 3) hits 1,536 tokens, (4, 5, 6, 7, 14) nothing, (4, 5, 15)
-        # hits 1,024 tokens; the peer, which caches partial tails, evicted to hold them.
+        # hits 1,024 tokens. The cached blocks differ: the peer, which caches partial
+        # tails, evicted to hold them; the engine's pool, holding the five blocks of
+        # (4, 5, 6, 7, 14) while it runs, evicted (1, 2, 3) and (1, 2).
         "agree",
         [
             (1024 + 100, [1, 2, 10]),
