@@ -7,7 +7,8 @@
 #   matplotlib). No torch, no vLLM; about 220 MB, half a minute with a warm pip cache.
 # * $(STAMP): `make setup`, used by every other target and by CI: the pinned
 #   toolchain (`dev`), the batched paths (`kernels`: torch 2.13.0 CPU, Triton),
-#   the demo, Ray for the parallel sweep's cluster test (`ray`), and vLLM 0.33.0
+#   the demo, Ray for the parallel sweep's cluster test (`ray`), the fast replay's
+#   cross-check peer (`peer`, pure Python), and vLLM 0.33.0
 #   for the audit; a few minutes, about 3 GB.
 PYTHON ?= python3
 VENV := .venv
@@ -31,7 +32,7 @@ audit_packages = $(shell $(PYTHON) -c "import tomllib; \
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray]"
+	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray,peer]"
 	$(foreach extra,$(AUDIT_EXTRAS),$(PY) -m pip install --quiet --no-deps $(call audit_packages,$(extra)) &&) true
 	touch $(STAMP) $(DEMO_STAMP)
 
@@ -59,7 +60,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict -p junction -p benchmarks
 
-# REQUIRE=1 (CI): a missing vLLM, SGLang or Ray fails the tests that need it
+# REQUIRE=1 (CI): a missing vLLM, SGLang, Ray or peer fails the tests that need it
 # instead of skipping them (pytest's --require-* options, tests/conftest.py).
 REQUIRE ?=
 REQUIRED = $(if $(REQUIRE),--require-all)

@@ -1,11 +1,11 @@
 """The suite's options and Hypothesis profiles (tests/README.md says what runs where).
 
 Options (``pytest --help``, group "junction"): ``--require-vllm``,
-``--require-sglang`` (one per audited engine) and ``--require-ray`` turn a
-missing optional install into an error instead of a skip; ``--require-all``
-gives them all (CI). ``--core MODULE`` and ``--exhaustive-bound N``
-(:mod:`tests.options`); ``--whole-trace`` runs the tests marked
-``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
+``--require-sglang`` (one per audited engine), ``--require-ray`` and
+``--require-peer`` turn a missing optional install into an error instead of
+a skip; ``--require-all`` gives them all (CI). ``--core MODULE`` and
+``--exhaustive-bound N`` (:mod:`tests.options`); ``--whole-trace`` runs the
+tests marked ``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
 check``: few examples), ``ci`` (derandomized, no deadline), ``fuzz``,
 ``mutmut`` (``make mutmut``: derandomized, few examples, no shrinking).
 ``CI`` in the environment selects ``ci``; ``HYPOTHESIS_PROFILE`` overrides.
@@ -62,7 +62,8 @@ settings.load_profile(
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("junction")
-    for name in (*engine_names(), "ray"):  # one per audited engine, and Ray
+    # One per audited engine, Ray (the parallel sweep) and the peer (tests/replay/test_peer.py).
+    for name in (*engine_names(), "ray", "peer"):
         group.addoption(
             f"--require-{name}",
             action="store_true",
@@ -97,6 +98,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     options.core_module = config.getoption("--core")
     options.exhaustive_bound = config.getoption("--exhaustive-bound")
+    options.require_peer = config.getoption("--require-peer") or config.getoption("--require-all")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,3 +13,5 @@ from __future__ import annotations
 core_module = "junction.core"
 #: ``--exhaustive-bound N``: the bound of the bounded-exhaustive walk.
 exhaustive_bound = 3
+#: ``--require-peer`` (or ``--require-all``): a missing cross-check peer fails its tests.
+require_peer = False

@@ -17,6 +17,7 @@ installed) and the fast replay give the two ends.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import pytest
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.replay import Point, PrefixKeys, ReplayRequest, future_uses, replay
 from junction.reference.workloads.mooncake import parse_hash_trace
+from tests import options
 
 from .peer_model import ENGINE, PEER, Cache, Node, Outcome, Semantics, Trace
 
@@ -48,9 +50,17 @@ LADDER = (
 )
 
 
+def _require_peer() -> None:
+    if importlib.util.find_spec("kvcache_sim") is None:
+        missing = "kvcache-simulator is not installed (the peer extra; `make setup` installs it)"
+        if options.require_peer:
+            pytest.fail(f"--require-peer is given but {missing}")
+        pytest.skip(missing)
+
+
 def peer_run(trace: Trace, capacity: int, eviction: str) -> int:
     """The peer's hit tokens over the last half of the requests (its Python backend)."""
-    pytest.importorskip("kvcache_sim")
+    _require_peer()
     from kvcache_sim.plan import build_execution_plan
     from kvcache_sim.policies import simulate_policy
     from kvcache_sim.trace import parse_trace_lines
