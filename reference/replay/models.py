@@ -31,8 +31,8 @@ GIB = 2**30
 KERNEL_BLOCK = 16  # FlashAttention's kernel block (MultipleOf(16)) and vLLM's default
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 _STATE_FAMILIES = ("qwen3_next", "nemotron_h")
-# The catalog: examples/models/NAME.json (its README records each file's source).
-CATALOG_DIRECTORY = Path(__file__).resolve().parents[2] / "examples" / "models"
+# The catalog: catalog/NAME.json, package data (its README records each file's source).
+CATALOG_DIRECTORY = Path(__file__).resolve().parent / "catalog"
 CATALOG = tuple(sorted(path.stem for path in CATALOG_DIRECTORY.glob("*.json")))
 
 

@@ -122,6 +122,13 @@ def test_every_module_is_shipped_under_junction(wheel: zipfile.ZipFile) -> None:
     )
 
 
+def test_the_model_catalog_is_shipped(wheel: zipfile.ZipFile) -> None:
+    # `junction hbm --model NAME` reads it beside the module, installed or not.
+    catalog = ROOT / "reference" / "replay" / "catalog"
+    wanted = {f"junction/reference/replay/catalog/{path.name}" for path in catalog.iterdir()}
+    assert len(wanted) >= 9 and wanted <= set(wheel.namelist())
+
+
 def test_the_core_needs_only_attrs(wheel: zipfile.ZipFile) -> None:
     assert [_name(r) for r in _requirements(wheel, None)] == ["attrs"]
 
