@@ -51,7 +51,7 @@ import attrs
 
 from .errors import InvalidArgument, require_int
 from .geometry import GroupKind, GroupSpec, sliding_window_need
-from .grid import cdiv, floor_to, lcm
+from .grid import floor_to, lcm
 
 __all__ = [
     "Finder",
@@ -92,7 +92,7 @@ def _full_attention_scan(
     alignment: int,
     drop: int,
 ) -> int:
-    limit = cdiv(bound, block_size)  # blocks that reach into [0, bound)
+    limit = -(-bound // block_size)  # blocks that reach into [0, bound): cdiv, inlined
     if cached_run is None:
         blocks = 0
         while blocks < limit and is_cached(blocks):
@@ -106,8 +106,8 @@ def _full_attention_scan(
                 f"asked for the cached run of at most {limit} blocks: must return an int "
                 f"in [0, {limit}]",
             )
-    raw = min(blocks * block_size, bound)
-    return floor_to(max(raw - drop, 0), alignment)
+    raw = min(blocks * block_size, bound) - drop
+    return raw // alignment * alignment if raw > 0 else 0  # floor_to, inlined
 
 
 def longest_sliding_window_hit(
