@@ -49,6 +49,7 @@ other, as vLLM's does (harmless without the departures).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container, Sequence
 from typing import Protocol
 
@@ -57,6 +58,7 @@ import attrs
 from junction.core import (
     Finder,
     GroupKind,
+    GroupLookup,
     GroupSpec,
     HybridGeometry,
     floor_to,
@@ -174,7 +176,11 @@ def _finder(geometry: HybridGeometry, view: CacheView, quirks: Quirks) -> Finder
     if view.group.kind is GroupKind.FULL and view.spec.block_size < view.group.block_size:
         drop = view.group.eagle_drop_tokens(alignment)
         return _full_unit_finder(view, geometry, drop, quirks)
-    return group_finder(view.spec, view.cached.__contains__, alignment_tokens=alignment)
+    # group_finder's binding, kept: the drop-in's identical mode asks on every lookup.
+    return _group_lookup(view.spec, alignment).finder(view.cached.__contains__)
+
+
+_group_lookup = functools.lru_cache(maxsize=256)(GroupLookup)
 
 
 def model_reconcile(

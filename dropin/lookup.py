@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -120,15 +120,16 @@ def _finder(
     block not registered whole): a group read by whole blocks keeps the
     run's blocks in ``run``, one read by hash units each answer in ``seen``.
     Any other group reads through the reader's predicate (answers in ``seen``)."""
-    is_cached, units = reader.predicate(pool, block_hashes, seen)
-    if reader.spec.kind is not GroupKind.FULL:
-        return reader.lookup.finder(is_cached)
     get = pool.get_cached_block
     if run is not None:  # whole blocks: block i is hash unit (i + 1) * scale - 1
         scale = reader.scale
+        count = len(block_hashes) // scale
+
+        def is_cached(index: int) -> bool:
+            return index < count and get(block_hashes[(index + 1) * scale - 1], ids) is not None
 
         def block_run(limit: int) -> int:
-            end = min(limit, units)
+            end = min(limit, count)
             for index in range(end):
                 answer = get(block_hashes[(index + 1) * scale - 1], ids)
                 if answer is None:
@@ -137,6 +138,9 @@ def _finder(
             return end
 
         return reader.lookup.finder(is_cached, block_run)
+    covered, units = reader.predicate(pool, block_hashes, seen)
+    if reader.spec.kind is not GroupKind.FULL:
+        return reader.lookup.finder(covered)
     block_units = reader.covered_block
 
     def covered_run(limit: int) -> int:
@@ -157,7 +161,7 @@ def _finder(
             start += block_units
         return limit
 
-    return reader.lookup.finder(is_cached, covered_run)
+    return reader.lookup.finder(covered, covered_run)
 
 
 def vllm_find_longest_cache_hit(
@@ -187,19 +191,22 @@ def vllm_find_longest_cache_hit(
     return blocks, hit, longest - hit
 
 
-@attrs.frozen
 class _Membership:
-    """A container whose membership test asks the pool."""
+    """A container whose membership test asks the pool (a plain slotted
+    class: two are built per group on every lookup in ``identical`` mode)."""
 
-    test: Callable[[int], bool]
+    __slots__ = ("test",)
+
+    def __init__(self, test: Callable[[int], bool]) -> None:
+        self.test = test
 
     def __contains__(self, index: object) -> bool:
         return type(index) is int and self.test(index)
 
 
-@attrs.frozen
-class _PoolView:
-    """``audit.lookup_model.CacheView`` of one group, asking the pool on demand."""
+class _PoolView(NamedTuple):
+    """``audit.lookup_model.CacheView`` of one group, asking the pool on demand
+    (a tuple: one is built per group on every lookup)."""
 
     group: GroupSpec
     spec: GroupSpec
@@ -267,7 +274,7 @@ def _collect(
 
 
 _spec_of = operator.attrgetter("kv_cache_spec")
-_manager_setting = operator.attrgetter("block_size", "pcp_world_size")
+_manager_setting = operator.attrgetter("__class__", "block_size", "pcp_world_size")
 _use_eagle = operator.attrgetter("use_eagle")
 
 
@@ -279,7 +286,6 @@ def _bind(coordinator: Any) -> _BoundLookup:
     managers = coordinator.single_type_managers
     key = (
         *map(id, specs),
-        tuple(map(type, managers)),
         tuple(map(_manager_setting, managers)),
         tuple(map(_use_eagle, coordinator.attention_groups)),
         coordinator.hash_block_size,
@@ -382,21 +388,24 @@ def _group_blocks(
         return []
     scale = group.block_size // unit
     ids = [group_id]
+    if group.kind is GroupKind.MAMBA:
+        state_unit = hit // unit - 1
+        state = (
+            seen[state_unit]
+            if state_unit in seen
+            else pool.get_cached_block(block_hashes[state_unit], ids)
+        )
+        if state is None:  # the core said the group serves the hit: a bug, never a fallback
+            raise RuntimeError(
+                f"group {group_id}: hash unit {state_unit} of a core hit is not cached"
+            )
+        return [pool.null_block] * (state_unit // scale) + [state[0]]
 
     def cached(index: int) -> Any:
         # What the lookup already read of the pool, else the pool.
         found = seen[index] if index in seen else pool.get_cached_block(block_hashes[index], ids)
         return None if found is None else found[0]
 
-    def served(index: int) -> Any:
-        block = cached(index)
-        if block is None:  # the core said the group serves the hit: a bug, never a fallback
-            raise RuntimeError(f"group {group_id}: hash unit {index} of a core hit is not cached")
-        return block
-
-    if group.kind is GroupKind.MAMBA:
-        state_unit = hit // unit - 1
-        return [pool.null_block] * (state_unit // scale) + [served(state_unit)]
     num_blocks = cdiv(hit, group.block_size)
     first = 0
     if group.kind is GroupKind.SLIDING_WINDOW:
