@@ -77,6 +77,14 @@ class _BoundLookup:
     # (its run's blocks are the hit's, kept as the run reads them).
     pool_ids: tuple[list[int], ...]
     whole_runs: tuple[bool, ...]
+    # The four side by side, per geometry group: what a lookup walks.
+    reading: tuple[tuple[GroupReader, int, list[int], bool], ...] = attrs.field(
+        init=False, eq=False, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        reading = zip(self.readers, self.group_ids, self.pool_ids, self.whole_runs, strict=True)
+        object.__setattr__(self, "reading", tuple(reading))
 
 
 def core_find_longest_cache_hit(
@@ -87,20 +95,23 @@ def core_find_longest_cache_hit(
     coordinator = self
     bound = _bind(coordinator)
     # Each group reads its own manager's pool, as vLLM's coordinator does
-    # (one pool for all, except with HiSparse's host-backed groups).
+    # (one pool for all, except with HiSparse's host-backed groups). What
+    # the finders read of it is kept per group for collecting the blocks: a
+    # run's blocks, else each answer under its hash unit.
     managers = coordinator.single_type_managers
-    pools = [managers[group_id].block_pool for group_id in bound.group_ids]
+    pools: list[Any] = []
+    runs: list[list[Any] | None] = []
+    found: list[dict[int, Any]] = []
+    finders: list[Finder] = []
+    for reader, group_id, ids, whole in bound.reading:
+        pool = managers[group_id].block_pool
+        run: list[Any] | None = [] if whole else None
+        seen: dict[int, Any] = {}
+        finders.append(_finder(reader, ids, pool, block_hashes, seen, run))
+        pools.append(pool)
+        runs.append(run)
+        found.append(seen)
     lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
-    # What the finders read of the pool, kept per group for collecting the
-    # blocks: a run's blocks, else each answer under its hash unit.
-    runs: list[list[Any] | None] = [[] if whole else None for whole in bound.whole_runs]
-    found: list[dict[int, Any]] = [{} for _ in pools]
-    finders = [
-        _finder(reader, ids, pool, block_hashes, seen, run)
-        for reader, ids, pool, seen, run in zip(
-            bound.readers, bound.pool_ids, pools, found, runs, strict=True
-        )
-    ]
     hit, longest = bound.reconciler.hit_lengths(finders, max_cache_hit_length, lookup_limit)
     blocks = _collect(bound, pools, found, runs, block_hashes, max_cache_hit_length, hit, longest)
     return blocks, hit, longest - hit
