@@ -19,7 +19,12 @@ vLLM: the geometry holds the cacheable groups, read under their vLLM group
 ids, and the others get no blocks. The geometry, the bound
 :class:`junction.core.HitReconciler` and the pool readers
 (``audit.lookup.group_readers``) are built once per distinct coordinator
-configuration and cached; a call reconciles and collects blocks.
+configuration and cached; a call reconciles and collects blocks. A
+full-attention group's finder is handed its cached run (``core.CachedRun``),
+read as vLLM's scan reads it: one pool call a whole block (under partial
+hits, then the deepest registered hash unit of the first block not
+registered whole), a whole block's answer kept as read, so the hit's blocks
+are the run's first ones and no block is looked up twice.
 
 A group whose manager ``retains_longer_hit`` (HiSparse's host tier,
 :mod:`.groups`) gets its blocks up to its own hit, as vLLM's coordinator
@@ -72,19 +77,11 @@ class _BoundLookup:
     num_groups: int
     reconciler: HitReconciler
     readers: tuple[GroupReader, ...]
-    # Per geometry group: the pool's group-id argument (vLLM passes its own
-    # lists likewise), and whether it is full attention read by whole blocks
-    # (its run's blocks are the hit's, kept as the run reads them).
-    pool_ids: tuple[list[int], ...]
-    whole_runs: tuple[bool, ...]
-    # The four side by side, per geometry group: what a lookup walks.
-    reading: tuple[tuple[GroupReader, int, list[int], bool], ...] = attrs.field(
-        init=False, eq=False, repr=False
-    )
-
-    def __attrs_post_init__(self) -> None:
-        reading = zip(self.readers, self.group_ids, self.pool_ids, self.whole_runs, strict=True)
-        object.__setattr__(self, "reading", tuple(reading))
+    # What a lookup walks, per geometry group: its reader, its vLLM group id,
+    # the pool's group-id argument (vLLM passes its own lists likewise), and
+    # whether it is full attention read by whole blocks (its run's blocks are
+    # the hit's, kept as the run reads them).
+    reading: tuple[tuple[GroupReader, int, list[int], bool], ...]
 
 
 def core_find_longest_cache_hit(
@@ -371,9 +368,13 @@ def _bound(coordinator: Any) -> _BoundLookup:
         len(groups),
         HitReconciler(geometry),
         readers,
-        tuple([group_id] for group_id in group_ids),
         tuple(
-            group.kind is GroupKind.FULL and not reader.covered_block
+            (
+                reader,
+                reader.group_id,
+                [reader.group_id],
+                group.kind is GroupKind.FULL and not reader.covered_block,
+            )
             for group, reader in zip(geometry.groups, readers, strict=True)
         ),
     )
