@@ -4,8 +4,9 @@ Each layout's seeded multi-turn workload (``audit.scheduler_differential``:
 shared system prompts, forks, resends, extensions, grid-cut prefixes,
 aborts, eviction and preemption in a small pool) runs end to end on a fresh
 real ``Scheduler`` (``audit.vllm_scheduler``), alternating in one run: vLLM's
-own code, then the drop-in in each mode, round after round, so machine noise
-hits all alike. Timed: ``Scheduler.schedule()`` and ``update_from_output``
+own code, then the drop-in in each mode, then vLLM's code again (``again``,
+its ratio to the first: the noise floor), round after round, so machine
+noise hits all alike. Timed: ``Scheduler.schedule()`` and ``update_from_output``
 only (building the scheduler, the requests and the model's stand-in output
 are the same in every arm and left out). The ratio is drop-in / vLLM (below
 1.0: the drop-in's loop is faster). Then the bind-once cost: what the first
@@ -13,8 +14,8 @@ lookup of a coordinator configuration pays to build its binding (geometry,
 reconciler, pool readers), against one bound lookup. With ``--per-call``,
 also each decision point in place: during one run of vLLM's own loop, every
 call's arguments go to vLLM's code and to each mode's adapter in turn on the
-same state (the three decisions only read it), and each side's fastest of
-``--repeats`` is summed per decision point.
+same state (the three decisions only read it); printed per decision point:
+the mean over its calls of each side's fastest of ``--repeats``.
 
 Needs vLLM (``make audit-setup``). Run: ``make bench-dropin``
 (``python -m benchmarks.bench_dropin_loop``).
@@ -142,12 +143,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     chosen = [layout for layout in layouts() if layout.name in LAYOUTS]
-    arms: list[tuple[str, Mode | None]] = [("vLLM", None), *((m.value, m) for m in Mode)]
+    # vLLM runs twice a round: the second run ("again") is the noise floor,
+    # what the ratio of vLLM's code to itself comes out as.
+    arms: list[tuple[str, Mode | None]] = [
+        ("vLLM", None),
+        *((m.value, m) for m in Mode),
+        ("again", None),
+    ]
     print(
         f"scheduler loop, median ms over {args.rounds} alternating rounds of "
-        f"{args.requests} requests (seed 0)"
+        f"{args.requests} requests (seed 0); again: vLLM's code in a second arm"
     )
-    print(f"  {'vLLM':>8}  {'corrected':>9}  {'ratio':>5}  {'identical':>9}  {'ratio':>5}  layout")
+    print(
+        f"  {'vLLM':>8}  {'corrected':>9}  {'ratio':>5}  {'identical':>9}  {'ratio':>5}  "
+        f"{'again':>5}  layout"
+    )
     totals: dict[str, list[float]] = {name: [0.0] * args.rounds for name, _ in arms}
     for layout in chosen:
         requests = workload(layout, 0, args.requests)
@@ -194,7 +204,8 @@ def _row(name: str, times: dict[str, list[float]]) -> None:
     own = median["vLLM"]
     print(
         f"  {own:8.1f}  {median['corrected']:9.1f}  {median['corrected'] / own:5.2f}  "
-        f"{median['identical']:9.1f}  {median['identical'] / own:5.2f}  {name}"
+        f"{median['identical']:9.1f}  {median['identical'] / own:5.2f}  "
+        f"{median['again'] / own:5.2f}  {name}"
     )
 
 
