@@ -20,7 +20,7 @@ import attrs
 
 from .errors import InvalidArgument, require_int
 from .geometry import GroupKind, GroupSpec, sliding_window_need
-from .grid import cdiv, floor_to, lcm
+from .grid import floor_to, lcm
 
 __all__ = [
     "Finder",
@@ -61,7 +61,7 @@ def _full_attention_scan(
     alignment: int,
     drop: int,
 ) -> int:
-    limit = cdiv(bound, block_size)  # blocks that reach into [0, bound)
+    limit = -(-bound // block_size)  # blocks that reach into [0, bound): cdiv, inlined
     if cached_run is None:
         blocks = 0
         while blocks < limit and is_cached(blocks):
@@ -75,8 +75,8 @@ def _full_attention_scan(
                 f"asked for the cached run of at most {limit} blocks: must return an int "
                 f"in [0, {limit}]",
             )
-    raw = min(blocks * block_size, bound)
-    return floor_to(max(raw - drop, 0), alignment)
+    raw = min(blocks * block_size, bound) - drop
+    return raw // alignment * alignment if raw > 0 else 0  # floor_to, inlined
 
 
 def longest_sliding_window_hit(
@@ -174,14 +174,13 @@ class GroupLookup:
 
     spec: GroupSpec = attrs.field(validator=_spec)
     alignment_tokens: int = attrs.field(validator=_alignment)
-    # Derived once: the EAGLE drop in tokens, a window's need and peek blocks
-    # without / with EAGLE (the same twice for a group that is not an EAGLE
-    # group: it never drops), and the candidate step (blocks for a window,
-    # tokens for a state).
-    _drop: int = attrs.field(init=False, eq=False, repr=False)
+    # Derived once: a window's need and peek blocks without / with EAGLE (the
+    # same twice for a group that is not an EAGLE group: it never drops), and
+    # what every finder reads, in one tuple: the block, ``A``, the EAGLE drop
+    # in tokens and the candidate step (blocks for a window, tokens for a state).
     _needs: tuple[int, int] = attrs.field(init=False, eq=False, repr=False)
     _peeks: tuple[int, int] = attrs.field(init=False, eq=False, repr=False)
-    _step: int = attrs.field(init=False, eq=False, repr=False)
+    _scan: tuple[int, int, int, int] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         spec, alignment = self.spec, self.alignment_tokens
@@ -190,10 +189,10 @@ class GroupLookup:
             needs = (spec.blocks_for_hit(False), spec.blocks_for_hit(True))
         grid = lcm(alignment, spec.block_size)
         step = grid // spec.block_size if spec.kind is GroupKind.SLIDING_WINDOW else grid
-        object.__setattr__(self, "_drop", spec.eagle_drop_tokens(alignment))
+        drop = spec.eagle_drop_tokens(alignment)
         object.__setattr__(self, "_needs", needs)
         object.__setattr__(self, "_peeks", (0, 1 if spec.eagle_group else 0))
-        object.__setattr__(self, "_step", step)
+        object.__setattr__(self, "_scan", (spec.block_size, alignment, drop, step))
 
     def finder(self, is_cached: IsCached, cached_run: CachedRun | None = None) -> Finder:
         """The :data:`Finder` of this group whose cached blocks are ``is_cached``.
@@ -212,13 +211,9 @@ class GroupLookup:
             raise InvalidArgument(
                 "cached_run", cached_run, "must be None or callable: limit -> leading cached blocks"
             )
-        block, alignment, drop, step = (
-            self.spec.block_size,
-            self.alignment_tokens,
-            self._drop,
-            self._step,
-        )
-        if self.spec.kind is GroupKind.FULL:
+        block, alignment, drop, step = self._scan
+        kind = self.spec.kind
+        if kind is GroupKind.FULL:
 
             def find_full(bound: int, drop_eagle: bool) -> int:
                 return _full_attention_scan(
@@ -226,7 +221,7 @@ class GroupLookup:
                 )
 
             return find_full
-        if self.spec.kind is GroupKind.SLIDING_WINDOW:
+        if kind is GroupKind.SLIDING_WINDOW:
             needs, peeks = self._needs, self._peeks
 
             def find_window(bound: int, drop_eagle: bool) -> int:

@@ -73,6 +73,7 @@ class HitReconciler:
     geometry: HybridGeometry = attrs.field(validator=_geometry)
     _order: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
     _drops: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+    _kinds: tuple[GroupKind, ...] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         groups = self.geometry.groups
@@ -81,22 +82,38 @@ class HitReconciler:
         drops = (group.eagle_drop_tokens(alignment) if eagle else 0 for group in groups)
         object.__setattr__(self, "_order", tuple(order))
         object.__setattr__(self, "_drops", tuple(drops))
+        object.__setattr__(self, "_kinds", tuple(group.kind for group in groups))
 
     def reconcile(
         self, finders: Sequence[Finder], max_hit_length: int, lookup_limit: int | None = None
     ) -> HitReconciliation:
         """:func:`reconcile_hits` for this geometry."""
+        hit, longest = self.hit_lengths(finders, max_hit_length, lookup_limit)
+        return HitReconciliation(hit, longest, _junction(hit, longest))
+
+    def hit_lengths(
+        self, finders: Sequence[Finder], max_hit_length: int, lookup_limit: int | None = None
+    ) -> tuple[int, int]:
+        """``(h, ℓ)`` of :meth:`reconcile`, without the record: for an adapter
+        that answers in its engine's own terms on every admission (the
+        junction is :func:`shared_prefix_boundary` of the two). Raises as
+        :meth:`reconcile` does."""
         groups = self.geometry.groups
         if len(finders) != len(groups):
             raise InvalidArgument(
                 "finders", finders, f"need one finder per group ({len(groups)}), got {len(finders)}"
             )
-        require_int("max_hit_length", max_hit_length, 0)
-        limit = (
-            max_hit_length if lookup_limit is None else require_int("lookup_limit", lookup_limit, 0)
-        )
+        # The bounds tested inline; the named checks raise.
+        if type(max_hit_length) is not int or max_hit_length < 0:
+            require_int("max_hit_length", max_hit_length, 0)
+        if lookup_limit is None:
+            limit = max_hit_length
+        elif type(lookup_limit) is not int or lookup_limit < 0:
+            limit = require_int("lookup_limit", lookup_limit, 0)
+        else:
+            limit = lookup_limit
         alignment = self.geometry.alignment_tokens
-        drops = self._drops
+        drops, kinds = self._drops, self._kinds
         accepted: list[int | None] = [None] * len(groups)
         longest = 0
         hit = max_hit_length
@@ -104,14 +121,18 @@ class HitReconciler:
             candidate = hit
             for index in self._order:
                 known = accepted[index]
-                if known is not None and (
-                    known == candidate or groups[index].kind is GroupKind.FULL
-                ):
-                    candidate = min(candidate, known)
+                if known is not None and (known == candidate or kinds[index] is GroupKind.FULL):
+                    if known < candidate:
+                        candidate = known
                     continue
-                drop = drops[index] > 0
-                bound = min(candidate + drops[index], limit) if drop else candidate
-                found = finders[index](bound, drop)
+                drop = drops[index]
+                if drop > 0:
+                    bound = candidate + drop
+                    if bound > limit:
+                        bound = limit
+                else:
+                    bound = candidate
+                found = finders[index](bound, drop > 0)
                 if type(found) is not int or not 0 <= found <= candidate or found % alignment:
                     raise InvalidArgument(
                         f"finders[{index}]",
@@ -121,11 +142,12 @@ class HitReconciler:
                     )
                 accepted[index] = found
                 candidate = found
-                longest = max(longest, found)
+                if found > longest:
+                    longest = found
             if candidate >= hit:
                 break
             hit = candidate
-        return HitReconciliation(hit, longest, _junction(hit, longest))
+        return hit, longest
 
 
 def reconcile_hits(

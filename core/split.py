@@ -39,18 +39,17 @@ def prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
     Raises :class:`InvalidArgument` when ``num_prompt_tokens < 1`` or
     ``num_tokens < num_prompt_tokens``.
     """
-    # Tested inline (a policy asks this on every chunk); the named checks raise.
-    if type(num_prompt_tokens) is not int or type(num_tokens) is not int or num_prompt_tokens < 1:
+    # Tested and answered inline (a policy asks this on every chunk, the
+    # drop-in on every decode step); the named checks raise.
+    if (
+        type(num_prompt_tokens) is not int
+        or type(num_tokens) is not int
+        or not 1 <= num_prompt_tokens <= num_tokens
+    ):
         require_int("num_prompt_tokens", num_prompt_tokens, 1)
         require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
-    elif num_tokens < num_prompt_tokens:
-        require_int("num_tokens", num_tokens, num_prompt_tokens, "num_prompt_tokens")
-    return _prefill_end(num_prompt_tokens, num_tokens)
-
-
-def _prefill_end(num_prompt_tokens: int, num_tokens: int) -> int:
-    # The rule itself, for callers that validated P and N already (the split's hot path).
-    return max(num_prompt_tokens, num_tokens - 1)
+    # max(P, N - 1), given N >= P.
+    return num_tokens - 1 if num_tokens > num_prompt_tokens else num_prompt_tokens
 
 
 def last_cacheable_position(
@@ -222,7 +221,7 @@ class ChunkSplitter:
         return self._written(
             num_computed_tokens,
             num_computed_tokens + num_new_tokens,
-            _prefill_end(num_prompt_tokens, num_tokens),
+            prefill_end(num_prompt_tokens, num_tokens),
         )
 
     def _written(self, start: int, end: int, decode_start: int) -> int:
@@ -291,7 +290,7 @@ class ChunkSplitter:
             )
         block_size, use_eagle = self.block_size, self.use_eagle
         lookahead = self.hash_lookahead_tokens
-        decode_start = _prefill_end(num_prompt_tokens, num_tokens)
+        decode_start = prefill_end(num_prompt_tokens, num_tokens)
         if start >= decode_start:
             return num_new_tokens
         end = start + num_new_tokens

@@ -9,10 +9,15 @@ only unique while its object lives, so each entry holds the objects it was
 keyed by: while the entry exists their ids cannot be reused. The cache is
 bounded (cleared when full: an engine has a handful of configurations, a
 test process a few hundred).
+
+A caller builds the key itself, flat (the ids of the objects, then the
+settings), so a call's lookup is one tuple and one ``dict.get``: the
+adapters run on every engine step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 __all__ = ["IdentityCache"]
@@ -22,20 +27,23 @@ Key = tuple[object, ...]
 
 
 class IdentityCache(Generic[T]):
-    """Values keyed by some objects' identities plus some hashable settings."""
+    """Values keyed by some objects' identities plus some hashable settings.
+
+    ``find(key)`` is the value kept under ``key``, or ``None``.
+    """
 
     def __init__(self, limit: int = 1024) -> None:
         self._limit = limit
-        self._entries: dict[Key, tuple[tuple[object, ...], T]] = {}
+        self._values: dict[Key, T] = {}
+        self._held: dict[Key, tuple[object, ...]] = {}
+        self.find: Callable[[Key], T | None] = self._values.get
 
-    def find(self, objects: tuple[object, ...], settings: Key) -> T | None:
-        """The value kept for these objects and settings, or ``None``."""
-        entry = self._entries.get((*map(id, objects), *settings))
-        return None if entry is None else entry[1]
-
-    def keep(self, objects: tuple[object, ...], settings: Key, value: T) -> T:
-        """Keep ``value`` for these objects (held alive by the entry) and settings."""
-        if len(self._entries) >= self._limit:
-            self._entries.clear()
-        self._entries[(*map(id, objects), *settings)] = (objects, value)
+    def keep(self, key: Key, objects: tuple[object, ...], value: T) -> T:
+        """Keep ``value`` under ``key``, which holds the ids of ``objects``
+        (held alive by the entry, so their ids stay theirs) and settings."""
+        if len(self._values) >= self._limit:
+            self._values.clear()
+            self._held.clear()
+        self._values[key] = value
+        self._held[key] = objects
         return value

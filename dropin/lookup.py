@@ -19,7 +19,12 @@ vLLM: the geometry holds the cacheable groups, read under their vLLM group
 ids, and the others get no blocks. The geometry, the bound
 :class:`junction.core.HitReconciler` and the pool readers
 (``audit.vllm.lookup.group_readers``) are built once per distinct coordinator
-configuration and cached; a call reconciles and collects blocks.
+configuration and cached; a call reconciles and collects blocks. A
+full-attention group's finder is handed its cached run (``core.CachedRun``),
+read as vLLM's scan reads it: one pool call a whole block (under partial
+hits, then the deepest registered hash unit of the first block not
+registered whole), a whole block's answer kept as read, so the hit's blocks
+are the run's first ones and no block is looked up twice.
 
 A group whose manager ``retains_longer_hit`` (HiSparse's host tier,
 :mod:`.groups`) gets its blocks up to its own hit, as vLLM's coordinator
@@ -43,12 +48,13 @@ times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
-from junction.core import GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
+from junction.core import Finder, GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
 from ..audit.vllm.lookup import GroupReader, group_readers
 from ..audit.vllm.lookup_model import ALL_QUIRKS, model_reconcile
@@ -71,6 +77,11 @@ class _BoundLookup:
     num_groups: int
     reconciler: HitReconciler
     readers: tuple[GroupReader, ...]
+    # What a lookup walks, per geometry group: its reader, its vLLM group id,
+    # the pool's group-id argument (vLLM passes its own lists likewise), and
+    # whether it is full attention read by whole blocks (its run's blocks are
+    # the hit's, kept as the run reads them).
+    reading: tuple[tuple[GroupReader, int, list[int], bool], ...]
 
 
 def core_find_longest_cache_hit(
@@ -81,20 +92,84 @@ def core_find_longest_cache_hit(
     coordinator = self
     bound = _bind(coordinator)
     # Each group reads its own manager's pool, as vLLM's coordinator does
-    # (one pool for all, except with HiSparse's host-backed groups).
+    # (one pool for all, except with HiSparse's host-backed groups). What
+    # the finders read of it is kept per group for collecting the blocks: a
+    # run's blocks, else each answer under its hash unit.
     managers = coordinator.single_type_managers
-    pools = [managers[group_id].block_pool for group_id in bound.group_ids]
+    pools: list[Any] = []
+    runs: list[list[Any] | None] = []
+    found: list[dict[int, Any]] = []
+    finders: list[Finder] = []
+    for reader, group_id, ids, whole in bound.reading:
+        pool = managers[group_id].block_pool
+        run: list[Any] | None = [] if whole else None
+        seen: dict[int, Any] = {}
+        finders.append(_finder(reader, ids, pool, block_hashes, seen, run))
+        pools.append(pool)
+        runs.append(run)
+        found.append(seen)
     lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
-    # What the finders read of the pool, kept per group for collecting the blocks.
-    found: list[dict[int, Any]] = [{} for _ in pools]
-    finders = [
-        reader.lookup.finder(reader.predicate(pool, block_hashes, seen)[0])
-        for reader, pool, seen in zip(bound.readers, pools, found, strict=True)
-    ]
-    reconciled = bound.reconciler.reconcile(finders, max_cache_hit_length, lookup_limit)
-    hit, longest = reconciled.hit_length, reconciled.longest_hit_length
-    blocks = _collect(bound, pools, found, block_hashes, max_cache_hit_length, hit, longest)
+    hit, longest = bound.reconciler.hit_lengths(finders, max_cache_hit_length, lookup_limit)
+    blocks = _collect(bound, pools, found, runs, block_hashes, max_cache_hit_length, hit, longest)
     return blocks, hit, longest - hit
+
+
+def _finder(
+    reader: GroupReader,
+    ids: list[int],
+    pool: Any,
+    block_hashes: Any,
+    seen: dict[int, Any],
+    run: list[Any] | None,
+) -> Finder:
+    """The group's core finder over the pool. A full-attention group's finder
+    gets its cached run, read as vLLM's scan reads it (one pool call a whole
+    block; under partial hits, the deepest registered hash unit of the first
+    block not registered whole): a group read by whole blocks keeps the
+    run's blocks in ``run``, one read by hash units each answer in ``seen``.
+    Any other group reads through the reader's predicate (answers in ``seen``)."""
+    get = pool.get_cached_block
+    if run is not None:  # whole blocks: block i is hash unit (i + 1) * scale - 1
+        scale = reader.scale
+        count = len(block_hashes) // scale
+
+        def is_cached(index: int) -> bool:
+            return index < count and get(block_hashes[(index + 1) * scale - 1], ids) is not None
+
+        def block_run(limit: int) -> int:
+            end = min(limit, count)
+            for index in range(end):
+                answer = get(block_hashes[(index + 1) * scale - 1], ids)
+                if answer is None:
+                    return index
+                run.append(answer[0])
+            return end
+
+        return reader.lookup.finder(is_cached, block_run)
+    covered, units = reader.predicate(pool, block_hashes, seen)
+    if reader.spec.kind is not GroupKind.FULL:
+        return reader.lookup.finder(covered)
+    block_units = reader.covered_block
+
+    def covered_run(limit: int) -> int:
+        # Hash unit u is covered iff a unit in [u, its block's end) is
+        # registered: a block registered at its last unit is covered whole;
+        # in the first that is not, the run ends past its deepest registration.
+        start = 0
+        while start < limit:
+            end = min(start + block_units, units)
+            deepest = end - 1
+            while deepest >= start:
+                seen[deepest] = answer = get(block_hashes[deepest], ids)
+                if answer is not None:
+                    break
+                deepest -= 1
+            if deepest < start + block_units - 1:  # the run ends in this block
+                return min(deepest + 1, limit)
+            start += block_units
+        return limit
+
+    return reader.lookup.finder(covered, covered_run)
 
 
 def vllm_find_longest_cache_hit(
@@ -119,23 +194,27 @@ def vllm_find_longest_cache_hit(
     hit, longest, _ = model_reconcile(
         bound.geometry, views, max_cache_hit_length, lookup_limit, ALL_QUIRKS
     )
-    blocks = _collect(bound, pools, found, block_hashes, max_cache_hit_length, hit, longest)
+    runs: list[list[Any] | None] = [None] * len(pools)
+    blocks = _collect(bound, pools, found, runs, block_hashes, max_cache_hit_length, hit, longest)
     return blocks, hit, longest - hit
 
 
-@attrs.frozen
 class _Membership:
-    """A container whose membership test asks the pool."""
+    """A container whose membership test asks the pool (a plain slotted
+    class: two are built per group on every lookup in ``identical`` mode)."""
 
-    test: Callable[[int], bool]
+    __slots__ = ("test",)
+
+    def __init__(self, test: Callable[[int], bool]) -> None:
+        self.test = test
 
     def __contains__(self, index: object) -> bool:
         return type(index) is int and self.test(index)
 
 
-@attrs.frozen
-class _PoolView:
-    """``audit.vllm.lookup_model.CacheView`` of one group, asking the pool on demand."""
+class _PoolView(NamedTuple):
+    """``audit.vllm.lookup_model.CacheView`` of one group, asking the pool on demand
+    (a tuple: one is built per group on every lookup)."""
 
     group: GroupSpec
     spec: GroupSpec
@@ -162,6 +241,7 @@ def _collect(
     bound: _BoundLookup,
     pools: list[Any],
     found: list[dict[int, Any]],
+    runs: list[list[Any] | None],
     block_hashes: Any,
     max_cache_hit_length: int,
     hit: int,
@@ -169,45 +249,60 @@ def _collect(
 ) -> tuple[list[Any], ...]:
     """Each vLLM group's blocks for a hit of ``hit`` tokens (``longest`` for a
     group the coordinator keeps past the hit); no blocks for the others."""
+    blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
+    if not longest:  # no group hit anything (h <= ℓ): every group gets no blocks
+        return tuple(blocks)
     unit = bound.geometry.hash_block_size
     lookup_limit = len(block_hashes) * unit
-    blocks: list[list[Any]] = [[] for _ in range(bound.num_groups)]
     groups = zip(
         bound.group_ids,
         bound.geometry.groups,
         pools,
         found,
+        runs,
         bound.retained,
         bound.peeks,
         strict=True,
     )
-    for group_id, group, pool, seen, retained, peek in groups:
+    for group_id, group, pool, seen, run, retained, peek in groups:
+        length = longest if retained else hit
+        if run is not None:
+            # Whole blocks from block 0, each proved by the run that read it:
+            # the hit's blocks are the run's first ones.
+            blocks[group_id] = run[: cdiv(length, group.block_size)]
+            continue
         # How far the group's own lookup reads: the bound plus its EAGLE peek
         # (none for a group that is not an EAGLE group), within the hashed
         # tokens. It orders the registrations a block is taken from.
         read_limit = min(max_cache_hit_length + peek, lookup_limit) // unit
-        length = longest if retained else hit
         blocks[group_id] = _group_blocks(
             pool, seen, block_hashes, group_id, group, unit, length, read_limit
         )
     return tuple(blocks)
 
 
+_spec_of = operator.attrgetter("kv_cache_spec")
+_manager_setting = operator.attrgetter("__class__", "block_size", "pcp_world_size")
+_use_eagle = operator.attrgetter("use_eagle")
+
+
 def _bind(coordinator: Any) -> _BoundLookup:
-    """The coordinator's binding: looked up by what it is built from, built on a miss."""
-    groups = coordinator.kv_cache_config.kv_cache_groups
+    """The coordinator's binding: looked up by what it is built from (its
+    group specs' identities, its managers' classes and settings, its
+    EAGLE, hash unit, partial hits and scheduler block), built on a miss."""
+    specs = tuple(map(_spec_of, coordinator.kv_cache_config.kv_cache_groups))
     managers = coordinator.single_type_managers
-    objects = (*(group.kv_cache_spec for group in groups), *(type(m) for m in managers))
-    settings = (
-        tuple((manager.block_size, manager.pcp_world_size) for manager in managers),
-        tuple(spec_group.use_eagle for spec_group in coordinator.attention_groups),
+    key = (
+        *map(id, specs),
+        tuple(map(_manager_setting, managers)),
+        tuple(map(_use_eagle, coordinator.attention_groups)),
         coordinator.hash_block_size,
         bool(coordinator.enable_partial_hash_hits),
         coordinator.scheduler_block_size,
     )
-    bound = _lookups.find(objects, settings)
+    bound = _lookups.find(key)
     if bound is None:  # the configuration's first lookup: bind (and validate) once
-        bound = _lookups.keep(objects, settings, _bound(coordinator))
+        bound = _lookups.keep(key, specs, _bound(coordinator))
     return bound
 
 
@@ -266,7 +361,22 @@ def _bound(coordinator: Any) -> _BoundLookup:
         group.eagle_drop_tokens(alignment) if geometry.use_eagle else 0 for group in geometry.groups
     )
     return _BoundLookup(
-        geometry, group_ids, tuple(retained), peeks, len(groups), HitReconciler(geometry), readers
+        geometry,
+        group_ids,
+        tuple(retained),
+        peeks,
+        len(groups),
+        HitReconciler(geometry),
+        readers,
+        tuple(
+            (
+                reader,
+                reader.group_id,
+                [reader.group_id],
+                group.kind is GroupKind.FULL and not reader.covered_block,
+            )
+            for group, reader in zip(geometry.groups, readers, strict=True)
+        ),
     )
 
 
@@ -290,21 +400,24 @@ def _group_blocks(
         return []
     scale = group.block_size // unit
     ids = [group_id]
+    if group.kind is GroupKind.MAMBA:
+        state_unit = hit // unit - 1
+        state = (
+            seen[state_unit]
+            if state_unit in seen
+            else pool.get_cached_block(block_hashes[state_unit], ids)
+        )
+        if state is None:  # the core said the group serves the hit: a bug, never a fallback
+            raise RuntimeError(
+                f"group {group_id}: hash unit {state_unit} of a core hit is not cached"
+            )
+        return [pool.null_block] * (state_unit // scale) + [state[0]]
 
     def cached(index: int) -> Any:
         # What the lookup already read of the pool, else the pool.
         found = seen[index] if index in seen else pool.get_cached_block(block_hashes[index], ids)
         return None if found is None else found[0]
 
-    def served(index: int) -> Any:
-        block = cached(index)
-        if block is None:  # the core said the group serves the hit: a bug, never a fallback
-            raise RuntimeError(f"group {group_id}: hash unit {index} of a core hit is not cached")
-        return block
-
-    if group.kind is GroupKind.MAMBA:
-        state_unit = hit // unit - 1
-        return [pool.null_block] * (state_unit // scale) + [served(state_unit)]
     num_blocks = cdiv(hit, group.block_size)
     first = 0
     if group.kind is GroupKind.SLIDING_WINDOW:

@@ -64,17 +64,35 @@ def core_mask(
     manager_cls = cls
     if alignment_tokens is None:
         raise UnsupportedOption(Decision.MASK, "alignment_tokens", alignment_tokens)
-    # A sliding window's block is sharded under decode-context parallelism;
-    # a Mamba state is replicated (vLLM's Mamba mask reads the spec's block).
-    block = kv_cache_spec.block_size
-    if manager_cls is not vllm().managers.MambaManager:
-        block *= dcp_world_size
-    objects = (manager_cls, kv_cache_spec)
-    settings = (block, alignment_tokens, use_eagle, retention_interval)
-    bound = _masks.find(objects, settings)
+    key = (
+        manager_cls,
+        id(kv_cache_spec),
+        alignment_tokens,
+        use_eagle,
+        retention_interval,
+        dcp_world_size,
+    )
+    bound = _masks.find(key)
     if bound is None:  # the group's first call: bind (and validate) once
-        bound = _masks.keep(objects, settings, _group_mask(objects, *settings))
-    boundaries = [boundary for boundary in reachable_boundaries if boundary >= 0]
+        bound = _masks.keep(
+            key,
+            (manager_cls, kv_cache_spec),
+            _group_mask(
+                manager_cls,
+                kv_cache_spec,
+                alignment_tokens,
+                use_eagle,
+                retention_interval,
+                dcp_world_size,
+            ),
+        )
+    boundaries = reachable_boundaries
+    if type(boundaries) is not list and type(boundaries) is not tuple:
+        boundaries = list(boundaries)  # read once, whatever iterable it is
+    for boundary in boundaries:
+        if not boundary >= 0:  # rare (EAGLE's J - B): copy without the negatives
+            boundaries = [boundary for boundary in boundaries if boundary >= 0]
+            break
     return bound.reachable_block_mask(start_block, end_block, boundaries, final_segment_end_block)
 
 
@@ -82,14 +100,19 @@ _masks: IdentityCache[GroupMask] = IdentityCache()
 
 
 def _group_mask(
-    objects: tuple[type, Any],
-    block_size: int,
+    manager_cls: type,
+    kv_cache_spec: Any,
     alignment_tokens: int,
     use_eagle: bool,
     retention_interval: int | None,
+    dcp_world_size: int,
 ) -> GroupMask:
-    manager_cls, kv_cache_spec = objects
-    group = core_group(Decision.MASK, manager_cls, kv_cache_spec, block_size)
+    # A sliding window's block is sharded under decode-context parallelism;
+    # a Mamba state is replicated (vLLM's Mamba mask reads the spec's block).
+    block = kv_cache_spec.block_size
+    if manager_cls is not vllm().managers.MambaManager:
+        block *= dcp_world_size
+    group = core_group(Decision.MASK, manager_cls, kv_cache_spec, block)
     try:
         return GroupMask(alignment_tokens, group, use_eagle, retention_interval)
     except InvalidArgument as error:

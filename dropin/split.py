@@ -52,8 +52,8 @@ def core_split(
     """Drop-in for ``Scheduler._mamba_block_aligned_split``: its signature, names
     included (vLLM's tests pass ``self=`` by keyword)."""
     scheduler = self
-    start = request.num_computed_tokens + num_new_local_computed_tokens
-    start += num_external_computed_tokens
+    computed = request.num_computed_tokens
+    start = computed + num_new_local_computed_tokens + num_external_computed_tokens
     num_tokens = request.num_tokens
     # A decoding request's chunk is never split (core.prefill_end): most calls
     # of a running engine, answered before the engine's settings are read.
@@ -63,7 +63,8 @@ def core_split(
         type(start) is int
         and type(num_new_tokens) is int
         and num_new_tokens >= 0
-        and min(request.num_computed_tokens, num_new_local_computed_tokens) >= 0
+        and computed >= 0
+        and num_new_local_computed_tokens >= 0
         and num_external_computed_tokens >= 0
         and prefill_end(request.num_prompt_tokens, num_tokens) <= start <= num_tokens
     ):

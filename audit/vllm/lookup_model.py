@@ -14,6 +14,7 @@ Mamba finders are core's, which equal vLLM's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container, Sequence
 from typing import Protocol
 
@@ -22,6 +23,7 @@ import attrs
 from junction.core import (
     Finder,
     GroupKind,
+    GroupLookup,
     GroupSpec,
     HybridGeometry,
     floor_to,
@@ -139,7 +141,27 @@ def _finder(geometry: HybridGeometry, view: CacheView, quirks: Quirks) -> Finder
     if view.group.kind is GroupKind.FULL and view.spec.block_size < view.group.block_size:
         drop = view.group.eagle_drop_tokens(alignment)
         return _full_unit_finder(view, geometry, drop, quirks)
-    return group_finder(view.spec, view.cached.__contains__, alignment_tokens=alignment)
+    # group_finder's binding, kept: the drop-in's identical mode asks on every lookup.
+    return _group_lookup(view.spec, alignment).finder(view.cached.__contains__)
+
+
+_group_lookup = functools.lru_cache(maxsize=256)(GroupLookup)
+
+
+@functools.lru_cache(maxsize=256)
+def _shape(geometry: HybridGeometry) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """Per geometry (kept: the drop-in's identical mode asks on every lookup):
+    each group's EAGLE margin, the lookup order (full attention first), and
+    whether vLLM stops after one round."""
+    groups = geometry.groups
+    eagle = geometry.use_eagle
+    margins = tuple(g.eagle_drop_tokens(geometry.alignment_tokens) if eagle else 0 for g in groups)
+    order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
+    # vLLM looks groups with equal specs up together, and with one
+    # full-attention spec plus one other stops after the first round.
+    specs = list(dict.fromkeys(groups))
+    simple = len(specs) == 2 and any(spec.kind is GroupKind.FULL for spec in specs)
+    return margins, tuple(order), simple
 
 
 def model_reconcile(
@@ -153,12 +175,7 @@ def model_reconcile(
     groups = geometry.groups
     finders = [_finder(geometry, view, quirks) for view in views]
     eagle = geometry.use_eagle
-    margins = [g.eagle_drop_tokens(geometry.alignment_tokens) if eagle else 0 for g in groups]
-    order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
-    # vLLM looks groups with equal specs up together, and with one
-    # full-attention spec plus one other stops after the first round.
-    specs = list(dict.fromkeys(groups))
-    simple = len(specs) == 2 and any(spec.kind is GroupKind.FULL for spec in specs)
+    margins, order, simple = _shape(geometry)
     found: dict[int, int] = {}
     verified: set[int] = set()
     hit, longest = max_hit_length, 0

@@ -399,14 +399,14 @@ def test_bindings_are_found_by_the_identity_of_what_they_were_built_from() -> No
 
     cache: IdentityCache[str] = IdentityCache(limit=2)
     spec, twin = [1, 2], [1, 2]  # equal, not the same object
-    assert cache.keep((spec,), ("A",), "bound") == "bound"
-    assert cache.find((spec,), ("A",)) == "bound"
-    assert cache.find((twin,), ("A",)) is None
-    assert cache.find((spec,), ("B",)) is None
-    cache.keep((twin,), ("A",), "twin")
-    cache.keep((spec,), ("B",), "third")  # full: cleared before keeping
-    assert cache.find((spec,), ("A",)) is None
-    assert cache.find((spec,), ("B",)) == "third"
+    assert cache.keep((id(spec), "A"), (spec,), "bound") == "bound"
+    assert cache.find((id(spec), "A")) == "bound"
+    assert cache.find((id(twin), "A")) is None
+    assert cache.find((id(spec), "B")) is None
+    cache.keep((id(twin), "A"), (twin,), "twin")
+    cache.keep((id(spec), "B"), (spec,), "third")  # full: cleared before keeping
+    assert cache.find((id(spec), "A")) is None
+    assert cache.find((id(spec), "B")) == "third"
 
 
 def _hisparse_manager(block: int, *, source_first: bool = True) -> Any:

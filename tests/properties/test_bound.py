@@ -84,6 +84,7 @@ def test_a_reused_reconciler_and_lookups_answer_every_request_as_the_oracle(
         got = reconciler.reconcile(finders, max_hit, limit)
         want = oracle_hits(geometry, cached, max_hit, limit)
         assert (got.hit_length, got.longest_hit_length, got.shared_prefix_boundary) == want
+        assert reconciler.hit_lengths(finders, max_hit, limit) == want[:2]
         # The next request: other cached blocks, another bound.
         cached = [
             frozenset(data.draw(st.lists(st.integers(0, chain), max_size=chain)))

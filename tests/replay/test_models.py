@@ -126,7 +126,9 @@ def _hf(name: str) -> Any:
     import transformers
 
     fields = json.loads(
-        (Path(__file__).resolve().parents[2] / "reference/replay/catalog" / f"{name}.json").read_text()
+        (
+            Path(__file__).resolve().parents[2] / "reference/replay/catalog" / f"{name}.json"
+        ).read_text()
     )
     family = fields.pop("model_type")
     return transformers.AutoConfig.for_model(family, **fields).get_text_config()
