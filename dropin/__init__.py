@@ -1,37 +1,15 @@
 """The core swapped into a running vLLM 0.33.0: :func:`install`, :func:`uninstall`, and
 :func:`swapped_in`.
 
-vLLM makes the three retention decisions in three methods:
-``Scheduler._mamba_block_aligned_split`` (decision 2, the chunk split),
-``SlidingWindowManager.reachable_block_mask`` and
-``MambaManager.reachable_block_mask`` (decision 3, class methods; full
-attention's base method keeps every block, as the core does) and
-``HybridKVCacheCoordinator.find_longest_cache_hit`` (decision 1). Installing
-replaces those four class attributes with adapters (:mod:`.split`,
-:mod:`.mask`, :mod:`.lookup`) that translate vLLM's arguments onto the core,
-call it, and translate its answer back, nothing more. Every instance, existing
-or future, then decides through the core, because the methods are looked up
-on the class.
-
-A call the core cannot express raises :class:`UnsupportedOption` naming the
-option and its value; no adapter ever calls vLLM's own decision code, so a
-run with the core swapped in is the core's, entirely.
-
-Installing is idempotent; :func:`uninstall` puts back exactly the objects it
-took out of each class's ``__dict__`` (the ``classmethod`` wrappers
-included), so ``Cls.__dict__[name] is original`` holds afterwards. The
-classes are the ones vLLM's modules hold when asked: after a reload of one
-of them (new classes, vLLM's code again) :func:`installed` says False and
-:func:`install` puts the stale installation back and installs on the new
-classes.
-
-Not thread-safe: installing rebinds class attributes process-wide while other
-threads may be calling them, and the bookkeeping of what was replaced is a
-module global. Install before the engine starts (or in a test's setup) and
-uninstall after it stops, from one thread. Rejected: patching instances (an
-engine builds new schedulers and coordinators; they would decide with vLLM's
-code), and wrapping vLLM's methods so they run either implementation (a
-fallback by another name).
+Installing replaces the four class attributes through which vLLM makes the
+three retention decisions (the chunk split, the two reachable-block masks,
+the coordinator's lookup) with adapters (:mod:`.split`, :mod:`.mask`,
+:mod:`.lookup`) that translate vLLM's arguments onto the core and its answer
+back, so every instance, existing or future, decides through the core. A call
+the core cannot express raises :class:`UnsupportedOption`; nothing falls back
+to vLLM's code. Installing is idempotent, :func:`uninstall` restores exactly
+what it took, a reload of vLLM's modules is detected; install from one thread
+before the engine starts (docs/design/dropin-install.md).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """vLLM's KV-cache specs as core groups, for the mask and lookup adapters.
 
-Only the three group kinds the core models translate: a ``FullAttentionSpec``
-group run by ``FullAttentionManager``, a ``SlidingWindowSpec`` group run by
-``SlidingWindowManager`` and a ``MambaSpec`` group run by ``MambaManager``.
-The manager class, not the spec class, decides: vLLM picks managers by spec
-(``spec_manager_map``) and subclasses of these managers (chunked-local,
+Only the three group kinds the core models translate, and the manager class
+decides, not the spec: subclasses of vLLM's managers (chunked-local,
 circular-buffer, sink attention) decide differently, so any other manager is
-an option the core cannot express. Translations are cached: a spec is a
-frozen dataclass, and the same few specs are asked about on every engine
-step.
-
-One subclass is full attention for the decisions: HiSparse's
-``HiSparseSourceManager`` (the host tier of a HiSparse model's cache; its
-tests are 17 of the suite's). It inherits ``FullAttentionManager``'s lookup
-unchanged (it overrides neither ``find_longest_cache_hit`` nor
-``supports_fine_grained_hash_lookup``, and has no mask of its own); what it
-changes is where its blocks live (a private host pool, which the lookup
-adapter reads per group) and that the coordinator hands back its blocks up
-to its own hit instead of the reconciled one (``retains_longer_hit``),
-which is reading the pool for a length the core computed, not a decision
-(:mod:`.lookup`). HiSparse's other managers (hot, resident) hold groups that
-opt out of prefix caching, which take no part in the lookup.
+an option the core cannot express. HiSparse's host-tier manager is full
+attention for the decisions (it inherits the lookup unchanged; only where its
+blocks live differs). Translations are cached: the same few frozen specs are
+asked about on every step (docs/design/dropin-translations.md).
 """
 
 from __future__ import annotations

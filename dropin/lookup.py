@@ -1,49 +1,18 @@
 """The lookup adapter: ``HybridKVCacheCoordinator.find_longest_cache_hit`` onto the core.
 
 The coordinator's configuration becomes a :class:`junction.core.HybridGeometry`
-(one core group per cacheable KV-cache group, in vLLM's order; the hash
-unit; partial hits exactly when the coordinator enabled them; EAGLE). Each
-call reads vLLM's block pool through the audit's readers (a group has a
-block, or a hash unit under partial hits, iff the pool holds its hash), lets
-the core's reconciliation decide the hit ``h`` and the longest
-single-group hit ``ℓ``, and translates the answer back into vLLM's return
-value: the blocks each group contributes to ``[0, h)`` (full attention: every
-block, the last one the partial-tail block when ``h`` ends inside a block;
-sliding window: the window's blocks before ``h``, null blocks before them;
-Mamba: the state block at ``h``, null blocks before it), ``h``, and
-``ℓ - h`` (the uncached common prefix). Collecting blocks is reading the
-pool, not a decision: the core has already said which ones serve ``h``.
-
-Groups that opt out of prefix caching (scratch buffers) take no part, as in
-vLLM: the geometry holds the cacheable groups, read under their vLLM group
-ids, and the others get no blocks. The geometry, the bound
-:class:`junction.core.HitReconciler` and the pool readers
-(``audit.vllm.lookup.group_readers``) are built once per distinct coordinator
-configuration and cached; a call reconciles and collects blocks. A
-full-attention group's finder is handed its cached run (``core.CachedRun``),
-read as vLLM's scan reads it: one pool call a whole block (under partial
-hits, then the deepest registered hash unit of the first block not
-registered whole), a whole block's answer kept as read, so the hit's blocks
-are the run's first ones and no block is looked up twice.
-
-A group whose manager ``retains_longer_hit`` (HiSparse's host tier,
-:mod:`.groups`) gets its blocks up to its own hit, as vLLM's coordinator
-leaves them: that is ``ℓ``, the core's longest single-group hit, which is
-the first full-attention group's, so such a group must be full attention
-and the first one (else refused, ``retains_longer_hit``).
-
-EAGLE per group: a group drops exactly when vLLM's lookup drops for it
-(its spec group's ``use_eagle``: the groups ``is_eagle_group`` marks, every
-group when none is marked, and any group whose spec equals a marked one's,
-since vLLM looks equal specs up together), which becomes the core group's
-``eagle_group``.
-
-Refused with :class:`UnsupportedOption`: a group the core has no kind for (its manager),
-prefill context parallelism and a scheduler block other than the lcm of the
-group blocks. Each group reads its manager's block pool (HiSparse gives some
-groups their own). Under
-decode-context parallelism a group's block is the manager's (the spec's
-times ``dcp_world_size`` for a sharded group), as vLLM looks it up.
+(cacheable groups in vLLM's order, the hash unit, partial hits and EAGLE
+exactly as vLLM's lookup applies them), bound once per configuration with the
+pool readers (``audit.vllm.lookup.group_readers``). A call lets the core's
+reconciliation decide the hit ``h`` and the longest single-group hit ``ℓ``
+and hands vLLM the blocks each group contributes to ``[0, h)``, ``h`` and
+``ℓ - h``. The handed blocks are exactly the ones the core proved, found
+however far their registration lies: collecting them reads the pool, it
+decides nothing. In ``identical`` mode the answer is vLLM 0.33.0's own,
+departures included (``audit.vllm.lookup_model``). Refused with
+:class:`UnsupportedOption`: a group of no core kind, prefill context
+parallelism, a scheduler block other than the groups' lcm
+(docs/design/dropin-translations.md).
 """
 
 from __future__ import annotations

@@ -1,35 +1,14 @@
 """The mask adapter: ``SlidingWindowManager`` / ``MambaManager.reachable_block_mask``.
 
-vLLM calls the class method with the group's spec, its hit alignment, EAGLE,
-the retention interval and the request's boundaries; the adapter maps the
-spec to a core group and returns the core's mask (``None`` = cache every
-block, as in vLLM). Everything but the block range and the boundaries is
-fixed per group of an engine, so it binds a :class:`junction.core.GroupMask`
-once per distinct setting (validated there, cached here by the spec's
-identity: :mod:`.bindings`).
-
-Translations: a negative boundary (vLLM's cache path appends ``J - B`` under
-EAGLE, which is negative when ``J < B``) marks nothing in vLLM, so it is left
-out; the core rejects negative positions. Decode-context parallelism
-(``dcp_world_size``) shards a sliding window's blocks, so the core group's
-block is ``dcp_world_size`` times the spec's (a Mamba state is replicated:
-its block stays).
-
-The final segment's end (``final_segment_end_block``, from the offloading
-connector) is the core's call argument of that name, with vLLM's meaning
-(docs/domain.md, decision 3). A retention interval off the group's grid (a
-DCP-scaled window, an offloading chunk alignment) goes to the core as it is:
-the core keeps each segment end floored to the alignment
-(``OffGridInterval.SEGMENT_ENDS``) where vLLM floors ``R`` to the block
-(docs/findings.md, "Segment runs off the alignment"); no vLLM
-test tells the two apart (the ones it has expect ``None``, which both give).
-
-Refused with :class:`UnsupportedOption` (docs/domain.md, vLLM section): no
-alignment (``alignment_tokens=None``, vLLM's "no constraint"), and the one
-retention interval the core rejects (off the grid of a Mamba group whose
-alignment and block do not divide one another): the core's
-``InvalidArgument`` for ``retention_interval`` becomes the refusal; any
-other invalid input is re-raised as the core raised it.
+The group's spec maps to a core group and the call returns the core's mask
+(``None`` = cache every block, as in vLLM); everything but the block range
+and the boundaries is fixed per group, so a :class:`junction.core.GroupMask`
+is bound once per setting (:mod:`.bindings`). A negative boundary (EAGLE's
+``J - B``) marks nothing in vLLM and is left out; decode-context parallelism
+scales a window's block. Refused with :class:`UnsupportedOption`: no
+alignment, and the one retention interval the core rejects; any other
+invalid input is re-raised as the core raised it
+(docs/design/dropin-translations.md).
 """
 
 from __future__ import annotations

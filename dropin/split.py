@@ -1,35 +1,13 @@
 """The chunk split adapter: ``Scheduler._mamba_block_aligned_split`` onto the core.
 
-It reads the same scheduler attributes vLLM's method reads, maps them onto
-:func:`junction.core.mamba_block_aligned_split`'s inputs and returns its
-answer. vLLM's ``cache_config.block_size`` is the Mamba block ``b`` (align
-mode sets it); ``hash_block_size`` is the unit of the prompt's partial tail,
-which vLLM stops at only with ``mamba_partial_cache_hit``; the long-prefill
-cap is ``min(max_num_scheduled_tokens, long_prefill_token_threshold)`` when
-the threshold is set, as vLLM computes it. Those are fixed per engine, so
-they bind a :class:`junction.core.ChunkSplitter` once per distinct setting
-(validated there, cached here); a call checks only the request's counts.
-
-The scheduler's three split options are the core's engine options
-(docs/domain.md, decision 2), bound with the rest:
-
-* ``num_hash_lookahead_tokens`` is ``hash_lookahead_tokens`` (vLLM's
-  scheduler turns its EAGLE block drop off when it is set, and hands the
-  drop flag it kept);
-* ``mamba_shared_prefix_checkpoint`` (``enable_mamba_shared_prefix_checkpoint``
-  narrowed by the manager) is ``exact_junction_stop``;
-* ``mamba_has_prefill_checkpoint_blocks`` with the first Mamba group's
-  ``prefill_checkpoint_alignment`` is a :class:`junction.core.PrefillCheckpoints`
-  on the grid vLLM places the checkpoint on: the hash unit with
-  ``mamba_partial_cache_hit``, else the scheduler block, keyed on the
-  prefill's end as vLLM's scheduler keys it (``keyed_on_prefill_end``, the
-  compatibility form; docs/domain.md, decision 2). The alignment is
-  read only with the blocks on, as vLLM reads it (its own split tests call
-  the split on stand-ins that carry it only then); with no alignment the
-  backend writes no checkpoint, so none is bound. The hash unit is then
-  vLLM's own (the backend's checkpoint rule reads it) rather than the block.
-
-No setting is refused: the core answers every call itself.
+It reads the scheduler attributes vLLM's method reads and maps them onto
+:func:`junction.core.mamba_block_aligned_split`'s inputs: the Mamba block,
+the hash unit of a partial tail, the long-prefill cap as vLLM computes it,
+and the three split options (hash lookahead, the exact junction stop,
+internal prefill checkpoints on vLLM's grid). Those are fixed per engine, so
+they bind a :class:`junction.core.ChunkSplitter` once per setting; a call
+checks only the request's counts. No setting is refused
+(docs/design/dropin-translations.md).
 """
 
 from __future__ import annotations

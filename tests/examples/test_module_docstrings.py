@@ -17,14 +17,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ("core", "kernels", "reference", "audit", "dropin")
 LIMIT = 20
 NOTE = re.compile(r"docs/design/[\w.-]+\.md")
-# Over the limit until the drop-in's own docstrings are trimmed; one trimmed leaves the set.
-PENDING = {
-    "dropin/__init__.py",
-    "dropin/groups.py",
-    "dropin/lookup.py",
-    "dropin/mask.py",
-    "dropin/split.py",
-}
 
 
 def docstring_lines(source: str) -> int:
@@ -51,13 +43,10 @@ def test_the_count_is_the_docstrings_lines() -> None:
 @pytest.mark.parametrize("path", modules(), ids=_name)
 def test_a_module_docstring_is_at_most_the_limit(path: Path) -> None:
     lines = docstring_lines(path.read_text(encoding="utf-8"))
-    if _name(path) in PENDING:
-        assert lines > LIMIT, f"{_name(path)} is within {LIMIT} lines now: drop it from PENDING"
-    else:
-        assert lines <= LIMIT, (
-            f"{_name(path)}: a module docstring of {lines} lines (at most {LIMIT}): say what "
-            "it guarantees and the one why; more rationale goes to a docs/design/ note"
-        )
+    assert lines <= LIMIT, (
+        f"{_name(path)}: a module docstring of {lines} lines (at most {LIMIT}): say what "
+        "it guarantees and the one why; more rationale goes to a docs/design/ note"
+    )
 
 
 @pytest.mark.parametrize("path", modules(), ids=_name)
