@@ -59,9 +59,16 @@ typecheck: $(STAMP)
 REQUIRE ?=
 REQUIRED = $(if $(REQUIRE),--require-vllm --require-sglang --require-ray)
 
+# The suite runs in TEST_JOBS processes (pytest-xdist; CI has 2 cores): --dist
+# loadgroup keeps each xdist_group on one worker (the wall-clock tests in one
+# line, tests/README.md). What a test reports is in the closing summary, not
+# on stdout (a worker's output is not shown).
+TEST_JOBS ?= 2
+XDIST = -n $(TEST_JOBS) --dist loadgroup
+
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --hypothesis-show-statistics $(REQUIRED)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest $(XDIST) --hypothesis-show-statistics $(REQUIRED)
 
 # vllm-suite last: vLLM's own tests with the core swapped in (see its target).
 verify: lint typecheck test vllm-suite

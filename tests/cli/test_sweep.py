@@ -23,6 +23,7 @@ import pytest
 
 from junction.reference.cli.main import main as reference
 from junction.reference.simulator.memory import SimulationSize, builtin_prompt_tokens, memory_limit
+from tests.groups import WALL_CLOCK
 from tests.simulator.ray_support import require_ray
 
 PROG = "python -m junction.reference sweep"
@@ -161,6 +162,7 @@ def test_memory_is_checked_for_every_worker(
     assert last.endswith("use fewer --jobs or a smaller pool")
 
 
+@WALL_CLOCK
 def test_ctrl_c_ends_the_workers_and_exits_130(tmp_path: Path) -> None:
     """Ctrl-C reaches the whole process group: one line, no worker left, nothing written.
 

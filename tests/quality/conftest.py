@@ -1,20 +1,25 @@
-"""Prints the bug zoo's scoreboard after the run."""
+"""Prints the bug zoo's scoreboard after the run, from the rows its tests recorded."""
 
 from __future__ import annotations
 
 from _pytest.terminal import TerminalReporter
+
+from tests.reports import recorded
 
 from .mutants import ZOO
 from .test_bug_zoo import SCOREBOARD
 
 
 def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
-    if not SCOREBOARD:
+    order = {mutant.name: index for index, mutant in enumerate(ZOO)}
+    rows = [row for _, row in recorded(terminalreporter, SCOREBOARD)]
+    scoreboard = sorted(rows, key=lambda row: order[row[0]])
+    if not scoreboard:
         return
     write = terminalreporter.write_line
-    caught = sum(1 for _, promise, _, _ in SCOREBOARD if promise != "-")
+    caught = sum(1 for _, promise, _, _ in scoreboard if promise != "-")
     write(f"\nbug zoo: {caught}/{len(ZOO)} mutants caught")
     write(f"  {'mutant':<78}{'promise':<16}{'first (s)':>10}{'total (s)':>10}")
-    for name, promise, first, total in SCOREBOARD:
+    for name, promise, first, total in scoreboard:
         shown = "-" if first is None else f"{first:.1f}"
         write(f"  {name:<78}{promise:<16}{shown:>10}{total:>10.1f}")
