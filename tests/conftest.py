@@ -25,7 +25,7 @@ from _pytest.terminal import TerminalReporter
 from hypothesis import HealthCheck, Phase, settings
 
 from tests import options
-from tests.reports import recorded
+from tests.reports import SCOREBOARD, SUMMARY, recorded
 
 settings.register_profile("dev", max_examples=200, deadline=None)
 # `make check`: the fast tier; every property runs, on few examples.
@@ -112,9 +112,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-SUMMARY = "junction summary"
-
-
 @pytest.fixture
 def summary(record_property: Callable[[str, object], None]) -> Callable[[str], None]:
     """Adds a line to the run's closing summary, under the test's id (also from an xdist worker)."""
@@ -127,3 +124,7 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
         terminalreporter.section("what the tests covered")
     for nodeid, line in lines:
         terminalreporter.write_line(f"{nodeid}: {line}")
+    if any(recorded(terminalreporter, SCOREBOARD)):
+        from tests.quality.scoreboard import write_scoreboard  # only when the zoo ran
+
+        write_scoreboard(terminalreporter)

@@ -6,6 +6,12 @@ from collections.abc import Iterator
 
 from _pytest.terminal import TerminalReporter
 
+#: The ``record_property`` name of a line of the run's closing summary (the ``summary`` fixture).
+SUMMARY = "junction summary"
+#: That of a bug zoo test's scoreboard row: ``(mutant, promise caught or "-",
+#: seconds to the first counterexample or None, seconds)`` (``tests/quality``).
+SCOREBOARD = "bug zoo"
+
 
 def recorded(terminalreporter: TerminalReporter, name: str) -> Iterator[tuple[str, object]]:
     """Each ``(test id, value)`` the run's tests recorded under ``name``

@@ -7,7 +7,7 @@ promise violated, with a shrunk, replayable counterexample that fails again
 when replayed. The
 default policy passing every promise is ``tests/engine/test_promises.py``.
 The scoreboard (caught / total, time to the first counterexample) is printed
-at the end of the run (``conftest.py``, from each test's recorded row).
+at the end of the run (``scoreboard.py``, from each test's recorded row).
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ from collections.abc import Callable
 import pytest
 
 from junction.reference.harness import Verdict, replay, run_conformance
+from tests.reports import SCOREBOARD
 
 from .mutants import ZOO, Mutant
 
 EXAMPLES = 200
-#: The ``record_property`` name of a test's scoreboard row:
-#: ``(mutant, promise caught or "-", seconds to the first counterexample or None, seconds)``.
-SCOREBOARD = "bug zoo"
 
 
 @pytest.mark.parametrize("mutant", ZOO, ids=[m.key for m in ZOO])

@@ -1,21 +1,22 @@
-"""Prints the bug zoo's scoreboard after the run, from the rows its tests recorded."""
+"""The bug zoo's scoreboard, printed after the run from the rows its tests recorded.
+
+Called from ``tests/conftest.py``'s summary hook: under ``make test`` the
+controller process, which prints the summary, loads no folder's conftest.
+"""
 
 from __future__ import annotations
 
 from _pytest.terminal import TerminalReporter
 
-from tests.reports import recorded
+from tests.reports import SCOREBOARD, recorded
 
 from .mutants import ZOO
-from .test_bug_zoo import SCOREBOARD
 
 
-def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
+def write_scoreboard(terminalreporter: TerminalReporter) -> None:
     order = {mutant.name: index for index, mutant in enumerate(ZOO)}
     rows = [row for _, row in recorded(terminalreporter, SCOREBOARD)]
     scoreboard = sorted(rows, key=lambda row: order[row[0]])
-    if not scoreboard:
-        return
     write = terminalreporter.write_line
     caught = sum(1 for _, promise, _, _ in scoreboard if promise != "-")
     write(f"\nbug zoo: {caught}/{len(ZOO)} mutants caught")
