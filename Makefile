@@ -75,11 +75,12 @@ verify: lint typecheck test vllm-suite
 
 # The fast tier (under 2 minutes here): lint, types, then the unit and example
 # tests and every property at the `check` Hypothesis profile (20 examples), the
-# exhaustive walk at bound 2, without the tests marked slow, in TEST_JOBS
-# processes as `make test`. tests/README.md.
+# exhaustive walk at bound 2, without the tests marked slow. In one process:
+# two workers' start-up (each collects the suite) costs more than they save on
+# under a minute of tests (BENCHMARKS.md, "Test tiers"). tests/README.md.
 CHECK_TESTS = tests/examples tests/properties tests/conformance tests/engine tests/workloads
 check: lint typecheck
-	HYPOTHESIS_PROFILE=check $(PY) -m pytest -q $(XDIST) -m "not slow" --exhaustive-bound 2 $(CHECK_TESTS)
+	HYPOTHESIS_PROFILE=check $(PY) -m pytest -q -m "not slow" --exhaustive-bound 2 $(CHECK_TESTS)
 
 # On a GPU machine, with its own torch and triton plus pytest, hypothesis and attrs.
 verify-gpu:
