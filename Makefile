@@ -65,16 +65,25 @@ typecheck: $(STAMP)
 REQUIRE ?=
 REQUIRED = $(if $(REQUIRE),--require-all)
 
+# The suite runs in TEST_JOBS processes (pytest-xdist; CI has 2 cores): --dist
+# loadgroup keeps each xdist_group on one worker (the wall-clock tests in one
+# line, tests/README.md). What a test reports is in the closing summary, not
+# on stdout (a worker's output is not shown).
+TEST_JOBS ?= 2
+XDIST = -n $(TEST_JOBS) --dist loadgroup
+
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -s --hypothesis-show-statistics $(REQUIRED)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest $(XDIST) --hypothesis-show-statistics $(REQUIRED)
 
 # vllm-suite last: vLLM's own tests with the core swapped in (see its target).
 verify: lint typecheck test vllm-suite
 
 # The fast tier (under 2 minutes here): lint, types, then the unit and example
 # tests and every property at the `check` Hypothesis profile (20 examples), the
-# exhaustive walk at bound 2, without the tests marked slow. tests/README.md.
+# exhaustive walk at bound 2, without the tests marked slow. In one process:
+# two workers' start-up (each collects the suite) costs more than they save on
+# under a minute of tests (BENCHMARKS.md, "Test tiers"). tests/README.md.
 CHECK_TESTS = tests/examples tests/properties tests/conformance tests/engine tests/workloads
 check: lint typecheck
 	HYPOTHESIS_PROFILE=check $(PY) -m pytest -q -m "not slow" --exhaustive-bound 2 $(CHECK_TESTS)

@@ -9,17 +9,25 @@ tests marked ``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
 check``: few examples), ``ci`` (derandomized, no deadline), ``fuzz``,
 ``mutmut`` (``make mutmut``: derandomized, few examples, no shrinking).
 ``CI`` in the environment selects ``ci``; ``HYPOTHESIS_PROFILE`` overrides.
+
+A test states what it covered (the exhaustive walk's count, the headline's
+figures) through the ``summary`` fixture, printed at the end of the run:
+``make test`` runs the suite in worker processes (pytest-xdist), where a
+test's own output is not shown, even with ``-s``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
+from _pytest.terminal import TerminalReporter
 from hypothesis import HealthCheck, Phase, settings
 
 from junction.audit.engines import engine_names
 from tests import options
+from tests.reports import SCOREBOARD, SUMMARY, recorded
 
 settings.register_profile("dev", max_examples=200, deadline=None)
 # `make check`: the fast tier; every property runs, on few examples.
@@ -108,3 +116,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "whole_trace" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def summary(record_property: Callable[[str, object], None]) -> Callable[[str], None]:
+    """Adds a line to the run's closing summary, under the test's id (also from an xdist worker)."""
+    return lambda line: record_property(SUMMARY, line)
+
+
+def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
+    lines = list(recorded(terminalreporter, SUMMARY))
+    if lines:
+        terminalreporter.section("what the tests covered")
+    for nodeid, line in lines:
+        terminalreporter.write_line(f"{nodeid}: {line}")
+    if any(recorded(terminalreporter, SCOREBOARD)):
+        from tests.quality.scoreboard import write_scoreboard  # only when the zoo ran
+
+        write_scoreboard(terminalreporter)

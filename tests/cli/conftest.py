@@ -1,12 +1,21 @@
-"""Fixtures the CLI tests of hostile output paths share."""
+"""Fixtures the CLI tests share: their own working folder, hostile output paths."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 ROOT_USER = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+
+
+@pytest.fixture(autouse=True)
+def own_working_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs in its own ``tmp_path``: a command's default output (``out``,
+    ``out/sweep``) is then the test's, never the checkout's, and never one another
+    worker's run holds the lock of (``make test`` runs tests side by side)."""
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

@@ -23,8 +23,10 @@ from junction.core import HybridGeometry
 from junction.reference.engine.policy import PolicyError, RequestView
 from junction.reference.harness import Scenario, Verdict, replay, run_conformance
 from tests.cli import hostile_policies
+from tests.groups import WALL_CLOCK
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = WALL_CLOCK
 SLACK = 3.0  # seconds past the deadline a run may take (start-up, grace, stopping the worker)
 
 

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.groups import WALL_CLOCK
+
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = WALL_CLOCK
 
 
 def _interrupt(module: str, *argv: str, after: float) -> tuple[int, str, str]:

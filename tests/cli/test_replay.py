@@ -19,6 +19,8 @@ from tests.quality.mutants import StateOnePastLookup
 from .in_process import run_in_process
 
 MUTANT = "tests.quality.mutants:StateOnePastLookup"
+# One worker runs the module (xdist): the counterexample fixture (a shrink) is found once.
+pytestmark = pytest.mark.xdist_group("cli_replay")
 
 
 @pytest.fixture(scope="module")

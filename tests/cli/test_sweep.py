@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +24,10 @@ import pytest
 
 from junction.reference.cli.main import main as reference
 from junction.reference.simulator.memory import SimulationSize, builtin_prompt_tokens, memory_limit
+from tests.groups import WALL_CLOCK
 from tests.simulator.ray_support import require_ray
 
+ROOT = Path(__file__).resolve().parents[2]
 PROG = "python -m junction.reference sweep"
 GRID = [
     "sweep",
@@ -62,6 +65,7 @@ def test_processes_write_what_one_process_writes(
     assert one[2].decode().rstrip("\n") == one[0].rstrip("\n")  # the file is the tables
 
 
+@WALL_CLOCK  # `--ray auto` joins a Ray running on this machine: one at a time
 def test_ray_writes_what_one_process_writes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], pytestconfig: pytest.Config
 ) -> None:
@@ -124,6 +128,8 @@ def test_errors_found_by_the_runs_are_one_line(
     assert info.value.code == 2
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"{PROG}: error: --trace: {broken}:1: field 'hash_ids': has 0 ids")
+    (tmp_path / "examples").mkdir()  # the working folder (conftest.py): a relative --trace
+    shutil.copy(ROOT / "examples" / "trace.jsonl", tmp_path / "examples")
     with pytest.raises(SystemExit) as info:
         reference(
             ["sweep", "--trace", "examples/trace.jsonl", "--arrivals", "trace", "--jobs", "1"]
@@ -161,6 +167,7 @@ def test_memory_is_checked_for_every_worker(
     assert last.endswith("use fewer --jobs or a smaller pool")
 
 
+@WALL_CLOCK
 def test_ctrl_c_ends_the_workers_and_exits_130(tmp_path: Path) -> None:
     """Ctrl-C reaches the whole process group: one line, no worker left, nothing written.
 

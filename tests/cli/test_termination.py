@@ -19,10 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.groups import WALL_CLOCK
+
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "JUNCTION_TERMINATION_TEST"
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc"),
+    WALL_CLOCK,
+]
 
 
 def _marked(token: str) -> list[int]:

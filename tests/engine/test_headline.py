@@ -11,6 +11,8 @@ fraction of the states dense retention keeps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, floor_to
@@ -50,7 +52,9 @@ def run(retention_interval: int | None) -> Engine:
 
 
 @pytest.mark.slow
-def test_sessions_after_the_first_two_reuse_the_system_prompt() -> None:
+def test_sessions_after_the_first_two_reuse_the_system_prompt(
+    summary: Callable[[str], None],
+) -> None:
     sparse, dense = run(0), run(None)
     aligned = floor_to(SYSTEM_PROMPT, BLOCK)
     hits = [request.hit_length for request in sparse.requests.values()]
@@ -59,8 +63,8 @@ def test_sessions_after_the_first_two_reuse_the_system_prompt() -> None:
     ]
     kept_sparse = sum(sparse.metrics.retained_peak.get(i, 0) for i in sparse_groups)
     kept_dense = sum(dense.metrics.retained_peak.get(i, 0) for i in sparse_groups)
-    print(
-        f"\nheadline: hits under R=0 {hits}; sparse-group blocks retained (peak): "
+    summary(
+        f"hits under R=0 {hits}; sparse-group blocks retained (peak): "
         f"R=0 {kept_sparse}, dense {kept_dense}; token hit rate R=0 "
         f"{sparse.metrics.token_hit_rate:.3f}, dense {dense.metrics.token_hit_rate:.3f}"
     )
@@ -68,8 +72,8 @@ def test_sessions_after_the_first_two_reuse_the_system_prompt() -> None:
     assert all(hit >= aligned for hit in hits[2 * TURNS :]), hits
     for i in sparse_groups:
         group = sparse.geometry.groups[i].kind.value
-        print(
-            f"  {group}: R=0 {sparse.metrics.retained_peak.get(i, 0)}, "
+        summary(
+            f"{group}: R=0 {sparse.metrics.retained_peak.get(i, 0)}, "
             f"dense {dense.metrics.retained_peak.get(i, 0)}"
         )
     assert kept_sparse * 5 <= kept_dense * 2, (kept_sparse, kept_dense)  # at most 40%

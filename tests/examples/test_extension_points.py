@@ -101,7 +101,8 @@ def test_a_users_module_attribute_policy_is_a_row_of_simulate(
     )
     assert ended.code == 0, ended.err
     assert f"{name} R=0" in ended.out
-    refused = run_in_process(main, ["simulate", *SMALL, "--policy", "nosuch:Nothing"], capsys)
+    argv = ["simulate", *SMALL, "--policy", "nosuch:Nothing", "--out", str(tmp_path / "no")]
+    refused = run_in_process(main, argv, capsys)
     assert (
         refused.code == 2
         and "--policy nosuch:Nothing: policy 'nosuch:Nothing'" in refused.last_line
@@ -163,7 +164,8 @@ def test_adding_a_trace_format_is_one_record(
     assert report["workload"]["requests"] == 6
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt_token_ids": []}\n')
-    refused = run_in_process(main, ["simulate", "--trace", str(bad), "--jobs", "1"], capsys)
+    argv = ["simulate", "--trace", str(bad), "--jobs", "1", "--out", str(tmp_path / "no")]
+    refused = run_in_process(main, argv, capsys)
     assert (
         refused.code == 2
         and "field 'prompt_token_ids': expected a non-empty list" in refused.last_line

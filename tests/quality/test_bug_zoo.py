@@ -7,25 +7,28 @@ promise violated, with a shrunk, replayable counterexample that fails again
 when replayed. The
 default policy passing every promise is ``tests/engine/test_promises.py``.
 The scoreboard (caught / total, time to the first counterexample) is printed
-at the end of the run (``conftest.py``).
+at the end of the run (``scoreboard.py``, from each test's recorded row).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
 from junction.reference.harness import Verdict, replay, run_conformance
+from tests.reports import SCOREBOARD
 
 from .mutants import ZOO, Mutant
 
 EXAMPLES = 200
-SCOREBOARD: list[tuple[str, str, float | None, float]] = []
 
 
 @pytest.mark.parametrize("mutant", ZOO, ids=[m.key for m in ZOO])
-def test_the_harness_catches_the_mutant(mutant: Mutant) -> None:
+def test_the_harness_catches_the_mutant(
+    mutant: Mutant, record_property: Callable[[str, object], None]
+) -> None:
     started = time.perf_counter()
     report = run_conformance(
         mutant.policy(),
@@ -36,13 +39,14 @@ def test_the_harness_catches_the_mutant(mutant: Mutant) -> None:
     )
     elapsed = time.perf_counter() - started
     caught = report.violated
-    SCOREBOARD.append(
+    record_property(
+        SCOREBOARD,
         (
             mutant.name,
             caught[0].promise.value if caught else "-",
             caught[0].seconds_to_counterexample if caught else None,
             elapsed,
-        )
+        ),
     )
     assert caught, f"{mutant.name}: {mutant.promise.value} held in {EXAMPLES} examples"
     verdict = caught[0]

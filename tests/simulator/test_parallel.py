@@ -37,6 +37,7 @@ from junction.reference.simulator.run import Settings, run_one
 from junction.reference.simulator.variants import Variant
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.trace import TraceError
+from tests.groups import WALL_CLOCK
 
 from .ray_support import require_ray
 
@@ -161,6 +162,7 @@ def local_ray(pytestconfig: pytest.Config) -> Iterator[ModuleType]:
     ray.shutdown()
 
 
+@WALL_CLOCK  # `ray="auto"` joins a Ray running on this machine: one at a time
 def test_ray_gives_the_sequential_results_in_order(
     specs: list[RunSpec], local_ray: ModuleType
 ) -> None:
