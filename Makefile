@@ -65,16 +65,18 @@ typecheck: $(STAMP)
 REQUIRE ?=
 REQUIRED = $(if $(REQUIRE),--require-all)
 
-# The suite runs in TEST_JOBS processes (pytest-xdist; CI has 2 cores): --dist
-# loadgroup keeps each xdist_group on one worker (the wall-clock tests in one
-# line, tests/README.md). What a test reports is in the closing summary, not
-# on stdout (a worker's output is not shown).
+# The suite runs in two parts: the tests marked wall_clock (they time a real
+# command) alone in one process, then the rest in TEST_JOBS processes
+# (pytest-xdist; CI has 2 cores; --dist loadgroup keeps an xdist_group on one
+# worker). What a test reports is in the closing summary, not on stdout (a
+# worker's output is not shown). tests/README.md.
 TEST_JOBS ?= 2
 XDIST = -n $(TEST_JOBS) --dist loadgroup
 
 # The ci Hypothesis profile: derandomized, no deadline; statistics show example counts.
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(PY) -m pytest $(XDIST) --hypothesis-show-statistics $(REQUIRED)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -m wall_clock $(REQUIRED)
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest $(XDIST) -m "not wall_clock" --hypothesis-show-statistics $(REQUIRED)
 
 # vllm-suite last: vLLM's own tests with the core swapped in (see its target).
 verify: lint typecheck test vllm-suite

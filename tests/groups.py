@@ -1,14 +1,14 @@
-"""The xdist groups of ``make test`` (``-n 2 --dist loadgroup``): a group's tests run one
-after another in one worker, while the other worker runs the rest of the suite.
+"""The marks that decide where a test runs in ``make test``.
 
-``WALL_CLOCK``: tests that time a real command (a deadline plus a few seconds
-of slack, a signal sent mid-run) or start several processes of their own.
-In one line, no two of them compete for the two cores at once, and none
-starts beside another's worker processes.
+``WALL_CLOCK`` (the ``wall_clock`` marker): tests that time a real command (a
+deadline plus a few seconds of slack, a signal sent mid-run) or start several
+processes of their own. ``make test`` runs them first, in one process with
+nothing beside them, then the rest in two xdist workers: a deadline measured
+while another worker holds a core would judge the machine, not the code.
 """
 
 from __future__ import annotations
 
 import pytest
 
-WALL_CLOCK = pytest.mark.xdist_group("wall_clock")
+WALL_CLOCK = pytest.mark.wall_clock
