@@ -15,12 +15,15 @@ the start method: docs/design/parallel-runs.md.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import socket
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -226,6 +229,24 @@ def workers(jobs: int | None, runs: int) -> int:
     return max(1, min(jobs or os.cpu_count() or 1, runs))
 
 
+@contextlib.contextmanager
+def _signals_held(hold: bool) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (where ``hold`` and the
+    platform can: POSIX, the main thread), then arrive as usual."""
+    if not hold or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _ignore_ctrl_c() -> None:
     """A worker leaves Ctrl-C to the caller, which ends it (no traceback per worker)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -236,13 +257,20 @@ def _in_processes(
 ) -> list[RunResult]:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if context.get_start_method() == "forkserver":
+    forkserver = context.get_start_method() == "forkserver"
+    if forkserver:
         context.set_forkserver_preload([__name__])
+        # Started before any signal is held: it and its workers must not inherit the mask.
+        multiprocessing.forkserver.ensure_running()
     results: list[RunResult | None] = [None] * len(specs)
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_ctrl_c) as executor:
-        futures: dict[Future[RunResult], int] = {
-            executor.submit(run_spec, spec): index for index, spec in enumerate(specs)
-        }
+        # Submitting starts the workers. A signal that ended the run while one was
+        # starting would leave it unknown to the executor, to start (and fail loudly)
+        # after the run: so a signal waits until every worker is known.
+        with _signals_held(forkserver):
+            futures: dict[Future[RunResult], int] = {
+                executor.submit(run_spec, spec): index for index, spec in enumerate(specs)
+            }
         pending = set(futures)
         try:
             while pending:
