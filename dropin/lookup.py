@@ -107,10 +107,12 @@ def _misses_block_zero(
     group_id, ids, units = first
     get = coordinator.single_type_managers[group_id].block_pool.get_cached_block
     count = len(block_hashes)
-    for unit in units:
+    for unit in units:  # a loop, not all() over a generator: this runs on every lookup
         if unit < count and get(block_hashes[unit], ids) is not None:
-            return False
-    return True
+            break
+    else:
+        return True
+    return False
 
 
 def _finder(
