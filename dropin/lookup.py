@@ -51,6 +51,16 @@ class _BoundLookup:
     # whether it is full attention read by whole blocks (its run's blocks are
     # the hit's, kept as the run reads them).
     reading: tuple[tuple[GroupReader, int, list[int], bool], ...]
+    # The group asked first, the first full-attention group (None: there is
+    # none): its vLLM group id, the pool's group-id argument, and the hash
+    # units that hold its block 0, deepest first (the block's last unit read
+    # by whole blocks, any of its units under partial hits). With none of
+    # them registered it serves 0 tokens, every group is asked about 0 and
+    # the answer is no hit.
+    first: tuple[int, list[int], tuple[int, ...]] | None
+    # Whether that answer is also vLLM's own (identical mode): without EAGLE,
+    # where no group is asked past the candidate 0.
+    first_is_vllms: bool
 
 
 def core_find_longest_cache_hit(
@@ -60,6 +70,8 @@ def core_find_longest_cache_hit(
     ``corrected``): its signature, names included; the core's reconciliation."""
     coordinator = self
     bound = _bind(coordinator)
+    if _misses_block_zero(coordinator, bound, block_hashes, max_cache_hit_length):
+        return tuple([[] for _ in range(bound.num_groups)]), 0, 0
     # Each group reads its own manager's pool, as vLLM's coordinator does
     # (one pool for all, except with HiSparse's host-backed groups). What
     # the finders read of it is kept per group for collecting the blocks: a
@@ -81,6 +93,26 @@ def core_find_longest_cache_hit(
     hit, longest = bound.reconciler.hit_lengths(finders, max_cache_hit_length, lookup_limit)
     blocks = _collect(bound, pools, found, runs, block_hashes, max_cache_hit_length, hit, longest)
     return blocks, hit, longest - hit
+
+
+def _misses_block_zero(
+    coordinator: Any, bound: _BoundLookup, block_hashes: Any, max_cache_hit_length: Any
+) -> bool:
+    """Whether the group asked first, full attention, has none of block 0
+    (the hit is then 0 tokens for every group), for a valid bound: any other
+    bound takes the general path, which raises or answers as it does."""
+    first = bound.first
+    if first is None or type(max_cache_hit_length) is not int or max_cache_hit_length < 0:
+        return False
+    group_id, ids, units = first
+    get = coordinator.single_type_managers[group_id].block_pool.get_cached_block
+    count = len(block_hashes)
+    for unit in units:  # a loop, not all() over a generator: this runs on every lookup
+        if unit < count and get(block_hashes[unit], ids) is not None:
+            break
+    else:
+        return True
+    return False
 
 
 def _finder(
@@ -150,6 +182,10 @@ def vllm_find_longest_cache_hit(
     on demand through the same readers; the blocks collected by the same rule."""
     coordinator = self
     bound = _bind(coordinator)
+    if bound.first_is_vllms and _misses_block_zero(
+        coordinator, bound, block_hashes, max_cache_hit_length
+    ):
+        return tuple([[] for _ in range(bound.num_groups)]), 0, 0
     managers = coordinator.single_type_managers
     pools = [managers[group_id].block_pool for group_id in bound.group_ids]
     lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
@@ -256,9 +292,38 @@ _use_eagle = operator.attrgetter("use_eagle")
 
 
 def _bind(coordinator: Any) -> _BoundLookup:
-    """The coordinator's binding: looked up by what it is built from (its
-    group specs' identities, its managers' classes and settings, its
-    EAGLE, hash unit, partial hits and scheduler block), built on a miss."""
+    """The coordinator's binding. Kept on the coordinator with the objects
+    its configuration is read from (vLLM fixes them at construction: its
+    KV-cache config, managers and attention groups), and used while they
+    are still its own; else looked up by what it is built from (its group
+    specs' identities, its managers' classes and settings, its EAGLE, hash
+    unit, partial hits and scheduler block), built on a miss."""
+    kept = coordinator.__dict__.get(_KEPT)
+    if (
+        kept is not None
+        and kept[0] is coordinator.kv_cache_config
+        and kept[1] is coordinator.single_type_managers
+        and kept[2] is coordinator.attention_groups
+    ):
+        return kept[3]  # type: ignore[no-any-return]
+    bound = _bind_by_key(coordinator)
+    setattr(
+        coordinator,
+        _KEPT,
+        (
+            coordinator.kv_cache_config,
+            coordinator.single_type_managers,
+            coordinator.attention_groups,
+            bound,
+        ),
+    )
+    return bound
+
+
+_KEPT = "_junction_lookup"
+
+
+def _bind_by_key(coordinator: Any) -> _BoundLookup:
     specs = tuple(map(_spec_of, coordinator.kv_cache_config.kv_cache_groups))
     managers = coordinator.single_type_managers
     key = (
@@ -329,6 +394,22 @@ def _bound(coordinator: Any) -> _BoundLookup:
     peeks = tuple(
         group.eagle_drop_tokens(alignment) if geometry.use_eagle else 0 for group in geometry.groups
     )
+    reading = tuple(
+        (
+            reader,
+            reader.group_id,
+            [reader.group_id],
+            group.kind is GroupKind.FULL and not reader.covered_block,
+        )
+        for group, reader in zip(geometry.groups, readers, strict=True)
+    )
+    first = None
+    if full:
+        reader = readers[full[0]]
+        # Block 0's last hash unit; read by units, each of the block's units.
+        last = (reader.covered_block or reader.scale) - 1
+        units = tuple(range(last, -1, -1)) if reader.covered_block else (last,)
+        first = (reader.group_id, [reader.group_id], units)
     return _BoundLookup(
         geometry,
         group_ids,
@@ -337,15 +418,9 @@ def _bound(coordinator: Any) -> _BoundLookup:
         len(groups),
         HitReconciler(geometry),
         readers,
-        tuple(
-            (
-                reader,
-                reader.group_id,
-                [reader.group_id],
-                group.kind is GroupKind.FULL and not reader.covered_block,
-            )
-            for group, reader in zip(geometry.groups, readers, strict=True)
-        ),
+        reading,
+        first,
+        not geometry.use_eagle,
     )
 
 
