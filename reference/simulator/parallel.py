@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
-import multiprocessing.forkserver
 import os
 import signal
 import socket
@@ -230,21 +229,26 @@ def workers(jobs: int | None, runs: int) -> int:
 
 
 @contextlib.contextmanager
-def _signals_held(hold: bool) -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (where ``hold`` and the
-    platform can: POSIX, the main thread), then arrive as usual."""
-    if not hold or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP arriving inside the block are raised when it ends, to
+    the handlers in place before it (in the main thread; elsewhere none can be set)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    arrived: list[int] = []
+    numbers = [getattr(signal, name) for name in _DEFERRED if hasattr(signal, name)]
+    previous = {number: signal.signal(number, lambda n, _: arrived.append(n)) for number in numbers}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
+
+
+# The signals that end a run: a handler set for them raises in the main thread.
+_DEFERRED = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 def _ignore_ctrl_c() -> None:
@@ -257,22 +261,19 @@ def _in_processes(
 ) -> list[RunResult]:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    forkserver = context.get_start_method() == "forkserver"
-    if forkserver:
+    if context.get_start_method() == "forkserver":
         context.set_forkserver_preload([__name__])
-        # Started before any signal is held: it and its workers must not inherit the mask.
-        multiprocessing.forkserver.ensure_running()
     results: list[RunResult | None] = [None] * len(specs)
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_ctrl_c) as executor:
-        # Submitting starts the workers. A signal that ended the run while one was
-        # starting would leave it unknown to the executor, to start (and fail loudly)
-        # after the run: so a signal waits until every worker is known.
-        with _signals_held(forkserver):
-            futures: dict[Future[RunResult], int] = {
-                executor.submit(run_spec, spec): index for index, spec in enumerate(specs)
-            }
-        pending = set(futures)
+        futures: dict[Future[RunResult], int] = {}
         try:
+            # Submitting starts the workers. A signal that ended the run while one was
+            # starting would leave it unknown to the executor, to start (and fail
+            # loudly) after the run: so a signal waits until every worker is known.
+            with _signals_deferred():
+                for index, spec in enumerate(specs):
+                    futures[executor.submit(run_spec, spec)] = index
+            pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in sorted(finished, key=futures.__getitem__):

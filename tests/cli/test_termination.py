@@ -48,9 +48,10 @@ def _marked(token: str) -> list[int]:
 
 
 def _signal_mid_run(
-    argv: list[str], signum: int, workers: int, cwd: Path
+    argv: list[str], signum: int, workers: int, cwd: Path, settle: float = 0.5
 ) -> tuple[int, str, str, list[int]]:
-    """Start the command, wait for ``workers`` processes of its own, signal it, wait for it."""
+    """Start the command, wait for ``workers`` processes of its own and ``settle``
+    seconds, signal it, wait for it."""
     token = secrets.token_hex(8)
     env = {**os.environ, "PYTHONPATH": str(ROOT), MARK: token}
     command = [sys.executable, "-m", "junction.reference", *argv]
@@ -60,8 +61,8 @@ def _signal_mid_run(
     deadline = time.monotonic() + 60
     while len(_marked(token)) < 1 + workers and time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()
-        time.sleep(0.1)
-    time.sleep(0.5)
+        time.sleep(0.01)
+    time.sleep(settle)
     process.send_signal(signum)
     try:
         out, err = process.communicate(timeout=5)
@@ -81,10 +82,16 @@ def _signal_mid_run(
 
 
 @pytest.mark.parametrize(
-    ("signum", "name"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")]
+    ("signum", "name", "processes", "settle"),
+    [
+        (signal.SIGTERM, "SIGTERM", 2, 0.5),
+        (signal.SIGHUP, "SIGHUP", 2, 0.5),
+        # As soon as the first process of its own (the forkserver) is up: the workers start.
+        (signal.SIGTERM, "SIGTERM", 1, 0.0),
+    ],
 )
 def test_a_signal_to_simulate_jobs_2_ends_every_worker_and_keeps_the_previous_set(
-    signum: int, name: str, tmp_path: Path
+    signum: int, name: str, processes: int, settle: float, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -92,7 +99,7 @@ def test_a_signal_to_simulate_jobs_2_ends_every_worker_and_keeps_the_previous_se
     for file, data in previous.items():
         (out / file).write_bytes(data)
     argv = ["simulate", "--sessions", "500", "--no-plot", "--jobs", "2", "--out", str(out)]
-    code, stdout, stderr, left = _signal_mid_run(argv, signum, 2, tmp_path)
+    code, stdout, stderr, left = _signal_mid_run(argv, signum, processes, tmp_path, settle)
     assert not left, f"processes of the run still alive 5 s after it ended: {left}"
     assert code == 128 + signum and stdout == ""
     assert stderr.strip().splitlines()[-1] == f"terminated ({name})"
