@@ -18,6 +18,10 @@ from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
 
 POLICY = JunctionPolicy()
+# At most 200 examples a promise in `make verify`: the bug zoo shows each promise
+# finds its mutants within its first examples (tests/quality), and `make fuzz`
+# runs 20,000 a promise; 500 would double this file's time for no new finding.
+BUDGET = settings(max_examples=min(200, settings.default.max_examples))
 
 
 def assert_holds(scenario: Scenario) -> None:
@@ -29,6 +33,7 @@ def _resend(geometry: HybridGeometry, prompt: tuple[int, ...], budget: int) -> S
     return Scenario("replay", geometry, [prompt], prompt, budget)
 
 
+@BUDGET
 @given(scenarios("replay"))
 @example(  # the EAGLE resend must land where the split kept a state
     _resend(
@@ -65,31 +70,37 @@ def test_promise_1_replay(scenario: Scenario) -> None:
     assert_holds(scenario)
 
 
+@BUDGET
 @given(scenarios("junction"))
 def test_promise_2_junction(scenario: Scenario) -> None:
     assert_holds(scenario)
 
 
+@BUDGET
 @given(scenarios("segments"))
 def test_promise_3_segments(scenario: Scenario) -> None:
     assert_holds(scenario)
 
 
+@BUDGET
 @given(scenarios("economy"))
 def test_promise_4_economy(scenario: Scenario) -> None:
     assert_holds(scenario)
 
 
+@BUDGET
 @given(scenarios("split"))
 def test_promise_5_split_soundness(scenario: Scenario) -> None:
     assert_holds(scenario)
 
 
+@BUDGET
 @given(scenarios("reconciliation"))
 def test_promise_6_reconciliation(scenario: Scenario) -> None:
     assert_holds(scenario)
 
 
+@BUDGET
 @given(scenarios("safety"))
 def test_promise_7_safety_under_pressure(scenario: Scenario) -> None:
     assert_holds(scenario)
@@ -105,6 +116,7 @@ def test_promise_8_tier(scenario: Scenario) -> None:
 NEXT_TURN_POLICY = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
 
 
+@BUDGET
 @given(scenarios("next_turn"))
 @example(  # no position while c < 16, then 8: the window's block 0 must not be released
     Scenario(

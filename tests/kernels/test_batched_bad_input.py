@@ -6,13 +6,17 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction import kernels
 from junction.core import GroupSpec, InvalidArgument
 
 from .batches import batched_mask, mask_batches, split_batches, split_tensors
+
+# Each test draws one argument of a dozen to break; 100 examples break each several
+# times over (the rule under test is core's, proven by tests/properties).
+BUDGET = settings(max_examples=min(100, settings.default.max_examples))
 
 # (argument, a value that breaks core's rule for it, given the row)
 SPLIT_BREAKS = {
@@ -30,6 +34,7 @@ SPLIT_BREAKS = {
 }
 
 
+@BUDGET
 @given(rows=split_batches(max_rows=10).filter(bool), data=st.data())
 def test_split_names_the_argument_and_row(rows: list[dict[str, Any]], data: st.DataObject) -> None:
     row = data.draw(st.integers(0, len(rows) - 1))
@@ -45,6 +50,7 @@ def test_split_names_the_argument_and_row(rows: list[dict[str, Any]], data: st.D
     assert info.value.value == value
 
 
+@BUDGET
 @given(rows=split_batches(max_rows=6).filter(bool), data=st.data())
 def test_split_rejects_start_past_the_tokens(
     rows: list[dict[str, Any]], data: st.DataObject
@@ -57,6 +63,7 @@ def test_split_rejects_start_past_the_tokens(
     assert info.value.argument == f"num_computed_tokens[{row}]"
 
 
+@BUDGET
 @given(case=mask_batches().filter(lambda c: bool(c[1])), data=st.data())
 def test_mask_names_the_argument_and_row(
     case: tuple[dict[str, Any], list[tuple[int, int, list[int]]]], data: st.DataObject

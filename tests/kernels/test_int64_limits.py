@@ -28,6 +28,9 @@ from .batches import FLAGS, assert_mask_matches_core, batched_mask, split_tensor
 LIMIT = 2**63 - 1
 # The Triton interpreter runs a launch in numpy: a few batches, not hundreds.
 INTERPRETED = settings(max_examples=30)
+# The torch path near the limits: 150 examples reach every limit the strategies aim
+# at many times over (their draws are skewed to the edges).
+NEAR_LIMITS = settings(max_examples=min(150, settings.default.max_examples))
 
 
 def near_limits(minimum: int, maximum: int = LIMIT) -> st.SearchStrategy[int]:
@@ -163,6 +166,7 @@ def test_the_issues_cases(backend: str) -> None:
         mamba_block_aligned_split(**STARTS_WRAPPING_PAST_INT64[0])
 
 
+@NEAR_LIMITS
 @given(rows=split_batches(), shared_as_scalars=st.booleans())
 @example(rows=CHUNK_END_PAST_INT64, shared_as_scalars=False)
 @example(rows=STARTS_WRAPPING_PAST_INT64, shared_as_scalars=True)
@@ -181,6 +185,7 @@ def test_split_near_int64_is_core_or_rejected_in_triton(
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32])
+@NEAR_LIMITS
 @given(data=st.data())
 def test_narrow_dtypes_near_their_limits(dtype: torch.dtype, data: st.DataObject) -> None:
     """Sums of narrow tensors (three int32 counts of 2**31 - 1) are taken in int64."""
@@ -311,6 +316,7 @@ RUN_END_PAST_INT64: MaskCase = (
 )
 
 
+@NEAR_LIMITS
 @given(case=mask_cases())
 @example(case=PERIOD_NEAR_INT64)
 @example(case=RUN_END_PAST_INT64)
