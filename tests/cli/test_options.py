@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from junction.audit.__main__ import main as audit
+from junction.audit.vllm.suite.__main__ import main as vllm_suite
 from junction.reference.cli.kernel_sweep import main as kernel_sweep
 from junction.reference.cli.main import main as reference
 
@@ -59,6 +61,8 @@ def test_every_flag_of_every_subcommand_is_declared_once(
     with recorded(monkeypatch) as sites:
         built(reference, capsys)
         built(kernel_sweep, capsys)
+        built(audit, capsys)
+        built(vllm_suite, capsys)
     assert {"--trace", "--seed", "--jobs", "--bound", "--seconds", "--policy"} <= set(sites)
     assert not twice(sites), f"flags declared in more than one place: {twice(sites)}"
 

@@ -17,18 +17,11 @@ import collections
 import sys
 from pathlib import Path
 
-from junction.reference.cli import terminal
+from junction.reference.cli import options, terminal
 
 from ..env import PINNED_VERSION, vllm_missing_reason
 from .suite import ACCEPTED, SuiteResult, Verdict, run_suite
 from .workspace import prepare
-
-
-def _jobs(text: str) -> int:
-    value = int(text) if text.isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--jobs {text!r}: must be an integer >= 1")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m junction.audit.vllm.suite", description=__doc__
     )
     parser.add_argument("--cache", type=Path, default=Path(".vllm-suite"), metavar="DIR")
-    parser.add_argument("--jobs", type=_jobs, default=2, help="test processes side by side")
+    options.add_jobs(parser, default=2, note=": test processes side by side")
     parser.add_argument(
         "--require-vllm", action="store_true", help="a missing vLLM exits 1 instead of skipping"
     )
