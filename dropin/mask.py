@@ -66,19 +66,6 @@ def core_mask(
             ),
         )
     boundaries = reachable_boundaries
-    if (
-        bound.plan is None  # the group caches every block: the answer is None
-        and final_segment_end_block is None
-        and type(start_block) is int
-        and type(end_block) is int
-        and 0 <= start_block <= end_block
-        and (type(boundaries) is list or type(boundaries) is tuple)
-    ):
-        for boundary in boundaries:
-            if type(boundary) is not int:
-                break  # the core's checks decide (the general path below)
-        else:
-            return None
     if type(boundaries) is not list and type(boundaries) is not tuple:
         boundaries = list(boundaries)  # read once, whatever iterable it is
     for boundary in boundaries:
