@@ -292,20 +292,25 @@ _use_eagle = operator.attrgetter("use_eagle")
 
 
 def _bind(coordinator: Any) -> _BoundLookup:
-    """The coordinator's binding. Kept on the coordinator with the objects
-    its configuration is read from (vLLM fixes them at construction: its
-    KV-cache config, managers and attention groups), and used while they
-    are still its own; else looked up by what it is built from (its group
-    specs' identities, its managers' classes and settings, its EAGLE, hash
-    unit, partial hits and scheduler block), built on a miss."""
+    """The coordinator's binding. Kept on the coordinator with what its
+    configuration is read from (vLLM fixes it at construction: its KV-cache
+    config, managers and attention groups, its hash unit, partial hits and
+    scheduler block), and used while that is still its own; else looked up
+    by what it is built from (:func:`_bind_by_key`), built on a miss."""
     kept = coordinator.__dict__.get(_KEPT)
     if (
         kept is not None
         and kept[0] is coordinator.kv_cache_config
         and kept[1] is coordinator.single_type_managers
         and kept[2] is coordinator.attention_groups
+        and kept[3]
+        == (
+            coordinator.hash_block_size,
+            coordinator.enable_partial_hash_hits,
+            coordinator.scheduler_block_size,
+        )
     ):
-        return kept[3]  # type: ignore[no-any-return]
+        return kept[4]  # type: ignore[no-any-return]
     bound = _bind_by_key(coordinator)
     setattr(
         coordinator,
@@ -314,6 +319,11 @@ def _bind(coordinator: Any) -> _BoundLookup:
             coordinator.kv_cache_config,
             coordinator.single_type_managers,
             coordinator.attention_groups,
+            (
+                coordinator.hash_block_size,
+                coordinator.enable_partial_hash_hits,
+                coordinator.scheduler_block_size,
+            ),
             bound,
         ),
     )
