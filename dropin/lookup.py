@@ -297,7 +297,14 @@ def _bind(coordinator: Any) -> _BoundLookup:
     config, managers and attention groups, its hash unit, partial hits and
     scheduler block), and used while that is still its own; else looked up
     by what it is built from (:func:`_bind_by_key`), built on a miss."""
-    kept = coordinator.__dict__.get(_KEPT)
+    # An attribute read, never ``coordinator.__dict__``: on CPython 3.11 reading
+    # an instance's ``__dict__`` turns its inline attribute values into a real
+    # dict for good, after which no call of a method on it can be specialized,
+    # and every coordinator method vLLM calls runs the generic lookup.
+    try:
+        kept = coordinator._junction_lookup
+    except AttributeError:
+        kept = None
     if (
         kept is not None
         and kept[0] is coordinator.kv_cache_config
@@ -312,25 +319,18 @@ def _bind(coordinator: Any) -> _BoundLookup:
     ):
         return kept[4]  # type: ignore[no-any-return]
     bound = _bind_by_key(coordinator)
-    setattr(
-        coordinator,
-        _KEPT,
+    coordinator._junction_lookup = (
+        coordinator.kv_cache_config,
+        coordinator.single_type_managers,
+        coordinator.attention_groups,
         (
-            coordinator.kv_cache_config,
-            coordinator.single_type_managers,
-            coordinator.attention_groups,
-            (
-                coordinator.hash_block_size,
-                coordinator.enable_partial_hash_hits,
-                coordinator.scheduler_block_size,
-            ),
-            bound,
+            coordinator.hash_block_size,
+            coordinator.enable_partial_hash_hits,
+            coordinator.scheduler_block_size,
         ),
+        bound,
     )
     return bound
-
-
-_KEPT = "_junction_lookup"
 
 
 def _bind_by_key(coordinator: Any) -> _BoundLookup:
