@@ -1,31 +1,36 @@
 """vLLM 0.33.0's scheduler loop with the drop-in against vLLM as shipped, side by side.
 
-Each layout's seeded multi-turn workload (``audit.vllm.scheduler_differential``:
-shared system prompts, forks, resends, extensions, grid-cut prefixes,
-aborts, eviction and preemption in a small pool) runs end to end on a fresh
-real ``Scheduler`` (``audit.vllm.scheduler``), alternating in one run: vLLM's
-own code, then the drop-in in each mode, then vLLM's code again (``again``,
-its ratio to the first: the noise floor), round after round, so machine
-noise hits all alike. Timed: ``Scheduler.schedule()`` and ``update_from_output``
-only (building the scheduler, the requests and the model's stand-in output
-are the same in every arm and left out). The ratio is drop-in / vLLM (below
-1.0: the drop-in's loop is faster). Then the bind-once cost: what the first
-lookup of a coordinator configuration pays to build its binding (geometry,
-reconciler, pool readers), against one bound lookup. With ``--per-call``,
-also each decision point in place: during one run of vLLM's own loop, every
-call's arguments go to vLLM's code and to each mode's adapter in turn on the
-same state (the three decisions only read it); printed per decision point:
-the mean over its calls of each side's fastest of ``--repeats``.
+Each layout's seeded multi-turn workload (``audit.vllm.scheduler_differential``)
+runs end to end on a fresh real ``Scheduler``. Every arm (vLLM's own code,
+the drop-in in each mode, vLLM's code ``again``: the noise floor) runs in a
+fresh process forked from one that never ran the scheduler, the drop-in
+installed once before its first step as ``vllm serve``'s plugin installs
+it; the arms alternate, round after round, in a rotating order. Timed: the
+thread's CPU time in ``schedule()`` and ``update_from_output`` only, each
+layout's fastest of ``--best-of`` warm runs; printed: the median over rounds
+and the ratio drop-in / vLLM. ``--instructions`` counts the same loop's
+machine instructions under valgrind's callgrind (deterministic);
+``--per-call`` times each decision point in place, on the same state as
+vLLM's. Why so: docs/design/dropin-bench.md.
 
-Needs vLLM (``make audit-setup``). Run: ``make bench-dropin``
-(``python -m benchmarks.bench_dropin_loop``).
+Needs vLLM (``make audit-setup``). Run: ``make bench-dropin``.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import operator
+import os
+import pathlib
+import re
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from junction import dropin
@@ -43,10 +48,20 @@ LAYOUTS = (
     "EAGLE full16+window40/8 R=0",
     "EAGLE draft=mamba full64+mamba64 H=16 (partial)",
 )
+# Arm name -> the mode its process installs (None: vLLM as shipped).
+ARMS: dict[str, Mode | None] = {
+    "vLLM": None,
+    **{mode.value: mode for mode in Mode},
+    "again": None,
+}
+Work = list[tuple[Layout, list[Request]]]
 
 
-def loop_seconds(layout: Layout, requests: list[Request]) -> float:
-    """Seconds spent in ``schedule`` and ``update_from_output`` serving ``requests``."""
+def serve_workload(
+    layout: Layout, requests: Sequence[Request], through: Callable[..., Any]
+) -> None:
+    """Serve ``requests`` on a fresh scheduler, calling ``schedule`` and
+    ``update_from_output`` (the loop measured) as ``through(method, *args)``."""
     scheduler = build_scheduler(
         layout.geometry,
         num_blocks=layout.num_blocks,
@@ -57,23 +72,121 @@ def loop_seconds(layout: Layout, requests: list[Request]) -> float:
     aborted = vllm().request.RequestStatus.FINISHED_ABORTED
     arrivals = sorted(requests, key=lambda r: r.arrival)
     aborts = sorted((r for r in requests if r.abort_at is not None), key=lambda r: r.abort_at or 0)
-    spent, step = 0.0, 0
-    clock = time.perf_counter
+    step = 0
     while arrivals or aborts or scheduler.requests:
         while arrivals and arrivals[0].arrival <= step:
             r = arrivals.pop(0)
             scheduler.add_request(make_request(r.request_id, r.prompt, unit, r.max_tokens))
         while aborts and (aborts[0].abort_at or 0) <= step:
             scheduler.finish_requests(aborts.pop(0).request_id, aborted)
-        start = clock()
-        scheduled = scheduler.schedule()
-        spent += clock() - start
+        scheduled = through(scheduler.schedule)
         output = model_output(scheduled, scheduler)
-        start = clock()
-        scheduler.update_from_output(scheduled, output)
-        spent += clock() - start
+        through(scheduler.update_from_output, scheduled, output)
         step += 1
-    return spent
+
+
+def loop_seconds(layout: Layout, requests: Sequence[Request]) -> float:
+    """CPU seconds of this thread in the measured loop serving ``requests``
+    (CPU time, so a shared machine's other load is not counted)."""
+    spent = [0.0]
+    clock = time.thread_time
+
+    def timed(method: Callable[..., Any], *args: Any) -> Any:
+        start = clock()
+        result = method(*args)
+        spent[0] += clock() - start
+        return result
+
+    serve_workload(layout, requests, timed)
+    return spent[0]
+
+
+def _arm_seconds(mode: Mode | None, work: Work, best_of: int, sink: Any) -> None:
+    """In a fresh process: install ``mode`` once, warm every layout, then
+    each layout's fastest of ``best_of`` runs (the machine's noise only adds)."""
+    if mode is not None:
+        dropin.install(mode)
+    for layout, requests in work:
+        loop_seconds(layout, requests)
+    sink.send([min(loop_seconds(*each) for _ in range(best_of)) for each in work])
+    sink.close()
+
+
+def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[float]]]:
+    """Per arm, per round: each layout's seconds, every arm in a fresh
+    process, the arms' order rotating round by round."""
+    fork = multiprocessing.get_context("fork")
+    names = list(ARMS)
+    seconds: dict[str, list[list[float]]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            receive, send = fork.Pipe(duplex=False)
+            process = fork.Process(target=_arm_seconds, args=(ARMS[name], work, best_of, send))
+            process.start()
+            send.close()
+            seconds[name].append(receive.recv())
+            process.join()
+            if process.exitcode != 0:
+                raise RuntimeError(f"arm {name} exited {process.exitcode}")
+    return seconds
+
+
+def _count_arm(arm: str, work: Work) -> None:
+    """Under callgrind: install the arm's mode once, warm every layout, then
+    switch instrumentation on and run each layout once more with the loop's
+    two calls made through ``operator.call`` (callgrind collects only inside
+    it) and ``operator.length_hint`` after each layout (a dump: one file a
+    layout). Both are C functions nothing else here calls."""
+    mode = ARMS[arm]
+    if mode is not None:
+        dropin.install(mode)
+    for layout, requests in work:
+        serve_workload(layout, requests, lambda method, *args: method(*args))
+    control = ["callgrind_control", "--instr=on", str(os.getpid())]
+    subprocess.run(control, check=True, capture_output=True)
+    operator.length_hint([])
+    for layout, requests in work:
+        serve_workload(layout, requests, operator.call)
+        operator.length_hint([])
+
+
+_TOTALS = re.compile(r"^totals: (\d+)$", re.MULTILINE)
+
+
+def counted_instructions(arms: Sequence[str], requests: int) -> dict[str, list[int]]:
+    """Per arm, per layout of ``LAYOUTS``: the instructions executed in the
+    loop's two calls, each arm in its own process under callgrind (two at a
+    time)."""
+    for tool in ("valgrind", "callgrind_control"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"--instructions needs {tool} on PATH")
+    counts: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        runs = {}
+        for arm in arms:
+            out = pathlib.Path(folder, arm)
+            out.mkdir()
+            command = [
+                "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+                "--toggle-collect=_operator_call", "--dump-after=_operator_length_hint",
+                f"--callgrind-out-file={out}/cg", sys.executable, "-m", __spec__.name,
+                "--count-arm", arm, "--requests", str(requests),
+            ]  # fmt: skip
+            env = {**os.environ, "PYTHONHASHSEED": "0"}
+            runs[arm] = (out, subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL))
+            if len(runs) % 2 == 0 or arm == arms[-1]:
+                for waiting in list(runs):
+                    if runs[waiting][1].wait() != 0:
+                        raise RuntimeError(f"callgrind run of {waiting} failed")
+        for arm, (out, _) in runs.items():
+            # cg.1 holds what preceded the first dump (nothing); then one a layout.
+            dumps = sorted(out.glob("cg.*"), key=lambda p: int(p.suffix[1:]))[1:]
+            totals = [int(_TOTALS.findall(dump.read_text())[0]) for dump in dumps]
+            if len(totals) != len(LAYOUTS) or 0 in totals:
+                raise RuntimeError(f"{arm}: callgrind counted {totals}")
+            counts[arm] = totals
+    return counts
 
 
 def bind_once_us(layout: Layout, repeats: int) -> tuple[float, float]:
@@ -139,40 +252,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--best-of", type=int, default=3)
+    parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--per-call", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--count-arm", choices=list(ARMS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     chosen = [layout for layout in layouts() if layout.name in LAYOUTS]
-    # vLLM runs twice a round: the second run ("again") is the noise floor,
-    # what the ratio of vLLM's code to itself comes out as.
-    arms: list[tuple[str, Mode | None]] = [
-        ("vLLM", None),
-        *((m.value, m) for m in Mode),
-        ("again", None),
-    ]
+    work = [(layout, workload(layout, 0, args.requests)) for layout in chosen]
+    if args.count_arm:
+        _count_arm(args.count_arm, work)
+        return
     print(
-        f"scheduler loop, median ms over {args.rounds} alternating rounds of "
-        f"{args.requests} requests (seed 0); again: vLLM's code in a second arm"
+        f"scheduler loop, CPU ms: median over {args.rounds} rounds (each arm a fresh process) "
+        f"of its fastest of {args.best_of} runs of {args.requests} requests (seed 0); "
+        f"again: vLLM's code in a second arm"
     )
-    print(
-        f"  {'vLLM':>8}  {'corrected':>9}  {'ratio':>5}  {'identical':>9}  {'ratio':>5}  "
-        f"{'again':>5}  layout"
+    _header()
+    seconds = timed_rounds(work, args.rounds, args.best_of)
+    for index, layout in enumerate(chosen):
+        _row(
+            layout.name, {arm: [run[index] * 1e3 for run in runs] for arm, runs in seconds.items()}
+        )
+    _row(
+        "all layouts (per round, summed)",
+        {arm: [sum(run) * 1e3 for run in runs] for arm, runs in seconds.items()},
     )
-    totals: dict[str, list[float]] = {name: [0.0] * args.rounds for name, _ in arms}
-    for layout in chosen:
-        requests = workload(layout, 0, args.requests)
-        times: dict[str, list[float]] = {name: [] for name, _ in arms}
-        for round_ in range(args.rounds):
-            for name, mode in arms:
-                if mode is None:
-                    spent = loop_seconds(layout, requests)
-                else:
-                    with dropin.swapped_in(mode):
-                        spent = loop_seconds(layout, requests)
-                times[name].append(spent)
-                totals[name][round_] += spent
-        _row(layout.name, times)
-    _row("all layouts (per round, summed)", totals)
+    if args.instructions:
+        print(
+            "\nloop instructions (callgrind), millions, warm second run, each arm its own process"
+        )
+        _header()
+        counts = counted_instructions(list(ARMS), args.requests)
+        for index, layout in enumerate(chosen):
+            _row(layout.name, {arm: [totals[index] / 1e6] for arm, totals in counts.items()})
+        _row("all layouts, summed", {arm: [sum(t) / 1e6] for arm, t in counts.items()})
     print("\nbind once (first lookup of a configuration), median us over 101 builds")
     print(f"  {'bind':>8}  {'lookup':>8}  layout")
     for layout in chosen:
@@ -184,10 +298,8 @@ def main() -> None:
             f"{args.repeats}), ratio to vLLM"
         )
         print(f"  {'calls':>6}  {'vLLM':>6}  {'corrected':>9}  {'identical':>9}  point, layout")
-        for layout in chosen:
-            for name, sides in per_call_us(
-                layout, workload(layout, 0, args.requests), args.repeats
-            ).items():
+        for layout, requests in work:
+            for name, sides in per_call_us(layout, requests, args.repeats).items():
                 if not sides["vLLM"]:
                     continue
                 mean = {side: statistics.fmean(values) for side, values in sides.items()}
@@ -199,8 +311,15 @@ def main() -> None:
                 )
 
 
-def _row(name: str, times: dict[str, list[float]]) -> None:
-    median = {arm: statistics.median(values) * 1e3 for arm, values in times.items()}
+def _header() -> None:
+    print(
+        f"  {'vLLM':>8}  {'corrected':>9}  {'ratio':>5}  {'identical':>9}  {'ratio':>5}  "
+        f"{'again':>5}  layout"
+    )
+
+
+def _row(name: str, values: dict[str, list[float]]) -> None:
+    median = {arm: statistics.median(arm_values) for arm, arm_values in values.items()}
     own = median["vLLM"]
     print(
         f"  {own:8.1f}  {median['corrected']:9.1f}  {median['corrected'] / own:5.2f}  "
