@@ -239,8 +239,9 @@ vllm-engine: $(STAMP)
 # vLLM 0.33.0's scheduler loop (schedule + update_from_output) with the drop-in
 # in each mode against vLLM as shipped, alternating rounds, medians and ratio;
 # then the bind-once cost (BENCHMARKS.md, "The drop-in in vLLM's scheduler loop").
+# The loop's instruction count (deterministic) where valgrind is installed.
 bench-dropin: $(STAMP)
-	$(PY) -m benchmarks.bench_dropin_loop
+	$(PY) -m benchmarks.bench_dropin_loop $(if $(shell command -v valgrind),--instructions,)
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit
