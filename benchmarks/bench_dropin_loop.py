@@ -2,7 +2,8 @@
 
 Each layout's seeded multi-turn workload (``audit.vllm.scheduler_differential``)
 runs end to end on a fresh real ``Scheduler``. Every arm (vLLM's own code,
-the drop-in in each mode, vLLM's code ``again``: the noise floor) runs in a
+the drop-in in each mode, vLLM's code ``again``: the noise floor, and
+``touched``: vLLM's own functions set back onto its classes) runs in a
 fresh process forked from one that never ran the scheduler, the drop-in
 installed once before its first step as ``vllm serve``'s plugin installs
 it; the arms alternate, round after round, in a rotating order. Timed: the
@@ -19,6 +20,7 @@ Needs vLLM (``make audit-setup``). Run: ``make bench-dropin``.
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import operator
 import os
@@ -48,11 +50,21 @@ LAYOUTS = (
     "EAGLE full16+window40/8 R=0",
     "EAGLE draft=mamba full64+mamba64 H=16 (partial)",
 )
-# Arm name -> the mode its process installs (None: vLLM as shipped).
-ARMS: dict[str, Mode | None] = {
-    "vLLM": None,
-    **{mode.value: mode for mode in Mode},
-    "again": None,
+
+
+def _touch() -> None:
+    """Set vLLM's own decision functions back onto its classes: what an
+    install does to them besides the adapters (the control arm ``touched``)."""
+    for cls, name in dropin.decision_points(Mode.CORRECTED):
+        setattr(cls, name, cls.__dict__[name])
+
+
+# Arm name -> what its process does before the first step.
+ARMS: dict[str, Callable[[], None]] = {
+    "vLLM": lambda: None,
+    **{mode.value: functools.partial(dropin.install, mode) for mode in Mode},
+    "again": lambda: None,
+    "touched": _touch,
 }
 Work = list[tuple[Layout, list[Request]]]
 
@@ -101,11 +113,10 @@ def loop_seconds(layout: Layout, requests: Sequence[Request]) -> float:
     return spent[0]
 
 
-def _arm_seconds(mode: Mode | None, work: Work, best_of: int, sink: Any) -> None:
-    """In a fresh process: install ``mode`` once, warm every layout, then
+def _arm_seconds(arm: str, work: Work, best_of: int, sink: Any) -> None:
+    """In a fresh process: set the arm up once, warm every layout, then
     each layout's fastest of ``best_of`` runs (the machine's noise only adds)."""
-    if mode is not None:
-        dropin.install(mode)
+    ARMS[arm]()
     for layout, requests in work:
         loop_seconds(layout, requests)
     sink.send([min(loop_seconds(*each) for _ in range(best_of)) for each in work])
@@ -122,7 +133,7 @@ def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[f
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
             receive, send = fork.Pipe(duplex=False)
-            process = fork.Process(target=_arm_seconds, args=(ARMS[name], work, best_of, send))
+            process = fork.Process(target=_arm_seconds, args=(name, work, best_of, send))
             process.start()
             send.close()
             seconds[name].append(receive.recv())
@@ -133,14 +144,12 @@ def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[f
 
 
 def _count_arm(arm: str, work: Work) -> None:
-    """Under callgrind: install the arm's mode once, warm every layout, then
+    """Under callgrind: set the arm up once, warm every layout, then
     switch instrumentation on and run each layout once more with the loop's
     two calls made through ``operator.call`` (callgrind collects only inside
     it) and ``operator.length_hint`` after each layout (a dump: one file a
     layout). Both are C functions nothing else here calls."""
-    mode = ARMS[arm]
-    if mode is not None:
-        dropin.install(mode)
+    ARMS[arm]()
     for layout, requests in work:
         serve_workload(layout, requests, lambda method, *args: method(*args))
     control = ["callgrind_control", "--instr=on", str(os.getpid())]
@@ -266,9 +275,10 @@ def main() -> None:
     print(
         f"scheduler loop, CPU ms: median over {args.rounds} rounds (each arm a fresh process) "
         f"of its fastest of {args.best_of} runs of {args.requests} requests (seed 0); "
-        f"again: vLLM's code in a second arm"
+        f"again: vLLM's code in a second arm; touched: vLLM's own functions set back onto "
+        f"its classes, as an install sets the adapters"
     )
-    _header()
+    _header(list(ARMS))
     seconds = timed_rounds(work, args.rounds, args.best_of)
     for index, layout in enumerate(chosen):
         _row(
@@ -282,8 +292,10 @@ def main() -> None:
         print(
             "\nloop instructions (callgrind), millions, warm second run, each arm its own process"
         )
-        _header()
-        counts = counted_instructions(list(ARMS), args.requests)
+        # The count does not drift, so no second vLLM arm.
+        counted = [arm for arm in ARMS if arm != "again"]
+        _header(counted)
+        counts = counted_instructions(counted, args.requests)
         for index, layout in enumerate(chosen):
             _row(layout.name, {arm: [totals[index] / 1e6] for arm, totals in counts.items()})
         _row("all layouts, summed", {arm: [sum(t) / 1e6] for arm, t in counts.items()})
@@ -311,20 +323,24 @@ def main() -> None:
                 )
 
 
-def _header() -> None:
+CONTROLS = ("again", "touched")
+
+
+def _header(arms: Sequence[str]) -> None:
+    controls = "".join(f"  {arm:>7}" for arm in CONTROLS if arm in arms)
     print(
-        f"  {'vLLM':>8}  {'corrected':>9}  {'ratio':>5}  {'identical':>9}  {'ratio':>5}  "
-        f"{'again':>5}  layout"
+        f"  {'vLLM':>8}  {'corrected':>9}  {'ratio':>6}  {'identical':>9}  {'ratio':>6}"
+        f"{controls}  layout"
     )
 
 
 def _row(name: str, values: dict[str, list[float]]) -> None:
     median = {arm: statistics.median(arm_values) for arm, arm_values in values.items()}
     own = median["vLLM"]
+    controls = "".join(f"  {median[arm] / own:7.3f}" for arm in CONTROLS if arm in median)
     print(
-        f"  {own:8.1f}  {median['corrected']:9.1f}  {median['corrected'] / own:5.2f}  "
-        f"{median['identical']:9.1f}  {median['identical'] / own:5.2f}  "
-        f"{median['again'] / own:5.2f}  {name}"
+        f"  {own:8.1f}  {median['corrected']:9.1f}  {median['corrected'] / own:6.3f}  "
+        f"{median['identical']:9.1f}  {median['identical'] / own:6.3f}{controls}  {name}"
     )
 
 
