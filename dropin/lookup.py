@@ -26,7 +26,7 @@ import attrs
 from junction.core import Finder, GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
 from ..audit.vllm.lookup import GroupReader, group_readers
-from ..audit.vllm.lookup_model import ALL_QUIRKS, model_reconcile
+from ..audit.vllm.lookup_model import ALL_QUIRKS, NO_QUIRKS, departures, model_reconcile
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
@@ -61,6 +61,9 @@ class _BoundLookup:
     # Whether that answer is also vLLM's own (identical mode): without EAGLE,
     # where no group is asked past the candidate 0.
     first_is_vllms: bool
+    # Whether every lookup's answer is (identical mode): where none of vLLM's
+    # departures can act (audit.vllm.lookup_model.departures).
+    core_is_vllms: bool
 
 
 def core_find_longest_cache_hit(
@@ -68,8 +71,13 @@ def core_find_longest_cache_hit(
 ) -> tuple[tuple[list[Any], ...], int, int]:
     """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (mode
     ``corrected``): its signature, names included; the core's reconciliation."""
-    coordinator = self
-    bound = _bind(coordinator)
+    return _core_lookup(self, _bind(self), block_hashes, max_cache_hit_length)
+
+
+def _core_lookup(
+    coordinator: Any, bound: _BoundLookup, block_hashes: Any, max_cache_hit_length: int
+) -> tuple[tuple[list[Any], ...], int, int]:
+    """The core's answer and the blocks it proved."""
     if _misses_block_zero(coordinator, bound, block_hashes, max_cache_hit_length):
         return tuple([[] for _ in range(bound.num_groups)]), 0, 0
     # Each group reads its own manager's pool, as vLLM's coordinator does
@@ -179,9 +187,13 @@ def vllm_find_longest_cache_hit(
     """Drop-in for ``HybridKVCacheCoordinator.find_longest_cache_hit`` (mode
     ``identical``): vLLM 0.33.0's answer, its four lookup departures
     included (``audit.vllm.lookup_model`` with every quirk on), reading the pool
-    on demand through the same readers; the blocks collected by the same rule."""
+    on demand through the same readers; the blocks collected by the same rule.
+    Where no departure can act on the configuration, that answer is the
+    core's, and the core's path gives it."""
     coordinator = self
     bound = _bind(coordinator)
+    if bound.core_is_vllms:  # no departure can act on this configuration
+        return _core_lookup(coordinator, bound, block_hashes, max_cache_hit_length)
     if bound.first_is_vllms and _misses_block_zero(
         coordinator, bound, block_hashes, max_cache_hit_length
     ):
@@ -431,6 +443,7 @@ def _bound(coordinator: Any) -> _BoundLookup:
         reading,
         first,
         not geometry.use_eagle,
+        departures(geometry) == NO_QUIRKS,
     )
 
 

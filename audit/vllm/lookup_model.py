@@ -31,7 +31,7 @@ from junction.core import (
     lcm,
 )
 
-__all__ = ["ALL_QUIRKS", "NO_QUIRKS", "CacheView", "Quirks", "model_reconcile"]
+__all__ = ["ALL_QUIRKS", "NO_QUIRKS", "CacheView", "Quirks", "departures", "model_reconcile"]
 
 
 class CacheView(Protocol):
@@ -68,6 +68,28 @@ class Quirks:
 
 ALL_QUIRKS = Quirks()
 NO_QUIRKS = Quirks(False, False, False, False)
+
+
+def departures(geometry: HybridGeometry) -> Quirks:
+    """The departures that can change an answer on ``geometry``: with these
+    flags the model equals vLLM on every pool (``tests/audit/test_lookup.py``),
+    so where none can, vLLM's lookup is the core's. Each flag's departure
+    acts only in its own case: the verified set and the realignment only
+    where a group drops (EAGLE); the one-token window only where a window's
+    hit needs no block; the probe below the bound only where full attention
+    is read by hash units (partial hits, its block past the alignment)."""
+    alignment = geometry.alignment_tokens
+    windows = [g for g in geometry.groups if g.kind is GroupKind.SLIDING_WINDOW]
+    return Quirks(
+        verified_set=geometry.use_eagle,
+        swa_realign_before_drop=geometry.use_eagle and bool(windows),
+        swa_window_of_one_needs_a_block=any(
+            0 in (g.blocks_for_hit(False), g.blocks_for_hit(True)) for g in windows
+        ),
+        full_probe_below_bound=any(
+            g.kind is GroupKind.FULL and g.block_size > alignment for g in geometry.groups
+        ),
+    )
 
 
 def _window_finder(view: CacheView, alignment: int, quirks: Quirks) -> Finder:
