@@ -18,6 +18,7 @@ parallelism, a scheduler block other than the groups' lcm
 from __future__ import annotations
 
 import operator
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -304,34 +305,30 @@ _use_eagle = operator.attrgetter("use_eagle")
 
 
 def _bind(coordinator: Any) -> _BoundLookup:
-    """The coordinator's binding. Kept on the coordinator with what its
+    """The coordinator's binding. Kept per live coordinator with what its
     configuration is read from (vLLM fixes it at construction: its KV-cache
     config, managers and attention groups, its hash unit, partial hits and
     scheduler block), and used while that is still its own; else looked up
     by what it is built from (:func:`_bind_by_key`), built on a miss."""
-    # An attribute read, never ``coordinator.__dict__``: on CPython 3.11 reading
-    # an instance's ``__dict__`` turns its inline attribute values into a real
-    # dict for good, after which no call of a method on it can be specialized,
-    # and every coordinator method vLLM calls runs the generic lookup.
-    try:
-        kept = coordinator._junction_lookup
-    except AttributeError:
-        kept = None
+    kept = _kept.get(id(coordinator))
     if (
         kept is not None
-        and kept[0] is coordinator.kv_cache_config
-        and kept[1] is coordinator.single_type_managers
-        and kept[2] is coordinator.attention_groups
-        and kept[3]
+        and kept[0]() is not None  # alive, under its id: this very coordinator
+        and kept[1] is coordinator.kv_cache_config
+        and kept[2] is coordinator.single_type_managers
+        and kept[3] is coordinator.attention_groups
+        and kept[4]
         == (
             coordinator.hash_block_size,
             coordinator.enable_partial_hash_hits,
             coordinator.scheduler_block_size,
         )
     ):
-        return kept[4]  # type: ignore[no-any-return]
+        return kept[5]
     bound = _bind_by_key(coordinator)
-    coordinator._junction_lookup = (
+    key = id(coordinator)
+    _kept[key] = (
+        weakref.ref(coordinator, lambda _, key=key: _kept.pop(key, None)),  # type: ignore[misc]
         coordinator.kv_cache_config,
         coordinator.single_type_managers,
         coordinator.attention_groups,
@@ -343,6 +340,14 @@ def _bind(coordinator: Any) -> _BoundLookup:
         bound,
     )
     return bound
+
+
+# Beside the coordinators, never on them: an attribute set on a vLLM object
+# (or a read of its ``__dict__``) can turn its inline attribute values into a
+# real dict for good on CPython 3.11, after which no call of a method on it is
+# specialized, and every coordinator method vLLM calls runs the generic
+# lookup. An entry goes with its coordinator (the weak reference's callback).
+_kept: dict[int, tuple[weakref.ref[Any], Any, Any, Any, tuple[Any, ...], _BoundLookup]] = {}
 
 
 def _bind_by_key(coordinator: Any) -> _BoundLookup:

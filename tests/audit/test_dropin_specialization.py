@@ -7,7 +7,7 @@ method on it can be specialized. An adapter that read a coordinator's
 ``coordinator.method()`` vLLM makes ran the generic lookup), while the
 decisions timed alone showed nothing. So: after a run under
 the drop-in, in each mode, the vLLM objects it reads hold their attributes
-as they do after the same run of vLLM's own code.
+as they do after the same run of vLLM's own code, and no more of them.
 """
 
 from __future__ import annotations
@@ -81,3 +81,11 @@ def test_no_vllm_object_reads_as_a_dict_after_a_run(mode: Mode) -> None:
     with dropin.swapped_in(mode):
         _run(layout, served)
     assert read_as_dict(served) == read_as_dict(own), mode.value
+    # Nor does it add an attribute to any of them (where a class's shared
+    # keys are used up, one more name materializes the dict); read last,
+    # since ``vars`` materializes it.
+    added = {
+        name: set(vars(obj)) - set(vars(_objects(own)[name]))
+        for name, obj in _objects(served).items()
+    }
+    assert not any(added.values()), f"{mode.value}: attributes added {added}"
