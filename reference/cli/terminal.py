@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -130,6 +130,25 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(previous: Callable[[Any], object]) -> Callable[[Any], object]:
+    """A ``sys.unraisablehook`` for a run that signals end.
+
+    A handler's exception raised inside a callback Python cannot propagate
+    from (a garbage-collector callback, such as Hypothesis registers, or a
+    finalizer) is printed as "Exception ignored" with a traceback. The signal
+    is recorded all the same (:func:`signalled`, which long loops ask, and
+    which ends the command with its one line), so that exception is dropped
+    silently; anything else goes to the hook before.
+    """
+
+    def hook(unraisable: Any) -> None:
+        if _received and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return
+        previous(unraisable)
+
+    return hook
+
+
 def _terminate(signum: int, frame: object) -> None:
     # Once is enough: a second signal must not interrupt the cleanup the first began.
     for number in TERMINATION_SIGNALS:
@@ -159,6 +178,7 @@ def interruptible(main: Callable[[], int]) -> int:
         signal.signal(signal.SIGINT, _interrupt)
         for number in TERMINATION_SIGNALS:
             signal.signal(number, _terminate)
+        sys.unraisablehook = _unraisable(sys.unraisablehook)
     try:
         code = main()
     except KeyboardInterrupt as error:
