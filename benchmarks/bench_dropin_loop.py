@@ -74,12 +74,7 @@ def serve_workload(
 ) -> None:
     """Serve ``requests`` on a fresh scheduler, calling ``schedule`` and
     ``update_from_output`` (the loop measured) as ``through(method, *args)``."""
-    scheduler = build_scheduler(
-        layout.geometry,
-        num_blocks=layout.num_blocks,
-        max_num_batched_tokens=layout.budget,
-        max_num_seqs=layout.max_num_seqs,
-    )
+    scheduler = layout.build_scheduler()
     unit = layout.geometry.hash_block_size
     aborted = vllm().request.RequestStatus.FINISHED_ABORTED
     arrivals = sorted(requests, key=lambda r: r.arrival)
@@ -113,12 +108,18 @@ def loop_seconds(layout: Layout, requests: Sequence[Request]) -> float:
     return spent[0]
 
 
-def _arm_seconds(arm: str, work: Work, best_of: int, sink: Any) -> None:
-    """In a fresh process: set the arm up once, warm every layout, then
-    each layout's fastest of ``best_of`` runs (the machine's noise only adds)."""
+def _set_up(arm: str, work: Work) -> None:
+    """In the arm's fresh process: set the arm up once, then warm every layout."""
     ARMS[arm]()
     for layout, requests in work:
-        loop_seconds(layout, requests)
+        # Not through operator.call: under callgrind that is what collects.
+        serve_workload(layout, requests, lambda method, *args: method(*args))
+
+
+def _arm_seconds(arm: str, work: Work, best_of: int, sink: Any) -> None:
+    """In a fresh process: set up, then each layout's fastest of ``best_of``
+    runs (the machine's noise only adds)."""
+    _set_up(arm, work)
     sink.send([min(loop_seconds(*each) for _ in range(best_of)) for each in work])
     sink.close()
 
@@ -144,14 +145,12 @@ def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[f
 
 
 def _count_arm(arm: str, work: Work) -> None:
-    """Under callgrind: set the arm up once, warm every layout, then
+    """Under callgrind: set up (instrumentation off), then
     switch instrumentation on and run each layout once more with the loop's
     two calls made through ``operator.call`` (callgrind collects only inside
     it) and ``operator.length_hint`` after each layout (a dump: one file a
     layout). Both are C functions nothing else here calls."""
-    ARMS[arm]()
-    for layout, requests in work:
-        serve_workload(layout, requests, lambda method, *args: method(*args))
+    _set_up(arm, work)
     control = ["callgrind_control", "--instr=on", str(os.getpid())]
     subprocess.run(control, check=True, capture_output=True)
     operator.length_hint([])

@@ -174,15 +174,26 @@ def interruptible(main: Callable[[], int]) -> int:
     layer turned into an error of its own (a policy call catches
     everything) still ends the command this way.
     """
+    before = sys.unraisablehook
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _interrupt)
         for number in TERMINATION_SIGNALS:
             signal.signal(number, _terminate)
-        sys.unraisablehook = _unraisable(sys.unraisablehook)
+        # Put back after the run: commands run in one process (the tests) do
+        # not stack a hook each.
+        sys.unraisablehook = _unraisable(before)
+    try:
+        return _ending(main)
+    finally:
+        sys.unraisablehook = before
+
+
+def _ending(main: Callable[[], int]) -> int:
+    """:func:`interruptible`'s run of ``main``, its handlers in place."""
     try:
         code = main()
     except KeyboardInterrupt as error:
-        if not _received:  # raised by other means than the handlers above
+        if not _received:  # raised by other means than this module's handlers
             _received.append(error.signum if isinstance(error, Terminated) else signal.SIGINT)
         code = 0
     except MemoryError:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from junction import dropin
-from junction.audit.vllm.scheduler import build_scheduler, make_request, serve
+from junction.audit.vllm.scheduler import make_request, serve
 from junction.audit.vllm.scheduler_differential import Layout, layouts, workload
 from junction.dropin import Mode
 
@@ -60,14 +60,7 @@ def _run(layout: Layout, scheduler: Any) -> None:
 def test_no_vllm_object_reads_as_a_dict_after_a_run(mode: Mode) -> None:
     layout = next(candidate for candidate in layouts() if candidate.name == LAYOUT)
 
-    def scheduler() -> Any:
-        return build_scheduler(
-            layout.geometry,
-            num_blocks=layout.num_blocks,
-            max_num_batched_tokens=layout.budget,
-            max_num_seqs=layout.max_num_seqs,
-        )
-
+    scheduler = layout.build_scheduler
     names = {name: frozenset(vars(obj)) for name, obj in _objects(scheduler()).items()}
 
     def read_as_dict(served: Any) -> list[str]:

@@ -93,6 +93,24 @@ class Layout:
     prefill_checkpoint_alignment: int | None = None
     connector: Connector | None = None
 
+    def build_scheduler(self) -> Any:
+        """A fresh real vLLM ``Scheduler`` with this layout's pool, budget and
+        options (its connector not yet seeded with external prefixes)."""
+        connector = self.connector
+        return build_scheduler(
+            self.geometry,
+            num_blocks=self.num_blocks,
+            max_num_batched_tokens=self.budget,
+            max_num_seqs=self.max_num_seqs,
+            hash_lookahead_tokens=self.hash_lookahead_tokens,
+            prefill_checkpoint_alignment=self.prefill_checkpoint_alignment,
+            kv_transfer_config=(
+                None
+                if connector is None
+                else external.transfer_config(self.geometry.scheduler_block_size, connector)
+            ),
+        )
+
 
 @attrs.frozen
 class Request:
@@ -460,19 +478,7 @@ class _Engine:
 
     def __init__(self, layout: Layout, seed: int, requests: Sequence[Request]) -> None:
         self.layout = layout
-        grid = layout.geometry.scheduler_block_size
-        connector = layout.connector
-        self.scheduler = build_scheduler(
-            layout.geometry,
-            num_blocks=layout.num_blocks,
-            max_num_batched_tokens=layout.budget,
-            max_num_seqs=layout.max_num_seqs,
-            hash_lookahead_tokens=layout.hash_lookahead_tokens,
-            prefill_checkpoint_alignment=layout.prefill_checkpoint_alignment,
-            kv_transfer_config=(
-                None if connector is None else external.transfer_config(grid, connector)
-            ),
-        )
+        self.scheduler = layout.build_scheduler()
         self.connector = self.scheduler.connector
         if self.connector is not None:
             prompts = (request.prompt for request in requests)
