@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import operator
 import weakref
-from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from typing import Any
 
 import attrs
 
 from junction.core import Finder, GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 
 from ..audit.vllm.lookup import GroupReader, group_readers
-from ..audit.vllm.lookup_model import ALL_QUIRKS, NO_QUIRKS, departures, model_reconcile
+from ..audit.vllm.lookup_model import ALL_QUIRKS, NO_QUIRKS, Probe, VllmLookup, departures
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
@@ -59,12 +59,18 @@ class _BoundLookup:
     # them registered it serves 0 tokens, every group is asked about 0 and
     # the answer is no hit.
     first: tuple[int, list[int], tuple[int, ...]] | None
+    first_group_id: int  # its vLLM group id (-1: none)
     # Whether that answer is also vLLM's own (identical mode): without EAGLE,
     # where no group is asked past the candidate 0.
     first_is_vllms: bool
     # Whether every lookup's answer is (identical mode): where none of vLLM's
     # departures can act (audit.vllm.lookup_model.departures).
     core_is_vllms: bool
+    # Identical mode elsewhere: vLLM's lookup restated, bound to the geometry,
+    # and what it probes per geometry group: its reader, its vLLM group id,
+    # the pool's group-id argument, and whether it reads registered hash units.
+    model: VllmLookup
+    probing: tuple[tuple[GroupReader, int, list[int], bool], ...]
 
 
 def core_find_longest_cache_hit(
@@ -79,12 +85,14 @@ def _core_lookup(
     coordinator: Any, bound: _BoundLookup, block_hashes: Any, max_cache_hit_length: int
 ) -> tuple[tuple[list[Any], ...], int, int]:
     """The core's answer and the blocks it proved."""
-    if _misses_block_zero(coordinator, bound, block_hashes, max_cache_hit_length):
+    # What the lookup reads of the pool is kept per group for collecting the
+    # blocks: a run's blocks, else each answer under its hash unit (the
+    # first full-attention group's block 0 is read first, into its own).
+    first_seen: dict[int, Any] = {}
+    if _block_zero(coordinator, bound, block_hashes, max_cache_hit_length, first_seen):
         return tuple([[] for _ in range(bound.num_groups)]), 0, 0
     # Each group reads its own manager's pool, as vLLM's coordinator does
-    # (one pool for all, except with HiSparse's host-backed groups). What
-    # the finders read of it is kept per group for collecting the blocks: a
-    # run's blocks, else each answer under its hash unit.
+    # (one pool for all, except with HiSparse's host-backed groups).
     managers = coordinator.single_type_managers
     pools: list[Any] = []
     runs: list[list[Any] | None] = []
@@ -93,7 +101,7 @@ def _core_lookup(
     for reader, group_id, ids, whole in bound.reading:
         pool = managers[group_id].block_pool
         run: list[Any] | None = [] if whole else None
-        seen: dict[int, Any] = {}
+        seen = first_seen if group_id == bound.first_group_id else {}
         finders.append(_finder(reader, ids, pool, block_hashes, seen, run))
         pools.append(pool)
         runs.append(run)
@@ -104,24 +112,29 @@ def _core_lookup(
     return blocks, hit, longest - hit
 
 
-def _misses_block_zero(
-    coordinator: Any, bound: _BoundLookup, block_hashes: Any, max_cache_hit_length: Any
+def _block_zero(
+    coordinator: Any,
+    bound: _BoundLookup,
+    block_hashes: Any,
+    max_cache_hit_length: Any,
+    seen: dict[int, Any],
 ) -> bool:
-    """Whether the group asked first, full attention, has none of block 0
-    (the hit is then 0 tokens for every group), for a valid bound: any other
-    bound takes the general path, which raises or answers as it does."""
+    """Whether the first full-attention group lacks block 0, read first (the
+    hit is then 0 tokens for every group); each answer is kept in ``seen``
+    under its hash unit. ``False`` for an invalid bound: it takes the general
+    path, which raises or answers as it does."""
     first = bound.first
     if first is None or type(max_cache_hit_length) is not int or max_cache_hit_length < 0:
         return False
     group_id, ids, units = first
     get = coordinator.single_type_managers[group_id].block_pool.get_cached_block
     count = len(block_hashes)
-    for unit in units:  # a loop, not all() over a generator: this runs on every lookup
-        if unit < count and get(block_hashes[unit], ids) is not None:
-            break
-    else:
-        return True
-    return False
+    for unit in units:  # a loop, not any() over a generator: this runs on every lookup
+        if unit < count:
+            seen[unit] = answer = get(block_hashes[unit], ids)
+            if answer is not None:
+                return False
+    return True
 
 
 def _finder(
@@ -147,9 +160,11 @@ def _finder(
             return index < count and get(block_hashes[(index + 1) * scale - 1], ids) is not None
 
         def block_run(limit: int) -> int:
+            # From what the run holds; a unit read already (block 0) is not asked again.
             end = min(limit, count)
-            for index in range(end):
-                answer = get(block_hashes[(index + 1) * scale - 1], ids)
+            for index in range(len(run), end):
+                unit = (index + 1) * scale - 1
+                answer = seen[unit] if unit in seen else get(block_hashes[unit], ids)
                 if answer is None:
                     return index
                 run.append(answer[0])
@@ -170,7 +185,10 @@ def _finder(
             end = min(start + block_units, units)
             deepest = end - 1
             while deepest >= start:
-                seen[deepest] = answer = get(block_hashes[deepest], ids)
+                if deepest in seen:  # read already (block 0)
+                    answer = seen[deepest]
+                else:
+                    seen[deepest] = answer = get(block_hashes[deepest], ids)
                 if answer is not None:
                     break
                 deepest -= 1
@@ -195,56 +213,33 @@ def vllm_find_longest_cache_hit(
     bound = _bind(coordinator)
     if bound.core_is_vllms:  # no departure can act on this configuration
         return _core_lookup(coordinator, bound, block_hashes, max_cache_hit_length)
-    if bound.first_is_vllms and _misses_block_zero(
-        coordinator, bound, block_hashes, max_cache_hit_length
+    if bound.first_is_vllms and _block_zero(
+        coordinator, bound, block_hashes, max_cache_hit_length, {}
     ):
         return tuple([[] for _ in range(bound.num_groups)]), 0, 0
     managers = coordinator.single_type_managers
-    pools = [managers[group_id].block_pool for group_id in bound.group_ids]
+    pools: list[Any] = []
+    found: list[dict[int, Any]] = []
+    probes: list[tuple[Probe, Probe | None]] = []
+    for reader, group_id, ids, reads_registered in bound.probing:
+        pool = managers[group_id].block_pool
+        seen: dict[int, Any] = {}
+        is_cached, _ = reader.predicate(pool, block_hashes, seen)
+        registered = _registration(pool, ids, block_hashes, seen) if reads_registered else None
+        probes.append((is_cached, registered))
+        pools.append(pool)
+        found.append(seen)
     lookup_limit = len(block_hashes) * bound.geometry.hash_block_size
-    found: list[dict[int, Any]] = [{} for _ in pools]
-    views = [
-        _pool_view(group, reader, pool, block_hashes, seen)
-        for group, reader, pool, seen in zip(
-            bound.geometry.groups, bound.readers, pools, found, strict=True
-        )
-    ]
-    hit, longest, _ = model_reconcile(
-        bound.geometry, views, max_cache_hit_length, lookup_limit, ALL_QUIRKS
-    )
+    hit, longest, _ = bound.model.hit_lengths(probes, max_cache_hit_length, lookup_limit)
     runs: list[list[Any] | None] = [None] * len(pools)
     blocks = _collect(bound, pools, found, runs, block_hashes, max_cache_hit_length, hit, longest)
     return blocks, hit, longest - hit
 
 
-class _Membership:
-    """A container whose membership test asks the pool (a plain slotted
-    class: two are built per group on every lookup in ``identical`` mode)."""
-
-    __slots__ = ("test",)
-
-    def __init__(self, test: Callable[[int], bool]) -> None:
-        self.test = test
-
-    def __contains__(self, index: object) -> bool:
-        return type(index) is int and self.test(index)
-
-
-class _PoolView(NamedTuple):
-    """``audit.vllm.lookup_model.CacheView`` of one group, asking the pool on demand
-    (a tuple: one is built per group on every lookup)."""
-
-    group: GroupSpec
-    spec: GroupSpec
-    cached: _Membership
-    registered: _Membership
-
-
-def _pool_view(
-    group: GroupSpec, reader: GroupReader, pool: Any, block_hashes: Any, found: dict[int, Any]
-) -> _PoolView:
-    is_cached, _ = reader.predicate(pool, block_hashes, found)
-    get, ids, units = pool.get_cached_block, [reader.group_id], len(block_hashes)
+def _registration(pool: Any, ids: list[int], block_hashes: Any, found: dict[int, Any]) -> Probe:
+    """Whether hash unit ``i`` of the chain is registered for the group, each
+    answer kept in ``found``."""
+    get, units = pool.get_cached_block, len(block_hashes)
 
     def registered(index: int) -> bool:
         if not 0 <= index < units:
@@ -252,7 +247,7 @@ def _pool_view(
         found[index] = answer = get(block_hashes[index], ids)
         return answer is not None
 
-    return _PoolView(group, reader.spec, _Membership(is_cached), _Membership(registered))
+    return registered
 
 
 def _collect(
@@ -437,6 +432,11 @@ def _bound(coordinator: Any) -> _BoundLookup:
         last = (reader.covered_block or reader.scale) - 1
         units = tuple(range(last, -1, -1)) if reader.covered_block else (last,)
         first = (reader.group_id, [reader.group_id], units)
+    model = VllmLookup(geometry, ALL_QUIRKS)
+    probing = tuple(
+        (reader, reader.group_id, [reader.group_id], reads)
+        for reader, reads in zip(readers, model.reads_registered, strict=True)
+    )
     return _BoundLookup(
         geometry,
         group_ids,
@@ -447,8 +447,11 @@ def _bound(coordinator: Any) -> _BoundLookup:
         readers,
         reading,
         first,
+        -1 if first is None else first[0],
         not geometry.use_eagle,
         departures(geometry) == NO_QUIRKS,
+        model,
+        probing,
     )
 
 

@@ -15,7 +15,7 @@ Mamba finders are core's, which equal vLLM's.
 from __future__ import annotations
 
 import functools
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Protocol
 
 import attrs
@@ -27,22 +27,28 @@ from junction.core import (
     GroupSpec,
     HybridGeometry,
     floor_to,
-    group_finder,
     lcm,
 )
 
-__all__ = ["ALL_QUIRKS", "NO_QUIRKS", "CacheView", "Quirks", "departures", "model_reconcile"]
+from .lookup import group_readers
+
+__all__ = [
+    "ALL_QUIRKS",
+    "NO_QUIRKS",
+    "CacheView",
+    "Probe",
+    "Quirks",
+    "VllmLookup",
+    "departures",
+    "model_reconcile",
+]
 
 
 class CacheView(Protocol):
-    """What the model reads of one group (``audit.vllm.lookup.GroupView``, or the
-    drop-in's view that asks the pool on demand): the group, the finder's spec,
-    the cached indices of the chain in ``spec`` units, the registered hash units."""
+    """What :func:`model_reconcile` reads of one group (``audit.vllm.lookup.GroupView``):
+    the cached indices of the chain in the units of the group's reader spec,
+    and the registered hash units."""
 
-    @property
-    def group(self) -> GroupSpec: ...
-    @property
-    def spec(self) -> GroupSpec: ...
     @property
     def cached(self) -> Container[int]: ...
     @property
@@ -92,98 +98,185 @@ def departures(geometry: HybridGeometry) -> Quirks:
     )
 
 
-def _window_finder(view: CacheView, alignment: int, quirks: Quirks) -> Finder:
-    spec = view.spec
-    block, cached = spec.block_size, view.cached
+Probe = Callable[[int], bool]
+# A group's finder over one request's probes: (is_cached, is_registered) -> Finder.
+FinderForm = Callable[[Probe, Probe | None], Finder]
 
-    def find(bound: int, drop: bool) -> int:
-        need = spec.blocks_for_hit(drop)
-        blocks = bound // block
-        if need == 0 and not quirks.swa_window_of_one_needs_a_block:
-            return floor_to(blocks * block, lcm(alignment, block))  # every grid point serves
-        run = 0  # cached blocks counted leftwards from an aligned right edge
-        for index in range(blocks - 1, -1, -1):
-            if index not in cached:
-                run = 0
-                continue
-            if run == 0 and (index if drop else index + 1) * block % alignment:
-                continue  # a run must end where the hit (after the drop) is aligned
-            run += 1
-            if run >= need:
-                return (index + run - (1 if drop else 0)) * block
-        # No run of `need` blocks: the run from block 0 serves on its own.
-        length = run
-        if quirks.swa_realign_before_drop:
+
+def _window_form(spec: GroupSpec, alignment: int, quirks: Quirks) -> FinderForm:
+    block = spec.block_size
+    needs = (spec.blocks_for_hit(False), spec.blocks_for_hit(True))
+    grid = lcm(alignment, block)
+
+    def form(is_cached: Probe, _: Probe | None) -> Finder:
+        def find(bound: int, drop: bool) -> int:
+            need = needs[drop]
+            blocks = bound // block
+            if need == 0 and not quirks.swa_window_of_one_needs_a_block:
+                return floor_to(blocks * block, grid)  # every grid point serves
+            run = 0  # cached blocks counted leftwards from an aligned right edge
+            for index in range(blocks - 1, -1, -1):
+                if not is_cached(index):
+                    run = 0
+                    continue
+                if run == 0 and (index if drop else index + 1) * block % alignment:
+                    continue  # a run must end where the hit (after the drop) is aligned
+                run += 1
+                if run >= need:
+                    return (index + run - (1 if drop else 0)) * block
+            # No run of `need` blocks: the run from block 0 serves on its own.
+            length = run
+            if quirks.swa_realign_before_drop:
+                while length and length * block % alignment:
+                    length -= 1
+            if drop and length:
+                length -= 1
             while length and length * block % alignment:
                 length -= 1
-        if drop and length:
-            length -= 1
-        while length and length * block % alignment:
-            length -= 1
-        return length * block
+            return length * block
 
-    return find
+        return find
+
+    return form
 
 
-def _full_unit_finder(
-    view: CacheView, geometry: HybridGeometry, drop_tokens: int, quirks: Quirks
-) -> Finder:
-    unit, block, alignment = (
-        geometry.hash_block_size,
-        view.group.block_size,
-        geometry.alignment_tokens,
-    )
+def _full_unit_form(group: GroupSpec, geometry: HybridGeometry) -> FinderForm:
+    unit, block, alignment = geometry.hash_block_size, group.block_size, geometry.alignment_tokens
     scale = block // unit
-    registered = view.registered
-    if not quirks.full_probe_below_bound:
-        return group_finder(view.spec, view.cached.__contains__, alignment_tokens=alignment)
+    drop_tokens = group.eagle_drop_tokens(alignment)
 
-    def find(bound: int, drop: bool) -> int:
-        blocks = 0
-        while (blocks + 1) * block <= bound and (blocks + 1) * scale - 1 in registered:
-            blocks += 1
-        hit = blocks * block
-        first = blocks * scale
-        top = min(first + scale - 1, bound // unit)
-        for index in range(top - 1, first - 1, -1):
-            if index in registered:
-                hit = (index + 1) * unit
+    def form(_: Probe, is_registered: Probe | None) -> Finder:
+        if is_registered is None:
+            raise ValueError(f"{group}: read by hash units, its finder needs is_registered")
+        registered = is_registered
+
+        def find(bound: int, drop: bool) -> int:
+            blocks = 0
+            while (blocks + 1) * block <= bound and registered((blocks + 1) * scale - 1):
+                blocks += 1
+            hit = blocks * block
+            first = blocks * scale
+            top = min(first + scale - 1, bound // unit)
+            for index in range(top - 1, first - 1, -1):
+                if registered(index):
+                    hit = (index + 1) * unit
+                    break
+            if drop and hit:
+                hit -= drop_tokens
+            return floor_to(hit, alignment)
+
+        return find
+
+    return form
+
+
+def _core_form(spec: GroupSpec, alignment: int) -> FinderForm:
+    lookup = GroupLookup(spec, alignment)
+
+    def form(is_cached: Probe, _: Probe | None) -> Finder:
+        return lookup.finder(is_cached)
+
+    return form
+
+
+class VllmLookup:
+    """vLLM 0.33.0's lookup on one geometry, restated with the chosen
+    departures, bound once: what the geometry fixes (each group's finder,
+    its EAGLE margin, the lookup order, whether vLLM stops after one round)
+    is derived here, so a call only reads the request's cache (the drop-in's
+    ``identical`` mode asks on every lookup).
+
+    A call's probes are per group, in the geometry's order, over the chain in
+    the units of the group's reader spec (``audit.vllm.lookup.group_readers``):
+    whether index ``i`` is cached, and whether hash unit ``i`` is registered
+    (read only for full attention read by hash units; ``None`` elsewhere).
+    """
+
+    __slots__ = (
+        "_forms",
+        "_margins",
+        "_order",
+        "_simple",
+        "geometry",
+        "quirks",
+        "reads_registered",
+    )
+
+    def __init__(self, geometry: HybridGeometry, quirks: Quirks = ALL_QUIRKS) -> None:
+        self.geometry, self.quirks = geometry, quirks
+        alignment = geometry.alignment_tokens
+        forms: list[FinderForm] = []
+        reads_registered: list[bool] = []
+        for group, reader in zip(geometry.groups, group_readers(geometry), strict=True):
+            by_units = group.kind is GroupKind.FULL and reader.spec.block_size < group.block_size
+            if reader.spec.kind is GroupKind.SLIDING_WINDOW:
+                forms.append(_window_form(reader.spec, alignment, quirks))
+            elif by_units and quirks.full_probe_below_bound:
+                forms.append(_full_unit_form(group, geometry))
+            else:
+                forms.append(_core_form(reader.spec, alignment))
+            reads_registered.append(by_units and quirks.full_probe_below_bound)
+        self._forms = tuple(forms)
+        self.reads_registered = tuple(reads_registered)
+        groups = geometry.groups
+        eagle = geometry.use_eagle
+        self._margins = tuple(g.eagle_drop_tokens(alignment) if eagle else 0 for g in groups)
+        self._order = tuple(
+            sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
+        )
+        # vLLM looks groups with equal specs up together, and with one
+        # full-attention spec plus one other stops after the first round.
+        specs = list(dict.fromkeys(groups))
+        self._simple = len(specs) == 2 and any(spec.kind is GroupKind.FULL for spec in specs)
+
+    def hit_lengths(
+        self,
+        probes: Sequence[tuple[Probe, Probe | None]],
+        max_hit_length: int,
+        hashed_tokens: int,
+    ) -> tuple[int, int, int]:
+        """``(h, ℓ, J)`` of vLLM's lookup as restated, over ``probes``."""
+        quirks = self.quirks
+        groups = self.geometry.groups
+        finders = [
+            form(is_cached, is_registered)
+            for form, (is_cached, is_registered) in zip(self._forms, probes, strict=True)
+        ]
+        eagle, margins = self.geometry.use_eagle, self._margins
+        found: dict[int, int] = {}
+        verified: set[int] = set()
+        hit, longest = max_hit_length, 0
+        while True:
+            candidate = hit
+            for index in self._order:
+                kind = groups[index].kind
+                known = found.get(index)
+                if known is not None and kind is GroupKind.FULL:
+                    candidate = min(candidate, known)  # downward closed: looked up once
+                    continue
+                if not quirks.verified_set and known == candidate:
+                    continue  # proved this very candidate already (core's rule)
+                drop = eagle and groups[index].eagle_group
+                drop = drop and (index not in verified if quirks.verified_set else True)
+                bound = candidate
+                if drop and kind is not GroupKind.MAMBA:
+                    bound = min(candidate + margins[index], hashed_tokens)
+                new = finders[index](bound, drop and kind is not GroupKind.MAMBA)
+                if drop:
+                    verified.add(index)
+                elif new < candidate:
+                    verified.clear()
+                candidate = found[index] = new
+                longest = max(longest, new)
+            if candidate >= hit:
                 break
-        if drop and hit:
-            hit -= drop_tokens
-        return floor_to(hit, alignment)
-
-    return find
-
-
-def _finder(geometry: HybridGeometry, view: CacheView, quirks: Quirks) -> Finder:
-    alignment = geometry.alignment_tokens
-    if view.spec.kind is GroupKind.SLIDING_WINDOW:
-        return _window_finder(view, alignment, quirks)
-    if view.group.kind is GroupKind.FULL and view.spec.block_size < view.group.block_size:
-        drop = view.group.eagle_drop_tokens(alignment)
-        return _full_unit_finder(view, geometry, drop, quirks)
-    # group_finder's binding, kept: the drop-in's identical mode asks on every lookup.
-    return _group_lookup(view.spec, alignment).finder(view.cached.__contains__)
+            hit = candidate
+            if self._simple:
+                break
+        return hit, longest, longest if longest > hit else 0
 
 
-_group_lookup = functools.lru_cache(maxsize=256)(GroupLookup)
-
-
-@functools.lru_cache(maxsize=256)
-def _shape(geometry: HybridGeometry) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
-    """Per geometry (kept: the drop-in's identical mode asks on every lookup):
-    each group's EAGLE margin, the lookup order (full attention first), and
-    whether vLLM stops after one round."""
-    groups = geometry.groups
-    eagle = geometry.use_eagle
-    margins = tuple(g.eagle_drop_tokens(geometry.alignment_tokens) if eagle else 0 for g in groups)
-    order = sorted(range(len(groups)), key=lambda k: groups[k].kind is not GroupKind.FULL)
-    # vLLM looks groups with equal specs up together, and with one
-    # full-attention spec plus one other stops after the first round.
-    specs = list(dict.fromkeys(groups))
-    simple = len(specs) == 2 and any(spec.kind is GroupKind.FULL for spec in specs)
-    return margins, tuple(order), simple
+_bound_lookup = functools.lru_cache(maxsize=256)(VllmLookup)
 
 
 def model_reconcile(
@@ -193,39 +286,7 @@ def model_reconcile(
     hashed_tokens: int,
     quirks: Quirks = ALL_QUIRKS,
 ) -> tuple[int, int, int]:
-    """``(h, ℓ, J)`` of vLLM's lookup as restated, with the chosen departures."""
-    groups = geometry.groups
-    finders = [_finder(geometry, view, quirks) for view in views]
-    eagle = geometry.use_eagle
-    margins, order, simple = _shape(geometry)
-    found: dict[int, int] = {}
-    verified: set[int] = set()
-    hit, longest = max_hit_length, 0
-    while True:
-        candidate = hit
-        for index in order:
-            kind = groups[index].kind
-            known = found.get(index)
-            if known is not None and kind is GroupKind.FULL:
-                candidate = min(candidate, known)  # downward closed: looked up once
-                continue
-            if not quirks.verified_set and known == candidate:
-                continue  # proved this very candidate already (core's rule)
-            drop = eagle and groups[index].eagle_group
-            drop = drop and (index not in verified if quirks.verified_set else True)
-            bound = candidate
-            if drop and kind is not GroupKind.MAMBA:
-                bound = min(candidate + margins[index], hashed_tokens)
-            new = finders[index](bound, drop and kind is not GroupKind.MAMBA)
-            if drop:
-                verified.add(index)
-            elif new < candidate:
-                verified.clear()
-            candidate = found[index] = new
-            longest = max(longest, new)
-        if candidate >= hit:
-            break
-        hit = candidate
-        if simple:
-            break
-    return hit, longest, longest if longest > hit else 0
+    """``(h, ℓ, J)`` of vLLM's lookup as restated, with the chosen departures,
+    over views read from ``geometry``'s readers (``audit.vllm.lookup.pool_views``)."""
+    probes = [(view.cached.__contains__, view.registered.__contains__) for view in views]
+    return _bound_lookup(geometry, quirks).hit_lengths(probes, max_hit_length, hashed_tokens)
