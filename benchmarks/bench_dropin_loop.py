@@ -6,10 +6,11 @@ the drop-in in each mode, vLLM's code ``again``: the noise floor, and
 ``touched``: vLLM's own functions set back onto its classes) runs in a
 fresh process forked from one that never ran the scheduler, the drop-in
 installed once before its first step as ``vllm serve``'s plugin installs
-it; the arms alternate, round after round, in a rotating order. Timed: the
-thread's CPU time in ``schedule()`` and ``update_from_output`` only, each
-layout's fastest of ``--best-of`` warm runs; printed: the median over rounds
-and the ratio drop-in / vLLM. ``--instructions`` counts the same loop's
+it; each round forks them afresh, and the arms take turns layout by layout
+in a rotating order. Timed: the thread's CPU time in ``schedule()`` and
+``update_from_output`` only, each layout's fastest of ``--best-of`` warm
+runs; printed: the median over rounds, and the median of the rounds'
+ratios drop-in / vLLM. ``--instructions`` counts the same loop's
 machine instructions under valgrind's callgrind (deterministic);
 ``--per-call`` times each decision point in place, on the same state as
 vLLM's. Why so: docs/design/dropin-bench.md.
@@ -116,31 +117,47 @@ def _set_up(arm: str, work: Work) -> None:
         serve_workload(layout, requests, lambda method, *args: method(*args))
 
 
-def _arm_seconds(arm: str, work: Work, best_of: int, sink: Any) -> None:
-    """In a fresh process: set up, then each layout's fastest of ``best_of``
-    runs (the machine's noise only adds)."""
+def _arm_server(arm: str, work: Work, best_of: int, channel: Any) -> None:
+    """In a fresh process: set up and warm, then answer each layout index
+    the parent sends with that layout's fastest of ``best_of`` runs (the
+    machine's noise only adds), until it sends ``None``."""
     _set_up(arm, work)
-    sink.send([min(loop_seconds(*each) for _ in range(best_of)) for each in work])
-    sink.close()
+    channel.send(None)
+    while (index := channel.recv()) is not None:
+        channel.send(min(loop_seconds(*work[index]) for _ in range(best_of)))
+    channel.close()
 
 
 def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[float]]]:
-    """Per arm, per round: each layout's seconds, every arm in a fresh
-    process, the arms' order rotating round by round."""
+    """Per arm, per round: each layout's seconds. Every round forks a fresh
+    process per arm (set up and warmed one after another); then, layout by
+    layout, each arm runs in turn, in an order rotating by round and layout,
+    so the runs a ratio compares are seconds apart and the machine's drift
+    (its other tenants) cancels in it."""
     fork = multiprocessing.get_context("fork")
     names = list(ARMS)
     seconds: dict[str, list[list[float]]] = {name: [] for name in names}
     for round_ in range(rounds):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
-            receive, send = fork.Pipe(duplex=False)
-            process = fork.Process(target=_arm_seconds, args=(name, work, best_of, send))
+        arms = {}
+        for name in names:
+            channel, child = fork.Pipe()
+            process = fork.Process(target=_arm_server, args=(name, work, best_of, child))
             process.start()
-            send.close()
-            seconds[name].append(receive.recv())
+            child.close()
+            channel.recv()  # set up and warm: the next arm starts on an idle machine
+            arms[name] = (process, channel)
+        runs: dict[str, list[float]] = {name: [] for name in names}
+        for index in range(len(work)):
+            shift = (round_ + index) % len(names)
+            for name in names[shift:] + names[:shift]:
+                arms[name][1].send(index)
+                runs[name].append(arms[name][1].recv())
+        for name, (process, channel) in arms.items():
+            channel.send(None)
             process.join()
             if process.exitcode != 0:
                 raise RuntimeError(f"arm {name} exited {process.exitcode}")
+            seconds[name].append(runs[name])
     return seconds
 
 
@@ -272,8 +289,9 @@ def main() -> None:
         _count_arm(args.count_arm, work)
         return
     print(
-        f"scheduler loop, CPU ms: median over {args.rounds} rounds (each arm a fresh process) "
-        f"of its fastest of {args.best_of} runs of {args.requests} requests (seed 0); "
+        f"scheduler loop, CPU ms: median over {args.rounds} rounds (each arm a fresh process, "
+        f"the arms taking turns layout by layout) of its fastest of {args.best_of} runs of "
+        f"{args.requests} requests (seed 0); ratio: median of the rounds' ratios to vLLM; "
         f"again: vLLM's code in a second arm; touched: vLLM's own functions set back onto "
         f"its classes, as an install sets the adapters"
     )
@@ -334,12 +352,17 @@ def _header(arms: Sequence[str]) -> None:
 
 
 def _row(name: str, values: dict[str, list[float]]) -> None:
+    """Each arm's median, and its ratio to vLLM: the median over rounds of
+    the round's ratio (the two runs it divides were made seconds apart)."""
     median = {arm: statistics.median(arm_values) for arm, arm_values in values.items()}
-    own = median["vLLM"]
-    controls = "".join(f"  {median[arm] / own:7.3f}" for arm in CONTROLS if arm in median)
+    ratio = {
+        arm: statistics.median(a / b for a, b in zip(arm_values, values["vLLM"], strict=True))
+        for arm, arm_values in values.items()
+    }
+    controls = "".join(f"  {ratio[arm]:7.3f}" for arm in CONTROLS if arm in ratio)
     print(
-        f"  {own:8.1f}  {median['corrected']:9.1f}  {median['corrected'] / own:6.3f}  "
-        f"{median['identical']:9.1f}  {median['identical'] / own:6.3f}{controls}  {name}"
+        f"  {median['vLLM']:8.1f}  {median['corrected']:9.1f}  {ratio['corrected']:6.3f}  "
+        f"{median['identical']:9.1f}  {ratio['identical']:6.3f}{controls}  {name}"
     )
 
 
