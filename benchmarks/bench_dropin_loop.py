@@ -7,7 +7,7 @@ the drop-in in each mode, vLLM's code ``again``: the noise floor, and
 fresh process forked from one that never ran the scheduler, the drop-in
 installed once before its first step as ``vllm serve``'s plugin installs
 it; each round forks them afresh, and the arms take turns layout by layout
-in a rotating order. Timed: the thread's CPU time in ``schedule()`` and
+in a seeded random order. Timed: the thread's CPU time in ``schedule()`` and
 ``update_from_output`` only, each layout's fastest of ``--best-of`` warm
 runs; printed: the median over rounds, and the median of the rounds'
 ratios drop-in / vLLM. ``--instructions`` counts the same loop's
@@ -26,6 +26,7 @@ import multiprocessing
 import operator
 import os
 import pathlib
+import random
 import re
 import shutil
 import statistics
@@ -131,13 +132,15 @@ def _arm_server(arm: str, work: Work, best_of: int, channel: Any) -> None:
 def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[float]]]:
     """Per arm, per round: each layout's seconds. Every round forks a fresh
     process per arm (set up and warmed one after another); then, layout by
-    layout, each arm runs in turn, in an order rotating by round and layout,
-    so the runs a ratio compares are seconds apart and the machine's drift
-    (its other tenants) cancels in it."""
+    layout, each arm runs in turn, in a seeded random order, so the runs a
+    ratio compares are seconds apart and the machine's drift (its other
+    tenants) cancels in it. Random, not rotating: a rotation keeps each arm's
+    predecessor, whose footprint in the caches then weighs on it every time."""
     fork = multiprocessing.get_context("fork")
     names = list(ARMS)
     seconds: dict[str, list[list[float]]] = {name: [] for name in names}
-    for round_ in range(rounds):
+    order = random.Random(0)
+    for _ in range(rounds):
         arms = {}
         for name in names:
             channel, child = fork.Pipe()
@@ -148,8 +151,7 @@ def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[f
             arms[name] = (process, channel)
         runs: dict[str, list[float]] = {name: [] for name in names}
         for index in range(len(work)):
-            shift = (round_ + index) % len(names)
-            for name in names[shift:] + names[:shift]:
+            for name in order.sample(names, len(names)):
                 arms[name][1].send(index)
                 runs[name].append(arms[name][1].recv())
         for name, (process, channel) in arms.items():
