@@ -110,19 +110,38 @@ def loop_seconds(layout: Layout, requests: Sequence[Request]) -> float:
     return spent[0]
 
 
-def _set_up(arm: str, work: Work) -> None:
-    """In the arm's fresh process: set the arm up once, then warm every layout."""
+# What _place allocated, kept for the process's life.
+_placed: list[object] = []
+
+
+def _place(placement: int) -> None:
+    """Shift, by an amount ``placement`` seeds, what a process's speed depends
+    on by chance rather than by its code: where its heap's objects lie, and
+    the version tags its classes get (the key of CPython's method cache, so
+    which lookups collide there). Each arm is one such draw; measuring every
+    arm under the same draws and taking the median over them averages that
+    lottery out instead of letting one draw pass for a cost."""
+    draw = random.Random(placement)
+    _placed.append([bytes(draw.randrange(1, 513)) for _ in range(draw.randrange(4096))])
+    for index in range(draw.randrange(4096)):
+        getattr(type(f"_Placement{index}", (), {}), "placement", None)  # takes a version tag
+
+
+def _set_up(arm: str, work: Work, placement: int) -> None:
+    """In the arm's fresh process: place it, set the arm up once, then warm
+    every layout."""
+    _place(placement)
     ARMS[arm]()
     for layout, requests in work:
         # Not through operator.call: under callgrind that is what collects.
         serve_workload(layout, requests, lambda method, *args: method(*args))
 
 
-def _arm_server(arm: str, work: Work, best_of: int, channel: Any) -> None:
+def _arm_server(arm: str, work: Work, best_of: int, placement: int, channel: Any) -> None:
     """In a fresh process: set up and warm, then answer each layout index
     the parent sends with that layout's fastest of ``best_of`` runs (the
     machine's noise only adds), until it sends ``None``."""
-    _set_up(arm, work)
+    _set_up(arm, work, placement)
     channel.send(None)
     while (index := channel.recv()) is not None:
         channel.send(min(loop_seconds(*work[index]) for _ in range(best_of)))
@@ -135,16 +154,18 @@ def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[f
     layout, each arm runs in turn, in a seeded random order, so the runs a
     ratio compares are seconds apart and the machine's drift (its other
     tenants) cancels in it. Random, not rotating: a rotation keeps each arm's
-    predecessor, whose footprint in the caches then weighs on it every time."""
+    predecessor, whose footprint in the caches then weighs on it every time.
+    Every arm of a round is placed alike (:func:`_place`), each round afresh."""
     fork = multiprocessing.get_context("fork")
     names = list(ARMS)
     seconds: dict[str, list[list[float]]] = {name: [] for name in names}
     order = random.Random(0)
     for _ in range(rounds):
         arms = {}
+        placement = order.randrange(1 << 32)
         for name in names:
             channel, child = fork.Pipe()
-            process = fork.Process(target=_arm_server, args=(name, work, best_of, child))
+            process = fork.Process(target=_arm_server, args=(name, work, best_of, placement, child))
             process.start()
             child.close()
             channel.recv()  # set up and warm: the next arm starts on an idle machine
@@ -163,13 +184,13 @@ def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[f
     return seconds
 
 
-def _count_arm(arm: str, work: Work) -> None:
+def _count_arm(arm: str, work: Work, placement: int) -> None:
     """Under callgrind: set up (instrumentation off), then
     switch instrumentation on and run each layout once more with the loop's
     two calls made through ``operator.call`` (callgrind collects only inside
     it) and ``operator.length_hint`` after each layout (a dump: one file a
     layout). Both are C functions nothing else here calls."""
-    _set_up(arm, work)
+    _set_up(arm, work, placement)
     control = ["callgrind_control", "--instr=on", str(os.getpid())]
     subprocess.run(control, check=True, capture_output=True)
     operator.length_hint([])
@@ -181,38 +202,44 @@ def _count_arm(arm: str, work: Work) -> None:
 _TOTALS = re.compile(r"^totals: (\d+)$", re.MULTILINE)
 
 
-def counted_instructions(arms: Sequence[str], requests: int) -> dict[str, list[int]]:
-    """Per arm, per layout of ``LAYOUTS``: the instructions executed in the
-    loop's two calls, each arm in its own process under callgrind (two at a
-    time)."""
+def counted_instructions(
+    arms: Sequence[str], requests: int, placements: Sequence[int]
+) -> dict[str, list[list[int]]]:
+    """Per arm, per placement, per layout of ``LAYOUTS``: the instructions
+    executed in the loop's two calls, each arm in its own process under
+    callgrind (two at a time). A placement seeds the process's hash seed
+    too, so a count's lottery (hash collisions, method-cache collisions,
+    heap layout) is drawn afresh for each placement and alike for every arm."""
     for tool in ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
             raise SystemExit(f"--instructions needs {tool} on PATH")
-    counts: dict[str, list[int]] = {}
+    jobs = [(arm, placement) for placement in placements for arm in arms]
+    counts: dict[str, list[list[int]]] = {arm: [] for arm in arms}
     with tempfile.TemporaryDirectory() as folder:
-        runs = {}
-        for arm in arms:
-            out = pathlib.Path(folder, arm)
-            out.mkdir()
-            command = [
-                "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
-                "--toggle-collect=_operator_call", "--dump-after=_operator_length_hint",
-                f"--callgrind-out-file={out}/cg", sys.executable, "-m", __spec__.name,
-                "--count-arm", arm, "--requests", str(requests),
-            ]  # fmt: skip
-            env = {**os.environ, "PYTHONHASHSEED": "0"}
-            runs[arm] = (out, subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL))
-            if len(runs) % 2 == 0 or arm == arms[-1]:
-                for waiting in list(runs):
-                    if runs[waiting][1].wait() != 0:
-                        raise RuntimeError(f"callgrind run of {waiting} failed")
-        for arm, (out, _) in runs.items():
-            # cg.1 holds what preceded the first dump (nothing); then one a layout.
-            dumps = sorted(out.glob("cg.*"), key=lambda p: int(p.suffix[1:]))[1:]
-            totals = [int(_TOTALS.findall(dump.read_text())[0]) for dump in dumps]
-            if len(totals) != len(LAYOUTS) or 0 in totals:
-                raise RuntimeError(f"{arm}: callgrind counted {totals}")
-            counts[arm] = totals
+        for batch in range(0, len(jobs), 2):
+            runs = []
+            for arm, placement in jobs[batch : batch + 2]:
+                out = pathlib.Path(folder, f"{arm}-{placement}")
+                out.mkdir()
+                command = [
+                    "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+                    "--toggle-collect=_operator_call", "--dump-after=_operator_length_hint",
+                    f"--callgrind-out-file={out}/cg", sys.executable, "-m", __spec__.name,
+                    "--count-arm", arm, "--placement", str(placement),
+                    "--requests", str(requests),
+                ]  # fmt: skip
+                env = {**os.environ, "PYTHONHASHSEED": str(placement)}
+                process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+                runs.append((arm, out, process))
+            for arm, out, process in runs:
+                if process.wait() != 0:
+                    raise RuntimeError(f"callgrind run of {arm} failed")
+                # cg.1 holds what preceded the first dump (nothing); then one a layout.
+                dumps = sorted(out.glob("cg.*"), key=lambda p: int(p.suffix[1:]))[1:]
+                totals = [int(_TOTALS.findall(dump.read_text())[0]) for dump in dumps]
+                if len(totals) != len(LAYOUTS) or 0 in totals:
+                    raise RuntimeError(f"{arm}: callgrind counted {totals}")
+                counts[arm].append(totals)
     return counts
 
 
@@ -283,12 +310,15 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--per-call", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--placements", type=int, default=4)
+    parser.add_argument("--count-requests", type=int, default=100)
     parser.add_argument("--count-arm", choices=list(ARMS), help=argparse.SUPPRESS)
+    parser.add_argument("--placement", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     chosen = [layout for layout in layouts() if layout.name in LAYOUTS]
     work = [(layout, workload(layout, 0, args.requests)) for layout in chosen]
     if args.count_arm:
-        _count_arm(args.count_arm, work)
+        _count_arm(args.count_arm, work, args.placement)
         return
     print(
         f"scheduler loop, CPU ms: median over {args.rounds} rounds (each arm a fresh process, "
@@ -309,15 +339,26 @@ def main() -> None:
     )
     if args.instructions:
         print(
-            "\nloop instructions (callgrind), millions, warm second run, each arm its own process"
+            f"\nloop instructions (callgrind), millions, warm second run of "
+            f"{args.count_requests} requests, each arm its own process: median over "
+            f"{args.placements} placements (heap, version tags, hash seed; alike for every "
+            f"arm); ratio: median of the placements' ratios to vLLM"
         )
-        # The count does not drift, so no second vLLM arm.
+        # A count does not drift: a second vLLM arm would count the same.
         counted = [arm for arm in ARMS if arm != "again"]
         _header(counted)
-        counts = counted_instructions(counted, args.requests)
+        draw = random.Random(1)
+        placements = [draw.randrange(1 << 32) for _ in range(args.placements)]
+        counts = counted_instructions(counted, args.count_requests, placements)
         for index, layout in enumerate(chosen):
-            _row(layout.name, {arm: [totals[index] / 1e6] for arm, totals in counts.items()})
-        _row("all layouts, summed", {arm: [sum(t) / 1e6] for arm, t in counts.items()})
+            _row(
+                layout.name,
+                {arm: [run[index] / 1e6 for run in runs] for arm, runs in counts.items()},
+            )
+        _row(
+            "all layouts, summed",
+            {arm: [sum(run) / 1e6 for run in runs] for arm, runs in counts.items()},
+        )
     print("\nbind once (first lookup of a configuration), median us over 101 builds")
     print(f"  {'bind':>8}  {'lookup':>8}  layout")
     for layout in chosen:
