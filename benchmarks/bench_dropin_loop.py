@@ -6,12 +6,15 @@ the drop-in in each mode, vLLM's code ``again``: the noise floor, and
 ``touched``: vLLM's own functions set back onto its classes) runs in a
 fresh process forked from one that never ran the scheduler, the drop-in
 installed once before its first step as ``vllm serve``'s plugin installs
-it; each round forks them afresh, and the arms take turns layout by layout
-in a seeded random order. Timed: the thread's CPU time in ``schedule()`` and
+it; each round forks them afresh, placed alike by a seeded draw (heap
+offset, version tags), and the arms take turns layout by layout in a seeded
+random order. Timed: the thread's CPU time in ``schedule()`` and
 ``update_from_output`` only, each layout's fastest of ``--best-of`` warm
 runs; printed: the median over rounds, and the median of the rounds'
 ratios drop-in / vLLM. ``--instructions`` counts the same loop's
-machine instructions under valgrind's callgrind (deterministic);
+machine instructions under valgrind's callgrind (deterministic per
+placement; the median over ``--placements`` placements, which set the hash
+seed too);
 ``--per-call`` times each decision point in place, on the same state as
 vLLM's. Why so: docs/design/dropin-bench.md.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import multiprocessing
 import operator
 import os
@@ -333,10 +337,9 @@ def main() -> None:
         _row(
             layout.name, {arm: [run[index] * 1e3 for run in runs] for arm, runs in seconds.items()}
         )
-    _row(
-        "all layouts (per round, summed)",
-        {arm: [sum(run) * 1e3 for run in runs] for arm, runs in seconds.items()},
-    )
+    summed = {arm: [sum(run) * 1e3 for run in runs] for arm, runs in seconds.items()}
+    _row("all layouts (per round, summed)", summed)
+    _intervals(summed)
     if args.instructions:
         print(
             f"\nloop instructions (callgrind), millions, warm second run of "
@@ -355,10 +358,9 @@ def main() -> None:
                 layout.name,
                 {arm: [run[index] / 1e6 for run in runs] for arm, runs in counts.items()},
             )
-        _row(
-            "all layouts, summed",
-            {arm: [sum(run) / 1e6 for run in runs] for arm, runs in counts.items()},
-        )
+        summed = {arm: [sum(run) / 1e6 for run in runs] for arm, runs in counts.items()}
+        _row("all layouts, summed", summed)
+        _intervals(summed)
     print("\nbind once (first lookup of a configuration), median us over 101 builds")
     print(f"  {'bind':>8}  {'lookup':>8}  layout")
     for layout in chosen:
@@ -407,6 +409,38 @@ def _row(name: str, values: dict[str, list[float]]) -> None:
         f"  {median['vLLM']:8.1f}  {median['corrected']:9.1f}  {ratio['corrected']:6.3f}  "
         f"{median['identical']:9.1f}  {ratio['identical']:6.3f}{controls}  {name}"
     )
+
+
+def median_interval(
+    values: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """A distribution-free interval for the median of what ``values`` sample,
+    and its exact coverage: the order statistics ``k`` and ``n + 1 - k``
+    (1-based), ``k`` the largest with P(Binomial(n, 1/2) < k) at most half of
+    ``1 - confidence`` (at least 1: min to max where ``n`` is too small)."""
+    n = len(values)
+    ordered = sorted(values)
+
+    def below(k: int) -> float:  # P(Binomial(n, 1/2) < k)
+        return sum(math.comb(n, i) for i in range(k)) / (1 << n)
+
+    k = 1
+    while k + 1 <= (n + 1) // 2 and below(k + 1) <= (1 - confidence) / 2:
+        k += 1
+    return ordered[k - 1], ordered[n - k], 1 - 2 * below(k)
+
+
+def _intervals(values: dict[str, list[float]]) -> None:
+    """The summed ratio's interval (:func:`median_interval`) for each arm."""
+    parts = []
+    coverage = 0.0
+    for arm, arm_values in values.items():
+        if arm == "vLLM":
+            continue
+        ratios = [a / b for a, b in zip(arm_values, values["vLLM"], strict=True)]
+        low, high, coverage = median_interval(ratios)
+        parts.append(f"{arm} {low:.3f} to {high:.3f}")
+    print(f"  interval of the summed ratio's median ({coverage:.1%}): " + "; ".join(parts))
 
 
 if __name__ == "__main__":
