@@ -12,7 +12,7 @@ random order. Timed: the thread's CPU time in ``schedule()`` and
 ``update_from_output`` only, each layout's fastest of ``--best-of`` warm
 runs; printed: the median over rounds, and the median of the rounds'
 ratios drop-in / vLLM. ``--instructions`` counts the same loop's
-machine instructions under valgrind's callgrind (deterministic per
+machine instructions under valgrind's callgrind (repeatable per
 placement; the median over ``--placements`` placements, which set the hash
 seed too);
 ``--per-call`` times each decision point in place, on the same state as
