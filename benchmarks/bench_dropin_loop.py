@@ -400,15 +400,17 @@ def _row(name: str, values: dict[str, list[float]]) -> None:
     """Each arm's median, and its ratio to vLLM: the median over rounds of
     the round's ratio (the two runs it divides were made seconds apart)."""
     median = {arm: statistics.median(arm_values) for arm, arm_values in values.items()}
-    ratio = {
-        arm: statistics.median(a / b for a, b in zip(arm_values, values["vLLM"], strict=True))
-        for arm, arm_values in values.items()
-    }
+    ratio = {arm: statistics.median(_ratios(values, arm)) for arm in values}
     controls = "".join(f"  {ratio[arm]:7.3f}" for arm in CONTROLS if arm in ratio)
     print(
         f"  {median['vLLM']:8.1f}  {median['corrected']:9.1f}  {ratio['corrected']:6.3f}  "
         f"{median['identical']:9.1f}  {ratio['identical']:6.3f}{controls}  {name}"
     )
+
+
+def _ratios(values: dict[str, list[float]], arm: str) -> list[float]:
+    """``arm``'s value over vLLM's, round by round (or placement by placement)."""
+    return [a / b for a, b in zip(values[arm], values["vLLM"], strict=True)]
 
 
 def median_interval(
@@ -434,11 +436,10 @@ def _intervals(values: dict[str, list[float]]) -> None:
     """The summed ratio's interval (:func:`median_interval`) for each arm."""
     parts = []
     coverage = 0.0
-    for arm, arm_values in values.items():
+    for arm in values:
         if arm == "vLLM":
             continue
-        ratios = [a / b for a, b in zip(arm_values, values["vLLM"], strict=True)]
-        low, high, coverage = median_interval(ratios)
+        low, high, coverage = median_interval(_ratios(values, arm))
         parts.append(f"{arm} {low:.3f} to {high:.3f}")
     print(f"  interval of the summed ratio's median ({coverage:.1%}): " + "; ".join(parts))
 
