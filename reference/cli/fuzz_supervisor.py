@@ -7,8 +7,11 @@ with a :class:`RemotePolicy` that asks the worker for each answer over
 :mod:`.policy_wire` and checks it into plain values before the engine sees
 it: the worker sends answers, never verdicts. Each limit is a verdict: a
 call past ``call_seconds`` or running ``GRACE`` past the deadline is
-``timeout``; a worker that dies or sends a malformed message is ``error``; a
-promise that judged no example is ``unchecked``. The worker and every
+``timeout``; a call that would begin after the deadline is not made (a
+:class:`PolicyOutOfTime`: the example in progress is abandoned, unjudged,
+since the policy had no time to answer); a worker that dies or sends a
+malformed message is ``error``; a promise that judged no example is
+``unchecked``. The worker and every
 process it started are killed then, and at the end of the run.
 Why this split and no pickle: docs/design/fuzz-isolation.md.
 """
@@ -32,6 +35,7 @@ from junction.reference.cli.policy_worker import geometry_json, group_json
 from junction.reference.cli.processes import Contained
 from junction.reference.engine.policy import (
     PolicyError,
+    PolicyOutOfTime,
     PolicyTimeout,
     RequestView,
     describe_request,
@@ -167,7 +171,8 @@ class RemotePolicy:
     per token; a mask as ``None`` or a list of exactly the blocks' ``bool``;
     a split or a checkpoint as an ``int``. A policy's own exception comes
     back as text and is a :class:`PolicyError`; a call past its limit a
-    :class:`PolicyTimeout`; a worker that ended or broke the format a
+    :class:`PolicyTimeout`; a call due after the run's deadline is not sent
+    (:class:`PolicyOutOfTime`); a worker that ended or broke the format a
     :class:`PolicyError` after which :attr:`gone` is set and every call
     fails at once.
     """
@@ -196,6 +201,9 @@ class RemotePolicy:
         """Send one request; ``(kind, payload)`` of its answer's one field (``value`` etc.)."""
         if self.gone is not None:
             raise self.gone
+        if time.monotonic() >= self._deadline:
+            problem = f"not asked: the run's time (--seconds {self._limits.seconds:g}) was spent"
+            raise PolicyOutOfTime(self.name, describe(), problem)
         key = next(self._ids)
         message = {
             "id": key,

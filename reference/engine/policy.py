@@ -27,6 +27,7 @@ __all__ = [
     "CheckedPolicy",
     "Policy",
     "PolicyError",
+    "PolicyOutOfTime",
     "PolicyTimeout",
     "RequestView",
     "describe_request",
@@ -46,6 +47,14 @@ class PolicyError(JunctionError):
 class PolicyTimeout(PolicyError):
     """A policy call that did not return within its limit (a proxy's answer: ``fuzz``'s
     worker is stopped at the limit, so no in-process policy raises it)."""
+
+
+class PolicyOutOfTime(PolicyError):
+    """A call a proxy did not make: the run's time was spent before it began.
+
+    Not the policy's failure, so never a verdict on it: the harness abandons
+    the example in progress, unjudged, and ends the run as the deadline does.
+    """
 
 
 def describe_request(request: RequestView) -> str:

@@ -27,7 +27,13 @@ from hypothesis.errors import Unsatisfiable
 from junction.core import HybridGeometry
 from junction.reference.engine.engine import Engine
 from junction.reference.engine.eviction import EvictionPolicy
-from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError, PolicyTimeout
+from junction.reference.engine.policy import (
+    CheckedPolicy,
+    Policy,
+    PolicyError,
+    PolicyOutOfTime,
+    PolicyTimeout,
+)
 
 from .engine_subject import EngineFactory, EngineSubject
 from .promise import Promise
@@ -108,11 +114,17 @@ class _Progress:
         )
 
 
-@attrs.frozen
+@attrs.define
 class _Hooks:
-    out_of_time: Callable[[], bool]  # the time is spent, or the caller said stop
+    deadline: Callable[[], bool]  # the time is spent, or the caller said stop
     on_example: OnExample | None
     on_verdict: OnVerdict | None
+    # A proxy found the time spent mid-example (PolicyOutOfTime): the run is over, even
+    # without ``seconds``, since every later call would be refused the same way.
+    ended: bool = False
+
+    def out_of_time(self) -> bool:
+        return self.ended or self.deadline()
 
 
 def _run_batch(
@@ -148,6 +160,9 @@ def _run_batch(
         status = Verdict.VIOLATED
         try:
             violation, error = check(scenario, subject), ""
+        except PolicyOutOfTime:  # the example is abandoned: no evidence either way
+            hooks.ended = True
+            raise _OutOfTime from None
         except PolicyError as policy_error:
             violation, error = None, str(policy_error)
             status = Verdict.TIMEOUT if isinstance(policy_error, PolicyTimeout) else Verdict.ERROR
@@ -206,7 +221,9 @@ def run_conformance(
     same ``seed`` replays the same examples in the same order. ``where``
     narrows the geometries (e.g. an engine without partial hits:
     ``lambda g: not g.partial_hits``). ``stop()`` answering True ends the run
-    as the time running out does (``fuzz``: the policy's worker is gone).
+    as the time running out does (``fuzz``: the policy's worker is gone), and
+    so does a :class:`PolicyOutOfTime` from a proxy policy: the example it
+    interrupts is abandoned, unjudged.
     ``eviction`` is the engine's eviction policy (``None``: its default,
     LRU); only the safety promise's scenarios fill the pool, so it is the
     one it changes.
@@ -241,12 +258,12 @@ def run_conformance(
             )
     started = time.perf_counter()
 
-    def out_of_time() -> bool:
+    def deadline() -> bool:
         if stop is not None and stop():
             return True
         return seconds is not None and time.perf_counter() - started >= seconds
 
-    hooks = _Hooks(out_of_time, on_example, on_verdict)
+    hooks = _Hooks(deadline, on_example, on_verdict)
     for round_ in range(10**9):
         if fail_fast and any(state[p].status.failed for p in chosen):
             break
@@ -257,7 +274,7 @@ def run_conformance(
             and not state[p].exhausted
             and (seconds is not None or state[p].examples < examples)
         ]
-        if not todo or out_of_time():
+        if not todo or hooks.out_of_time():
             break
         for promise in todo:
             progress = state[promise]
@@ -270,6 +287,6 @@ def run_conformance(
                 on_progress(promise, progress.examples, progress.status)
             if on_verdict is not None:
                 on_verdict(progress.verdict())
-            if (fail_fast and progress.status.failed) or out_of_time():
+            if (fail_fast and progress.status.failed) or hooks.out_of_time():
                 break
     return ConformanceReport(name, seed, tuple(state[p].verdict() for p in chosen))

@@ -14,6 +14,7 @@ from junction.reference.cli.fuzz_supervisor import Limits, RemotePolicy, remote_
 from junction.reference.cli.main import main as reference
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
+from junction.reference.harness import Verdict, run_conformance
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
 
@@ -92,6 +93,22 @@ def test_the_worker_asks_the_optional_prefill_checkpoint_question() -> None:
     with remote_policy("junction", limits, time.monotonic() + 30) as plain:
         assert isinstance(plain, RemotePolicy)
         assert not CheckedPolicy(plain).writes_prefill_checkpoints
+
+
+def test_a_call_due_after_the_deadline_is_not_asked_nor_held_against_the_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Under load an example can run past the deadline and its grace: the policy
+    # had no time to answer the next call, so it must not be a timeout of its.
+    real = time.monotonic
+    limits = Limits(30.0, 10.0)
+    with remote_policy("junction", limits, real() + 30) as remote:
+        assert isinstance(remote, RemotePolicy)
+        monkeypatch.setattr(time, "monotonic", lambda: real() + 60)  # the run's time is spent
+        report = run_conformance(remote, examples=5, promises=["replay"])
+        (verdict,) = report.verdicts
+        assert verdict.status is Verdict.UNCHECKED and verdict.examples == 0, verdict
+        assert remote.gone is None  # nothing was sent, so the worker was not stopped
 
 
 def CheckpointsInside() -> JunctionPolicy:

@@ -13,7 +13,12 @@ from collections.abc import Sequence
 import pytest
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.engine.policy import CheckedPolicy, PolicyError, RequestView
+from junction.reference.engine.policy import (
+    CheckedPolicy,
+    PolicyError,
+    PolicyOutOfTime,
+    RequestView,
+)
 from junction.reference.harness import Promise, Scenario, Verdict, replay, run_conformance
 from junction.reference.policies.builtin import DensePolicy, IntervalPolicy, JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
@@ -114,6 +119,44 @@ def test_a_broken_policy_is_an_error_naming_policy_and_call(
     assert verdict.status is Verdict.ERROR and verdict.violation is None
     assert f"policy {policy.name!r}" in verdict.message
     assert call in verdict.message and problem in verdict.message
+
+
+class OutOfTimeAfter(JunctionPolicy):
+    """A proxy whose run's time is spent after ``calls`` calls: it refuses the rest."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__()
+        self.calls = calls
+
+    def split(
+        self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int, budget: int
+    ) -> int:
+        self.calls -= 1
+        if self.calls < 0:
+            raise PolicyOutOfTime(self.name, "split(...)", "not asked: the run's time was spent")
+        return super().split(geometry, request, num_new_tokens, budget)
+
+
+@pytest.mark.parametrize("calls", [0, 40])
+def test_a_call_refused_for_time_ends_the_run_and_judges_nothing_of_its_example(
+    calls: int,
+) -> None:
+    # No ``seconds``: the refusal alone must end the run, and the example it cut
+    # short is neither a timeout nor an error of the policy's, nor counted.
+    policy = OutOfTimeAfter(calls)
+    started: list[tuple[Promise, int]] = []
+    report = run_conformance(
+        policy,
+        examples=10_000,
+        promises=["replay", "split"],
+        on_example=lambda promise, ordinal, _: started.append((promise, ordinal)),
+    )
+    assert policy.calls == -1, "the run went on after the refusal"
+    cut_short, ordinal = started[-1]
+    for verdict in report.verdicts:
+        judged = ordinal - 1 if verdict.promise is cut_short else verdict.examples
+        assert verdict.examples == judged < 10_000
+        assert verdict.status is (Verdict.KEPT if judged else Verdict.UNCHECKED)
 
 
 class FalselyFixed(JunctionPolicy):
