@@ -15,6 +15,8 @@ ratios drop-in / vLLM. ``--instructions`` counts the same loop's
 machine instructions under valgrind's callgrind (repeatable per
 placement; the median over ``--placements`` placements, which set the hash
 seed too);
+``--decisions`` counts each decision point's calls alone (the whole of the
+difference in ``identical`` mode, finer than a count of the loop resolves);
 ``--per-call`` times each decision point in place, on the same state as
 vLLM's. Why so: docs/design/dropin-bench.md.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import math
 import multiprocessing
 import operator
@@ -131,14 +134,43 @@ def _place(placement: int) -> None:
         getattr(type(f"_Placement{index}", (), {}), "placement", None)  # takes a version tag
 
 
+def _direct(method: Callable[..., Any], *args: Any) -> Any:
+    """The loop's call as it is: not through ``operator.call``, which is what
+    callgrind collects."""
+    return method(*args)
+
+
 def _set_up(arm: str, work: Work, placement: int) -> None:
     """In the arm's fresh process: place it, set the arm up once, then warm
     every layout."""
     _place(placement)
     ARMS[arm]()
     for layout, requests in work:
-        # Not through operator.call: under callgrind that is what collects.
-        serve_workload(layout, requests, lambda method, *args: method(*args))
+        serve_workload(layout, requests, _direct)
+
+
+def _collect_only(point: str) -> None:
+    """Route every call of the decision point ``point`` (an attribute name,
+    on each class that has it) through ``operator.call``, so callgrind
+    collects those calls alone: whatever the arm set there, vLLM's code or
+    an adapter, called as vLLM calls it."""
+    classes = [cls for cls, name in dropin.decision_points(Mode.CORRECTED) if name == point]
+    if not classes:
+        raise ValueError(f"{point!r} is no decision point of the drop-in")
+    for cls in classes:
+        attribute = cls.__dict__[point]
+        function = _function(attribute)
+
+        def call(first: Any, *args: Any, _function: Any = function, **kwargs: Any) -> Any:
+            return operator.call(_function, first, *args, **kwargs)
+
+        routed: Callable[..., Any] = call
+        setattr(cls, point, classmethod(routed) if isinstance(attribute, classmethod) else routed)
+
+
+#: What ``--decisions`` counts: each decision point's attribute name (the
+#: split, the masks of both managers, the lookup).
+DECISIONS = ("_mamba_block_aligned_split", "reachable_block_mask", "find_longest_cache_hit")
 
 
 def _arm_server(arm: str, work: Work, best_of: int, placement: int, channel: Any) -> None:
@@ -188,18 +220,30 @@ def timed_rounds(work: Work, rounds: int, best_of: int) -> dict[str, list[list[f
     return seconds
 
 
-def _count_arm(arm: str, work: Work, placement: int) -> None:
+def _count_arm(arm: str, work: Work, placement: int, point: str | None) -> None:
     """Under callgrind: set up (instrumentation off), then
     switch instrumentation on and run each layout once more with the loop's
     two calls made through ``operator.call`` (callgrind collects only inside
     it) and ``operator.length_hint`` after each layout (a dump: one file a
-    layout). Both are C functions nothing else here calls."""
+    layout). Both are C functions nothing else here calls. With ``point``,
+    only that decision point's calls go through ``operator.call`` (warmed
+    so, once more, before the count), and the garbage collector is off: a
+    collection costs whichever call's allocation triggers it, so where it
+    lands is chance, and the loop's count keeps it."""
     _set_up(arm, work, placement)
+    through: Callable[..., Any] = operator.call
+    if point is not None:
+        _collect_only(point)
+        for layout, requests in work:
+            serve_workload(layout, requests, _direct)
+        gc.collect()
+        gc.disable()
+        through = _direct
     control = ["callgrind_control", "--instr=on", str(os.getpid())]
     subprocess.run(control, check=True, capture_output=True)
     operator.length_hint([])
     for layout, requests in work:
-        serve_workload(layout, requests, operator.call)
+        serve_workload(layout, requests, through)
         operator.length_hint([])
 
 
@@ -207,10 +251,11 @@ _TOTALS = re.compile(r"^totals: (\d+)$", re.MULTILINE)
 
 
 def counted_instructions(
-    arms: Sequence[str], requests: int, placements: Sequence[int]
+    arms: Sequence[str], requests: int, placements: Sequence[int], point: str | None = None
 ) -> dict[str, list[list[int]]]:
     """Per arm, per placement, per layout of ``LAYOUTS``: the instructions
-    executed in the loop's two calls, each arm in its own process under
+    executed in the loop's two calls (with ``point``: in that decision
+    point's calls only), each arm in its own process under
     callgrind (two at a time). A placement seeds the process's hash seed
     too, so a count's lottery (hash collisions, method-cache collisions,
     heap layout) is drawn afresh for each placement and alike for every arm."""
@@ -232,6 +277,8 @@ def counted_instructions(
                     "--count-arm", arm, "--placement", str(placement),
                     "--requests", str(requests),
                 ]  # fmt: skip
+                if point is not None:
+                    command += ["--count-point", point]
                 env = {**os.environ, "PYTHONHASHSEED": str(placement)}
                 process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
                 runs.append((arm, out, process))
@@ -241,10 +288,62 @@ def counted_instructions(
                 # cg.1 holds what preceded the first dump (nothing); then one a layout.
                 dumps = sorted(out.glob("cg.*"), key=lambda p: int(p.suffix[1:]))[1:]
                 totals = [int(_TOTALS.findall(dump.read_text())[0]) for dump in dumps]
-                if len(totals) != len(LAYOUTS) or 0 in totals:
+                # A decision point a layout never calls counts 0 (no Mamba group: no split).
+                if len(totals) != len(LAYOUTS) or (point is None and 0 in totals):
                     raise RuntimeError(f"{arm}: callgrind counted {totals}")
                 counts[arm].append(totals)
     return counts
+
+
+def timed_table(chosen: Sequence[Layout], work: Work, rounds: int, best_of: int) -> None:
+    """Print the timed rounds (:func:`timed_rounds`): per layout and summed,
+    each arm's median and ratio, and the summed ratio's interval."""
+    print(
+        f"scheduler loop, CPU ms: median over {rounds} rounds (each arm a fresh process, "
+        f"the arms taking turns layout by layout) of its fastest of {best_of} runs of "
+        f"{len(work[0][1])} requests (seed 0); ratio: median of the rounds' ratios to vLLM; "
+        f"again: vLLM's code in a second arm; touched: vLLM's own functions set back onto "
+        f"its classes, as an install sets the adapters"
+    )
+    _header(list(ARMS))
+    seconds = timed_rounds(work, rounds, best_of)
+    for index, layout in enumerate(chosen):
+        _row(
+            layout.name, {arm: [run[index] * 1e3 for run in runs] for arm, runs in seconds.items()}
+        )
+    summed = {arm: [sum(run) * 1e3 for run in runs] for arm, runs in seconds.items()}
+    _row("all layouts (per round, summed)", summed)
+    _intervals(summed)
+
+
+def decision_instructions(
+    chosen: Sequence[Layout], requests: int, placements: Sequence[int]
+) -> None:
+    """Print each decision point's instructions (callgrind, only its calls)
+    for vLLM and each mode, per layout that calls it, and all of them summed.
+    In ``identical`` mode every answer is vLLM's, so the rest of the loop
+    runs the same code on the same states: the decisions' count is then the
+    whole of the difference, which a count of the loop cannot resolve."""
+    print(
+        f"\ndecision instructions (callgrind, each point's calls only), millions, warm "
+        f"second run of {requests} requests: median over {len(placements)} placements; "
+        f"ratio: median of the placements' ratios to vLLM"
+    )
+    arms = ["vLLM", *(mode.value for mode in Mode)]
+    _header(arms)
+    total: dict[str, list[float]] = {arm: [0.0] * len(placements) for arm in arms}
+    for point in DECISIONS:
+        counts = counted_instructions(arms, requests, placements, point)
+        for index, layout in enumerate(chosen):
+            if all(run[index] for run in counts["vLLM"]):  # the layout asks this point
+                values = {arm: [run[index] / 1e6 for run in runs] for arm, runs in counts.items()}
+                _row(f"{point}, {layout.name}", values)
+        summed = {arm: [sum(run) / 1e6 for run in runs] for arm, runs in counts.items()}
+        _row(f"{point}, all layouts", summed)
+        for arm, point_sums in summed.items():
+            total[arm] = [a + b for a, b in zip(total[arm], point_sums, strict=True)]
+    _row("every decision, all layouts", total)
+    _intervals(total)
 
 
 def bind_once_us(layout: Layout, repeats: int) -> tuple[float, float]:
@@ -316,30 +415,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--placements", type=int, default=4)
     parser.add_argument("--count-requests", type=int, default=100)
+    parser.add_argument("--decisions", action="store_true")
     parser.add_argument("--count-arm", choices=list(ARMS), help=argparse.SUPPRESS)
+    parser.add_argument("--count-point", choices=DECISIONS, help=argparse.SUPPRESS)
     parser.add_argument("--placement", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     chosen = [layout for layout in layouts() if layout.name in LAYOUTS]
     work = [(layout, workload(layout, 0, args.requests)) for layout in chosen]
     if args.count_arm:
-        _count_arm(args.count_arm, work, args.placement)
+        _count_arm(args.count_arm, work, args.placement, args.count_point)
         return
-    print(
-        f"scheduler loop, CPU ms: median over {args.rounds} rounds (each arm a fresh process, "
-        f"the arms taking turns layout by layout) of its fastest of {args.best_of} runs of "
-        f"{args.requests} requests (seed 0); ratio: median of the rounds' ratios to vLLM; "
-        f"again: vLLM's code in a second arm; touched: vLLM's own functions set back onto "
-        f"its classes, as an install sets the adapters"
-    )
-    _header(list(ARMS))
-    seconds = timed_rounds(work, args.rounds, args.best_of)
-    for index, layout in enumerate(chosen):
-        _row(
-            layout.name, {arm: [run[index] * 1e3 for run in runs] for arm, runs in seconds.items()}
-        )
-    summed = {arm: [sum(run) * 1e3 for run in runs] for arm, runs in seconds.items()}
-    _row("all layouts (per round, summed)", summed)
-    _intervals(summed)
+    if args.rounds:
+        timed_table(chosen, work, args.rounds, args.best_of)
+    draw = random.Random(1)
+    placements = [draw.randrange(1 << 32) for _ in range(args.placements)]
     if args.instructions:
         print(
             f"\nloop instructions (callgrind), millions, warm second run of "
@@ -350,8 +439,6 @@ def main() -> None:
         # A count does not drift: a second vLLM arm would count the same.
         counted = [arm for arm in ARMS if arm != "again"]
         _header(counted)
-        draw = random.Random(1)
-        placements = [draw.randrange(1 << 32) for _ in range(args.placements)]
         counts = counted_instructions(counted, args.count_requests, placements)
         for index, layout in enumerate(chosen):
             _row(
@@ -361,6 +448,8 @@ def main() -> None:
         summed = {arm: [sum(run) / 1e6 for run in runs] for arm, runs in counts.items()}
         _row("all layouts, summed", summed)
         _intervals(summed)
+    if args.decisions:
+        decision_instructions(chosen, args.count_requests, placements)
     print("\nbind once (first lookup of a configuration), median us over 101 builds")
     print(f"  {'bind':>8}  {'lookup':>8}  layout")
     for layout in chosen:
