@@ -359,6 +359,8 @@ class CheckedPolicy:
             return ()
         try:
             answer = ask(geometry, request)
+        except PolicyError:  # a proxy's verdict on the call (a timeout) stands
+            raise
         except BaseException as error:
             raise self._call_failed(
                 _positions_call("decode_checkpoints", request), error

@@ -122,41 +122,58 @@ def test_a_broken_policy_is_an_error_naming_policy_and_call(
 
 
 class OutOfTimeAfter(JunctionPolicy):
-    """A proxy whose run's time is spent after ``calls`` calls: it refuses the rest."""
+    """A proxy whose run's time is spent after ``calls`` calls of ``question``:
+    it refuses the rest of them (a policy that keeps decode checkpoints, so
+    every question is asked)."""
 
-    def __init__(self, calls: int) -> None:
-        super().__init__()
-        self.calls = calls
+    def __init__(self, question: str, calls: int) -> None:
+        super().__init__(JunctionOptions(decode_checkpoints=True))
+        self.question, self.calls = question, calls
+
+    def _spend(self, question: str) -> None:
+        if question == self.question:
+            self.calls -= 1
+            if self.calls < 0:
+                raise PolicyOutOfTime(self.name, question, "not asked: the run's time was spent")
 
     def split(
         self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int, budget: int
     ) -> int:
-        self.calls -= 1
-        if self.calls < 0:
-            raise PolicyOutOfTime(self.name, "split(...)", "not asked: the run's time was spent")
+        self._spend("split")
         return super().split(geometry, request, num_new_tokens, budget)
 
+    def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
+        self._spend("decode_checkpoints")
+        return super().decode_checkpoints(geometry, request)
 
-@pytest.mark.parametrize("calls", [0, 40])
+
+@pytest.mark.parametrize(
+    ("question", "calls", "promises"),
+    [
+        ("split", 0, ["replay", "split"]),
+        ("split", 40, ["replay", "split"]),
+        ("decode_checkpoints", 0, ["next_turn"]),
+    ],
+)
 def test_a_call_refused_for_time_ends_the_run_and_judges_nothing_of_its_example(
-    calls: int,
+    question: str, calls: int, promises: list[str]
 ) -> None:
     # No ``seconds``: the refusal alone must end the run, and the example it cut
     # short is neither a timeout nor an error of the policy's, nor counted.
-    policy = OutOfTimeAfter(calls)
+    policy = OutOfTimeAfter(question, calls)
     started: list[tuple[Promise, int]] = []
     report = run_conformance(
         policy,
         examples=10_000,
-        promises=["replay", "split"],
+        promises=promises,
         on_example=lambda promise, ordinal, _: started.append((promise, ordinal)),
     )
     assert policy.calls == -1, "the run went on after the refusal"
     cut_short, ordinal = started[-1]
     for verdict in report.verdicts:
         judged = ordinal - 1 if verdict.promise is cut_short else verdict.examples
-        assert verdict.examples == judged < 10_000
-        assert verdict.status is (Verdict.KEPT if judged else Verdict.UNCHECKED)
+        assert verdict.examples == judged < 10_000, verdict
+        assert verdict.status is (Verdict.KEPT if judged else Verdict.UNCHECKED), verdict
 
 
 class FalselyFixed(JunctionPolicy):
