@@ -206,7 +206,10 @@ class GroupMask:
                 raise int_error("final_segment_end_block", final_segment_end_block, 0)
             plan = self.plan
             if plan is None:
-                _check_boundaries(reachable_boundaries)
+                # Inline: a dense group's whole cost is this check.
+                for boundary in reachable_boundaries:
+                    if type(boundary) is not int or boundary < 0:
+                        raise _boundary_error(reachable_boundaries)
                 return None
             period, run, shift, block, alignment, keeps_boundaries, segment, keeps_final = plan
             length = end_block - start_block

@@ -13,7 +13,7 @@ invalid input is re-raised as the core raised it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from junction.core import GroupMask, InvalidArgument
@@ -24,6 +24,9 @@ from .errors import Decision, UnsupportedOption
 from .groups import core_group
 
 __all__ = ["core_mask"]
+
+# A group's GroupMask.reachable_block_mask, bound once.
+_BoundMask = Callable[[int, int, Sequence[int], int | None], list[bool] | None]
 
 
 def core_mask(
@@ -41,8 +44,6 @@ def core_mask(
     """Drop-in for the class method: its signature, names included (``cls`` is
     the class it was called on)."""
     manager_cls = cls
-    if alignment_tokens is None:
-        raise UnsupportedOption(Decision.MASK, "alignment_tokens", alignment_tokens)
     key = (
         manager_cls,
         id(kv_cache_spec),
@@ -51,8 +52,10 @@ def core_mask(
         retention_interval,
         dcp_world_size,
     )
-    bound = _masks.find(key)
+    bound = _find(key)
     if bound is None:  # the group's first call: bind (and validate) once
+        if alignment_tokens is None:
+            raise UnsupportedOption(Decision.MASK, "alignment_tokens", alignment_tokens)
         bound = _masks.keep(
             key,
             (manager_cls, kv_cache_spec),
@@ -63,19 +66,24 @@ def core_mask(
                 use_eagle,
                 retention_interval,
                 dcp_world_size,
-            ),
+            ).reachable_block_mask,
         )
     boundaries = reachable_boundaries
     if type(boundaries) is not list and type(boundaries) is not tuple:
         boundaries = list(boundaries)  # read once, whatever iterable it is
-    for boundary in boundaries:
-        if not boundary >= 0:  # rare (EAGLE's J - B): copy without the negatives
-            boundaries = [boundary for boundary in boundaries if boundary >= 0]
-            break
-    return bound.reachable_block_mask(start_block, end_block, boundaries, final_segment_end_block)
+    try:
+        return bound(start_block, end_block, boundaries, final_segment_end_block)
+    except InvalidArgument:
+        # A negative boundary (EAGLE's J - B) marks nothing in vLLM: retried
+        # without the negatives, the error stands unless one was left out.
+        kept = [boundary for boundary in boundaries if type(boundary) is not int or boundary >= 0]
+        if len(kept) == len(boundaries):
+            raise
+        return bound(start_block, end_block, kept, final_segment_end_block)
 
 
-_masks: IdentityCache[GroupMask] = IdentityCache()
+_masks: IdentityCache[_BoundMask] = IdentityCache()
+_find = _masks.find
 
 
 def _group_mask(

@@ -296,6 +296,25 @@ def test_the_mask_is_the_core_mask_and_bad_input_is_the_cores_error(
     with pytest.raises(InvalidArgument) as raised:
         _mask(group, start_block=5, end_block=3)
     assert raised.value.argument == "end_block"
+    # Left out, a negative boundary hides no other error: of the range, or of a boundary.
+    with pytest.raises(InvalidArgument) as raised:
+        _mask(group, start_block=5, end_block=3, reachable_boundaries=[-4])
+    assert raised.value.argument == "end_block"
+    with pytest.raises(InvalidArgument) as raised:
+        _mask(group, reachable_boundaries=[-4, "12"])
+    assert raised.value.argument.startswith("reachable_boundaries[")
+    assert raised.value.value == "12"
+
+
+@pytest.mark.parametrize("retention_interval", [None, 0, 8])
+def test_a_dense_or_sparse_mamba_mask_checks_its_input(
+    swapped: None, retention_interval: int | None
+) -> None:
+    # vLLM answers a dense Mamba group without reading its input; the core reads it.
+    group = GroupSpec.mamba(4)
+    with pytest.raises(InvalidArgument) as raised:
+        _mask(group, retention_interval=retention_interval, reachable_boundaries=[8, 1.5])
+    assert (raised.value.argument, raised.value.value) == ("reachable_boundaries[1]", 1.5)
 
 
 def test_the_lookup_takes_eagle_per_group_as_vllm_marks_it() -> None:
