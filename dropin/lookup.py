@@ -41,9 +41,11 @@ class _BoundLookup:
     groups, their KV-cache group ids, the reconciler and the pool readers."""
 
     geometry: HybridGeometry
-    group_ids: tuple[int, ...]
-    retained: tuple[bool, ...]  # per geometry group: blocks up to ℓ, not h
-    peeks: tuple[int, ...]  # per geometry group: its EAGLE drop, 0 without EAGLE
+    # What collecting a hit's blocks reads, per geometry group: its vLLM group
+    # id, its spec, whether the coordinator keeps its blocks up to ℓ (not h),
+    # its EAGLE drop (0 without EAGLE), and the blocks a sliding window's hit
+    # ends with, read without the peek (None: another kind, listed from block 0).
+    collecting: tuple[tuple[int, GroupSpec, bool, int, int | None], ...]
     num_groups: int
     reconciler: HitReconciler
     readers: tuple[GroupReader, ...]
@@ -267,17 +269,8 @@ def _collect(
         return tuple(blocks)
     unit = bound.geometry.hash_block_size
     lookup_limit = len(block_hashes) * unit
-    groups = zip(
-        bound.group_ids,
-        bound.geometry.groups,
-        pools,
-        found,
-        runs,
-        bound.retained,
-        bound.peeks,
-        strict=True,
-    )
-    for group_id, group, pool, seen, run, retained, peek in groups:
+    groups = zip(bound.collecting, pools, found, runs, strict=True)
+    for (group_id, group, retained, peek, window), pool, seen, run in groups:
         length = longest if retained else hit
         if run is not None:
             # Whole blocks from block 0, each proved by the run that read it:
@@ -289,7 +282,7 @@ def _collect(
         # tokens. It orders the registrations a block is taken from.
         read_limit = min(max_cache_hit_length + peek, lookup_limit) // unit
         blocks[group_id] = _group_blocks(
-            pool, seen, block_hashes, group_id, group, unit, length, read_limit
+            pool, seen, block_hashes, group_id, group, window, unit, length, read_limit
         )
     return tuple(blocks)
 
@@ -439,9 +432,18 @@ def _bound(coordinator: Any) -> _BoundLookup:
     )
     return _BoundLookup(
         geometry,
-        group_ids,
-        tuple(retained),
-        peeks,
+        tuple(
+            (
+                group_id,
+                group,
+                keeps,
+                peek,
+                group.blocks_for_hit(False) if group.kind is GroupKind.SLIDING_WINDOW else None,
+            )
+            for group_id, group, keeps, peek in zip(
+                group_ids, geometry.groups, retained, peeks, strict=True
+            )
+        ),
         len(groups),
         HitReconciler(geometry),
         readers,
@@ -461,11 +463,13 @@ def _group_blocks(
     block_hashes: Any,
     group_id: int,
     group: GroupSpec,
+    window: int | None,
     unit: int,
     hit: int,
     read_limit: int,
 ) -> list[Any]:
-    """The blocks group ``group_id`` contributes to a hit of ``hit`` tokens, as vLLM lists them.
+    """The blocks group ``group_id`` contributes to a hit of ``hit`` tokens, as vLLM lists them
+    (a sliding window's last ``window``, after null blocks).
 
     Exactly the blocks the core proved: a full-attention unit read by unit is
     proved by any registration inside its block within the chain, however far
@@ -494,9 +498,7 @@ def _group_blocks(
         return None if found is None else found[0]
 
     num_blocks = cdiv(hit, group.block_size)
-    first = 0
-    if group.kind is GroupKind.SLIDING_WINDOW:
-        first = max(num_blocks - group.blocks_for_hit(False), 0)
+    first = 0 if window is None else max(num_blocks - window, 0)
     blocks = [pool.null_block] * first
     units = len(block_hashes)
     readable = min(read_limit, units)
