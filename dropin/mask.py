@@ -83,7 +83,7 @@ def core_mask(
 
 
 _masks: IdentityCache[_BoundMask] = IdentityCache()
-_find = _masks.find
+_find = _masks.find  # the dict's own get: a call's lookup is one C call, no attribute
 
 
 def _group_mask(
