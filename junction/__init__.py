@@ -11,9 +11,9 @@ One installed name, five parts:
 
 Why the folders sit at the repository's top level and not under ``junction/``:
 the design keeps ``core/`` where an engine team finds it and copies it from.
-Installed, setuptools maps each folder under this one name (``package-dir`` in
-pyproject.toml); in a checkout, the entries of this folder are relative
-symlinks to those folders, so ``import junction.core`` means the same files
+Installed, setuptools maps each folder under this one name (``setup.py``, from
+pyproject.toml's ``[tool.junction] parts``); in a checkout, this folder links
+to those folders by relative symlinks, so ``import junction.core`` means the same files
 with or without an install. Rejected: installing ``core``, ``kernels``,
 ``reference``, ``audit`` and ``dropin`` as top-level names (generic names that collide with
 other distributions: ``kernels`` is taken), and moving the folders into a

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ("core", "kernels", "reference", "audit", "dropin")
+from tests.parts import PARTS, ROOT
+
 LIMIT = 20
 NOTE = re.compile(r"docs/design/[\w.-]+\.md")
 
@@ -26,7 +26,7 @@ def docstring_lines(source: str) -> int:
 
 
 def modules() -> list[Path]:
-    return sorted(path for folder in PACKAGE for path in (ROOT / folder).rglob("*.py"))
+    return sorted(path for folder in PARTS for path in (ROOT / folder).rglob("*.py"))
 
 
 def _name(path: Path) -> str:

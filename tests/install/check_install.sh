@@ -23,9 +23,11 @@ started=$(date +%s)
 
 # Install from a copy of what the distribution is built from: pip builds in
 # the source tree, and its build/ would otherwise land in the checkout.
+# The parts: the one list, pyproject.toml's [tool.junction] parts.
+parts="$("$python" -c "import tomllib; print(' '.join(tomllib.load(open('$repo/pyproject.toml', 'rb'))['tool']['junction']['parts']))")"
 mkdir "$work/src"
-cp "$repo/pyproject.toml" "$repo/README.md" "$repo/LICENSE" "$work/src/"
-for folder in junction core kernels reference audit dropin; do
+cp "$repo/pyproject.toml" "$repo/setup.py" "$repo/README.md" "$repo/LICENSE" "$work/src/"
+for folder in junction $parts; do
     cp -R "$repo/$folder" "$work/src/$folder"  # -R keeps junction/'s relative links
 done
 find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
@@ -75,7 +77,7 @@ echo "check-install: .[reference] installs hypothesis and rich (no torch) and ru
 pytest_pin="$("$python" -c "import tomllib; print(next(p for p in tomllib.load(open('$repo/pyproject.toml', 'rb'))['project']['optional-dependencies']['dev'] if p.startswith('pytest==')))")"
 "${pip[@]}" install "$pytest_pin"
 mkdir "$work/tests-only"
-git -C "$repo" ls-files -z | grep -zvE '^(junction|core|kernels|reference|audit|dropin)/' \
+git -C "$repo" ls-files -z | grep -zvE "^(junction|${parts// /|})/" \
     | (cd "$repo" && xargs -0 cp --parents -t "$work/tests-only")
 cd "$work/tests-only"
 HYPOTHESIS_PROFILE=check "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow" \

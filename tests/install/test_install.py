@@ -5,9 +5,8 @@ The wheel is built from a copy of the installable files (``pip wheel
 ``dev`` extra), then its RECORD, top_level.txt and METADATA are checked:
 
 * one top-level name, ``junction``: no generic ``core``/``kernels``/... names;
-* every module of ``core/``, ``kernels/``, ``reference/``, ``audit/`` and ``dropin/`` is in
-  it under ``junction.`` (a new subpackage missing from pyproject's
-  ``packages`` list fails here), plus ``py.typed``;
+* every module of every part (``tests/parts.py``) is in it under
+  ``junction.``, plus ``py.typed`` (``setup.py`` finds the subpackages);
 * the core's only requirement is attrs; the ``demo`` and ``reference`` extras
   pull no torch, Triton or vLLM, and every torch requirement is pinned (an
   unpinned one resolves to a multi-GB CUDA build);
@@ -26,22 +25,21 @@ import subprocess
 import sys
 import zipfile
 from email.message import EmailMessage
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("core", "kernels", "reference", "audit", "dropin")
+from tests.parts import PARTS, ROOT
+
 HEAVY = ("torch", "triton", "vllm")
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("junction", *FOLDERS):
+    for name in ("junction", *PARTS):
         shutil.copytree(ROOT / name, source / name, symlinks=True, ignore=ignore)
     out = tmp_path_factory.mktemp("wheel")
     result = subprocess.run(
@@ -111,15 +109,12 @@ def test_every_module_is_shipped_under_junction(wheel: zipfile.ZipFile) -> None:
     assert "junction/py.typed" in shipped, "no py.typed: mypy --strict users cannot type-check"
     missing = [
         f"junction/{path.relative_to(ROOT).as_posix()}"
-        for folder in FOLDERS
+        for folder in PARTS
         for path in sorted((ROOT / folder).rglob("*.py"))
         if "__pycache__" not in path.parts
         and f"junction/{path.relative_to(ROOT).as_posix()}" not in shipped
     ]
-    assert missing == [], (
-        f"modules missing from the wheel (add their package to pyproject.toml's "
-        f"[tool.setuptools] packages): {missing}"
-    )
+    assert missing == [], f"modules missing from the wheel (setup.py's packages): {missing}"
 
 
 def test_the_model_catalog_is_shipped(wheel: zipfile.ZipFile) -> None:

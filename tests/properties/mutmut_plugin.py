@@ -6,11 +6,13 @@ bounded-exhaustive walk, which runs last (it is ~6x slower under mutmut's
 trampolines): examples, then the oracle properties, then the other
 properties (bad input, ...), then the exhaustive check.
 
-It also completes the ``junction`` namespace inside ``mutants/``. mutmut
-mutates ``junction/core`` (``source_paths``: the name tests import it by, so
-its trampoline keys match) and writes that folder for real; the other parts
-are copied as plain folders (``also_copy``), and this links them in beside
-it, as the checkout's symlinks do, before any test imports ``junction``.
+It also completes the ``junction`` namespace inside ``mutants/``, before any
+test imports ``junction``. mutmut mutates ``junction/core`` (``source_paths``:
+the name tests import it by, so its trampoline keys match) and writes that
+folder for real; every other part of the one list (``tests/parts.py``) is
+linked in as the checkout links it, ``junction/<part> -> ../<part>``, with
+``mutants/<part>`` a link to the checkout's unmutated folder; ``junction/``'s
+own modules are copied.
 """
 
 from __future__ import annotations
@@ -20,19 +22,23 @@ from pathlib import Path
 
 import pytest
 
-_PARTS = ("core", "reference", "kernels", "audit")
+from tests.parts import parts
 
 
-def _link_namespace(root: Path) -> None:
-    namespace = root / "junction"
+def _link_namespace(mutants: Path) -> None:
+    checkout = mutants.parent
+    namespace = mutants / "junction"
     namespace.mkdir(exist_ok=True)
-    for name in ("__init__.py", "py.typed"):
-        if not (namespace / name).exists():
-            shutil.copy2(root.parent / "junction" / name, namespace / name)
-    for part in _PARTS:
+    for entry in (checkout / "junction").iterdir():
+        if entry.is_file() and not entry.is_symlink() and not (namespace / entry.name).exists():
+            shutil.copy2(entry, namespace / entry.name)
+    for part in parts(mutants):
         link = namespace / part
-        if not link.exists() and not link.is_symlink():  # core is mutmut's own folder
-            link.symlink_to(Path("..") / part, target_is_directory=True)
+        if link.exists() or link.is_symlink():  # the mutated part: mutmut's own folder
+            continue
+        if not (mutants / part).exists():
+            (mutants / part).symlink_to(checkout / part, target_is_directory=True)
+        link.symlink_to(Path("..") / part, target_is_directory=True)
 
 
 if Path.cwd().name == "mutants":
