@@ -3,9 +3,8 @@
 The diagnosis of a counterexample is a rule on its shape (geometry, promise,
 which problem, its numbers), written from reading each shrunk case; a
 violation no rule explains is reported as "new, not yet diagnosed" rather
-than guessed. The rules read the :class:`.verdict.Violation`'s typed fields;
-they once parsed its prose with regular expressions, which broke silently
-whenever a message was reworded.
+than guessed. The rules read the :class:`.verdict.Violation`'s typed fields,
+never its prose: a reworded message would break a rule that parsed it, silently.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The promises of docs/domain.md ("The promises"), as one enum and one table.
 
-A promise used to be a string keyed into three parallel tables (statements,
-checks, scenario scopes), written twice (here and in the vLLM audit).
-Now :class:`Promise` is the key and :data:`_DESCRIPTORS` the one table of what
-is static about each promise: its number, its statement and the retention
-intervals its scenarios are drawn from. The check itself is one function per
-promise in :mod:`.promises`, dispatched by a ``match`` (exhaustive under mypy),
-not by a third table.
+:class:`Promise` is the key and :data:`_DESCRIPTORS` the one table, for the
+harness and the vLLM audit alike, of what is static about each promise: its
+number, its statement and the retention intervals its scenarios are drawn
+from. The check itself is one function per promise in :mod:`.promises`,
+dispatched by a ``match`` (exhaustive under mypy), not by a second table.
 """
 
 from __future__ import annotations

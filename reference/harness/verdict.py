@@ -1,11 +1,10 @@
 """What a promise check answers: a verdict, and a violation as typed numbers.
 
-A check used to return prose ("hit 0, full attention alone 4") that the
-findings and the vLLM diagnosis parsed back with regular expressions, so a
-reworded message silently broke a diagnosis. Now a check returns a
-:class:`Violation`: the promise, the scenario, the subject that broke it and
-one *problem* record holding the numbers that failed. Readers match on the
-record's type and read its fields; prose is only rendered (``str``) for people.
+A check returns a :class:`Violation`: the promise, the scenario, the subject
+that broke it and one *problem* record holding the numbers that failed.
+Readers (the findings, the vLLM diagnosis) match on the record's type and read
+its fields; prose is only rendered (``str``) for people, so rewording a
+message changes no reader.
 
 Rejected: one record with optional fields for every check (most fields would
 be ``None`` for any one problem, and nothing would say which go together);

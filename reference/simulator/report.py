@@ -3,8 +3,8 @@
 The workload (where it came from and its size), the settings (geometries,
 engine settings, arrivals and the step-time model, the table's ``R`` and
 the plot's sweep), how times were modelled in words, the table's row
-labels, and every run. The key order is the committed demo's, so the JSON
-is byte for byte what it was before the simulator was split into modules.
+labels, and every run. The key order is fixed (the committed demo's), so a
+run's JSON compares byte for byte with ``docs/demo/simulate.json``.
 """
 
 from __future__ import annotations
