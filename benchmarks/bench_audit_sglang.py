@@ -10,8 +10,9 @@ prompt's last chunk). The core's side is ``HitReconciler.reconcile`` with
 ``GroupLookup`` finders over the same cached blocks, read from SGLang's tree
 once before timing (what an engine with a block index hands the core;
 SGLang's tree is both its index and its lookup, so its time includes the
-walk). Timed in one run, alternating; the ratio is core / SGLang (below 1.0:
-core is faster). Before timing, each case asserts both give the same
+walk). Each side timed through pyperf (``benchmarks.timing``), in one
+process (a worker's start-up would be mostly SGLang's import); the ratio is
+core / SGLang (below 1.0: core is faster). Before timing, each case asserts both give the same
 ``(h, ℓ)``.
 
 Needs SGLang (``make audit-sglang-setup``). Run: ``make bench-audit``
@@ -20,9 +21,6 @@ Needs SGLang (``make audit-sglang-setup``). Run: ``make bench-audit``
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import timeit
 from collections.abc import Callable
 
 import attrs
@@ -31,6 +29,8 @@ from junction.audit.sglang.cache import TreeCore
 from junction.audit.sglang.subject import SglangSubject
 from junction.core import GroupLookup, GroupSpec, HitReconciler, HybridGeometry
 from junction.reference.harness import Scenario
+
+from .timing import runner, side_by_side
 
 PAGE, CHUNK = 16, 64
 
@@ -75,24 +75,10 @@ def cases() -> list[Case]:
     ]
 
 
-def per_call_us(call: Callable[[], object], number: int) -> float:
-    return timeit.timeit(call, number=number) / number * 1e6
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=21)
-    parser.add_argument("--number", type=int, default=500)
-    args = parser.parse_args()
-    print(f"median per call (us) over {args.repeats} alternating repeats x {args.number:,} calls")
-    print(f"  {'core':>8}  {'SGLang':>8}  {'ratio':>6}  case")
-    for case in cases():
-        ours, theirs = [], []
-        for _ in range(args.repeats):
-            ours.append(per_call_us(case.core, args.number))
-            theirs.append(per_call_us(case.sglang, args.number))
-        mine, other = statistics.median(ours), statistics.median(theirs)
-        print(f"  {mine:8.2f}  {other:8.2f}  {mine / other:6.2f}  {case.name}")
+    made = runner(__spec__.name, in_process=True, processes=5)
+    rows = [(case.name, case.core, case.sglang) for case in cases()]
+    side_by_side(made, ("core", "SGLang"), rows)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,19 @@
 """Per-call cost of the core decisions (a benchmark, not a test).
 
-Prints the median per-call time in microseconds over many repeats of a timed
-loop, for the stop-point split and for 64-block masks of each sparse kind.
-Run: ``make bench`` (``python -m benchmarks.bench_core``).
+Times, through pyperf (``benchmarks.timing``), the stop-point split and
+64-block masks of each sparse kind, each call with full argument validation
+(the free functions, which bind afresh on every call), and prints each
+case's median in microseconds. Run: ``make bench``
+(``python -m benchmarks.bench_core``; pyperf's options, e.g. ``--fast``).
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import timeit
 from collections.abc import Callable
 
 from junction.core import GroupSpec, mamba_block_aligned_split, reachable_block_mask
+
+from .timing import runner, time_calls
 
 BLOCK = 16
 SWA = GroupSpec.sliding_window(BLOCK, 4 * BLOCK)
@@ -55,19 +56,14 @@ CASES: dict[str, Callable[[], object]] = {
 }
 
 
-def median_microseconds(call: Callable[[], object], repeats: int, number: int) -> float:
-    times = timeit.repeat(call, repeat=repeats, number=number)
-    return statistics.median(times) / number * 1e6
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=31)
-    parser.add_argument("--number", type=int, default=20_000)
-    args = parser.parse_args()
-    print(f"median per call over {args.repeats} repeats x {args.number:,} calls")
-    for name, call in CASES.items():
-        print(f"  {median_microseconds(call, args.repeats, args.number):6.2f} us  {name}")
+    made = runner(__spec__.name)
+    results = [(name, made.bench_time_func(name, time_calls, call)) for name, call in CASES.items()]
+    if made.args.worker:
+        return
+    print("median per call")
+    for name, bench in results:
+        print(f"  {bench.median() * 1e6:6.2f} us  {name}")
 
 
 if __name__ == "__main__":

@@ -5,22 +5,23 @@ sliding-window group with retention R > 0 and two boundaries per request.
 "Core loop" calls ``core`` once per request over prebuilt arguments; "torch"
 calls the batched entry once over prebuilt tensors (validation included),
 passing what an engine shares across a batch (the Mamba block size, hash unit,
-flags, budget) as scalars, as an engine with one Mamba group would.
-Prints the median of several repeats and the ratio, measured side by side.
-Run: ``make bench-kernels`` (``python -m benchmarks.bench_kernels``).
+flags, budget) as scalars, as an engine with one Mamba group would. Each side
+is timed through pyperf (``benchmarks.timing``), in one process (a worker
+would spend most of its life importing torch and building the batches);
+prints each side's median and the speed-up. Run: ``make bench-kernels``
+(``python -m benchmarks.bench_kernels [--sizes 1000,100000]``).
 """
 
 from __future__ import annotations
 
-import argparse
 import random
-import statistics
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
 from junction import core, kernels
+
+from .timing import runner, side_by_side
 
 BLOCK = 16
 PER_REQUEST = (
@@ -88,30 +89,11 @@ def mask_batched(
     )
 
 
-def side_by_side(
-    loop: Callable[[], object], batched: Callable[[], object], repeats: int
-) -> tuple[float, float]:
-    """Median seconds of each, timed alternately so both see the same machine state."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(repeats):
-        for call, samples in ((batched, times[1]), (loop, times[0])):
-            started = time.perf_counter()
-            call()
-            samples.append(time.perf_counter() - started)
-    return statistics.median(times[0]), statistics.median(times[1])
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="1000,100000,1000000")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    rng = random.Random(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; median seconds per batch")
-    print(f"{'decision':<8} {'requests':>9} {'core loop':>11} {'torch cpu':>11} {'speed-up':>9}")
-    for size in (int(s) for s in args.sizes.split(",")):
-        repeats = max(5, min(31, 1_000_000 // size))
+def batches(
+    sizes: list[int], rng: random.Random
+) -> Iterator[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """Per size, the split's and the mask's two sides, each checked equal first."""
+    for size in sizes:
         rows = split_rows(size, rng)
         tensors: dict[str, object] = {
             name: torch.tensor([row[name] for row in rows]) for name in PER_REQUEST
@@ -119,19 +101,27 @@ def main() -> None:
         tensors.update({name: rows[0][name] for name in rows[0] if name not in PER_REQUEST})
         want = [core.mamba_block_aligned_split(**row) for row in rows]  # type: ignore[arg-type]
         assert split_batched(tensors)().tolist() == want
-        loop, batched = side_by_side(split_loop(rows), split_batched(tensors), repeats)
-        print(f"{'split':<8} {size:>9,} {loop:>11.5f} {batched:>11.5f} {loop / batched:>8.1f}x")
+        yield f"split, {size:,} requests", split_loop(rows), split_batched(tensors)
 
         masks = mask_rows(size, rng)
         start = torch.tensor([s for s, _, _ in masks])
         end = torch.tensor([e for _, e, _ in masks])
         boundaries = torch.tensor([b for _, _, b in masks])
-
         loop_call, batched_call = mask_loop(masks), mask_batched(start, end, boundaries)
         got = batched_call()
         assert got is not None and got.tolist() == loop_call()
-        loop, batched = side_by_side(loop_call, batched_call, repeats)
-        print(f"{'mask64':<8} {size:>9,} {loop:>11.5f} {batched:>11.5f} {loop / batched:>8.1f}x")
+        yield f"mask64, {size:,} requests", loop_call, batched_call
+
+
+def main() -> None:
+    made = runner(__spec__.name, in_process=True, processes=3)
+    made.argparser.add_argument("--sizes", default="1000,100000,1000000")
+    made.argparser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = made.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    side_by_side(made, ("core loop", "torch cpu"), batches(sizes, random.Random(0)))
 
 
 if __name__ == "__main__":
