@@ -5,7 +5,8 @@ turns until ``--seconds`` are spent (a hard deadline, the policy's import
 included); the table gives each promise's verdict, and a violation prints
 its shrunk counterexample as a replayable scenario; ``--seed`` replays a
 run. The policy's code runs in a contained worker that only answers policy
-calls, and every check runs here (``cli.fuzz_supervisor``, docs/fuzzing.md),
+calls, and every check runs here (``run_conformance(..., isolated=True)``,
+docs/fuzzing.md),
 so nothing the policy does can forge a verdict. A call past
 ``--call-seconds`` is ``timeout``, an exception of any kind ``error``, a
 promise that judged no example ``unchecked``. Exit 0 when every promise was
@@ -24,12 +25,13 @@ from typing import Any
 
 from junction.reference.cli import options, outputs, terminal
 from junction.reference.cli.arguments import finite_seconds
-from junction.reference.cli.fuzz_supervisor import Limits, LoadFailure, supervise
+from junction.reference.engine.policy import PolicyError
 from junction.reference.harness import (
     ConformanceReport,
     Promise,
     PromiseVerdict,
     Verdict,
+    run_conformance,
 )
 
 __all__ = ["add_parser"]
@@ -43,8 +45,11 @@ _MARKS = {
 }
 
 
-def _fuzz(args: argparse.Namespace) -> ConformanceReport | LoadFailure:
-    """The run, with a progress line in seconds (the budget) and the examples per promise."""
+def _fuzz(args: argparse.Namespace) -> ConformanceReport:
+    """The run, with a progress line in seconds (the budget) and the examples per promise.
+
+    Raises :class:`PolicyError` when the policy cannot be loaded.
+    """
     counts: dict[Promise, str] = {}
     # Unnamed: the promises the policy makes (the next turn only with decode checkpoints).
     promises = tuple(Promise.named(p) for p in args.promise) if args.promise else None
@@ -59,8 +64,21 @@ def _fuzz(args: argparse.Namespace) -> ConformanceReport | LoadFailure:
             advance(elapsed - shown, status="  ".join(counts.values()))
             shown = elapsed
 
-        limits = Limits(args.seconds, args.call_seconds)
-        return supervise(args.policy, args.seed, promises, limits, on_verdict)
+        report = run_conformance(
+            args.policy,
+            isolated=True,
+            seconds=args.seconds,
+            call_seconds=args.call_seconds,
+            seed=args.seed,
+            promises=promises,
+            # A signal that reached a policy call of the harness's own (the dense bound's,
+            # which catches everything) still stops the run at the next example.
+            stop=lambda: terminal.signalled() is not None,
+            on_verdict=on_verdict,
+        )
+        if terminal.signalled() is not None:
+            raise KeyboardInterrupt
+        return report
 
 
 def _headline(report: ConformanceReport) -> str:
@@ -102,9 +120,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         json_path.unlink(missing_ok=True)  # a run that ends early leaves no stale report
-    outcome = _fuzz(args)
-    if isinstance(outcome, LoadFailure):
-        print(f"error: {outcome.message}", file=sys.stderr)
+    try:
+        outcome = _fuzz(args)
+    except PolicyError as error:  # it cannot be loaded: bad usage
+        print(f"error: {error}", file=sys.stderr)
         return 2
     print(outcome.table())
     if json_path is not None:

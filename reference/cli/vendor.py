@@ -16,15 +16,12 @@ write exits 1. Why ``verify`` is the walk alone: docs/design/vendor-verify.md.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from typing import Any
 
-from junction.reference import vendoring
-from junction.reference.cli import options, policy_wire
+from junction.reference import isolation, vendoring
+from junction.reference.cli import options
 from junction.reference.cli.arguments import output_path
-from junction.reference.cli.processes import Contained
 from junction.reference.oracle.exhaustive import count_inputs
 
 __all__ = ["add_parser"]
@@ -126,38 +123,24 @@ def _verify(args: argparse.Namespace) -> int:
     if not (args.target / "__init__.py").is_file():
         return _refuse("verify", f"{args.target}: not a package folder (no __init__.py)", 2)
     seconds = args.seconds if args.seconds is not None else _verify_deadline(args.bound)
-    deadline = time.monotonic() + seconds
-    results, sender = os.pipe()
-    argv = [sys.executable, "-m", "junction.reference.cli.vendor_worker"]
-    argv += [str(sender), str(args.target), str(args.bound)]
-    path = os.pathsep.join(p or os.getcwd() for p in sys.path)
-    env = {**os.environ, "PYTHONPATH": path}
-    try:
-        child = Contained(argv, pass_fds=(sender,), env=env)
-    finally:
-        os.close(sender)
-    os.set_blocking(results, False)
-    reader = policy_wire.FrameReader(results)
-    try:
-        message = reader.read(deadline, lambda: child.poll() is None)
-    except policy_wire.ChannelTimeout:
+    outcome = isolation.run_in_child(
+        "junction.reference.cli.vendor_worker", [str(args.target), str(args.bound)], seconds
+    )
+    if isinstance(outcome, isolation.NoResult) and outcome.timed_out:
         return _refuse(
             "verify",
             f"{args.target}: the walk did not end within {seconds:g} s (--seconds); "
             "the copy may loop forever on some input",
             1,
         )
-    except (policy_wire.ChannelClosed, policy_wire.MalformedMessage):
-        status = child.process.wait(timeout=5) if child.poll() is None else child.poll()
+    if isinstance(outcome, isolation.NoResult):
         return _refuse(
             "verify",
-            f"{args.target}: the check ended without a result (exit status {status}): "
-            "the copy exited or crashed during it",
+            f"{args.target}: the check ended without a result (exit status "
+            f"{outcome.exit_status}): the copy exited or crashed during it",
             1,
         )
-    finally:
-        child.kill()
-        os.close(results)
+    message = outcome.message
     fields = message if type(message) is dict else {}
     status, report, error = fields.get("status"), fields.get("report"), fields.get("error")
     if status not in (0, 1, 2) or type(report) is not str or type(error) is not str:

@@ -3,7 +3,7 @@
 A copy is code edited by people: it can loop forever, exit during its import
 or crash the interpreter. So ``vendor verify`` (:mod:`.vendor`) runs the walk
 here, in a contained child with a deadline, and believes only one thing: a
-single result frame (:mod:`.policy_wire`) on the descriptor it passed, sent
+single result (``isolation.send_result``) on the descriptor it passed, sent
 after the walk ended. A child that ends without one has failed, whatever its
 exit status. Run as ``python -m junction.reference.cli.vendor_worker
 WRITE_FD TARGET BOUND``. The walk asks the copy's bound classes and its free
@@ -20,8 +20,8 @@ from pathlib import Path
 from types import ModuleType
 
 from junction.reference import vendoring
-from junction.reference.cli import policy_wire
 from junction.reference.cli.coverage import report_coverage
+from junction.reference.isolation import send_result
 from junction.reference.oracle.exhaustive import (
     CheckpointGrid,
     check_exhaustively,
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
     write_fd, target, bound = int(argv[0]), Path(argv[1]), int(argv[2])
     status, text, error = _run(target, bound)
     result = {"status": status, "report": text[-200_000:], "error": " ".join(error.split())}
-    policy_wire.write_frame(write_fd, result, None)
+    send_result(write_fd, result)
     return 0
 
 

@@ -7,7 +7,8 @@ promise of docs/domain.md ("The promises") with :mod:`.promises`. A failure
 comes back as a typed :class:`.verdict.Violation` whose :class:`.Scenario`
 :func:`replay` runs again on any policy. Third parties pass their own engine
 class too (``engine_factory``); :mod:`.engine_subject` is all the harness
-reads of it.
+reads of it. ``isolated=True`` runs the policy's code in a contained worker
+process (:mod:`junction.reference.isolation`) and every check here.
 
 Why Hypothesis inside a library function: its generation and shrinking are
 the product here (a minimal counterexample is what an engine author can act
@@ -16,6 +17,8 @@ on); each batch runs with an explicit seed, so ``seed`` replays a run.
 
 from __future__ import annotations
 
+import functools
+import math
 import time
 from collections.abc import Callable, Iterable
 
@@ -24,7 +27,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable
 
-from junction.core import HybridGeometry
+from junction.core import HybridGeometry, InvalidArgument
 from junction.reference.engine.engine import Engine
 from junction.reference.engine.eviction import EvictionPolicy
 from junction.reference.engine.policy import (
@@ -34,6 +37,8 @@ from junction.reference.engine.policy import (
     PolicyOutOfTime,
     PolicyTimeout,
 )
+from junction.reference.isolation import CALL_SECONDS, Limits, remote_policy
+from junction.reference.policies.registry import resolve_policy
 
 from .engine_subject import EngineFactory, EngineSubject
 from .promise import Promise
@@ -192,8 +197,10 @@ def _run_batch(
 
 
 def run_conformance(
-    policy: Policy,
+    policy: Policy | str,
     *,
+    isolated: bool = False,
+    call_seconds: float | None = None,
     examples: int = 100,
     seconds: float | None = None,
     seed: int = 0,
@@ -209,6 +216,15 @@ def run_conformance(
 ) -> ConformanceReport:
     """Check every promise of docs/domain.md on ``policy``; a structured report.
 
+    ``policy`` is a policy, or a spec: a registered name or ``module:attribute``.
+    ``isolated=True`` runs the policy's code in a contained worker process
+    (:mod:`junction.reference.isolation`) and every check here, so nothing
+    the policy does can forge a verdict, hang the run or outlive it; the
+    policy must then be a spec. There, a call past ``call_seconds`` (default
+    10) is a ``timeout`` verdict, the policy's import counts against
+    ``seconds``, and a load that the deadline interrupts leaves every promise
+    ``unchecked``.
+
     The promises take turns in batches (25 examples, doubling each round, so
     early rounds favour small inputs). Without ``seconds`` each promise runs
     ``examples`` examples; with ``seconds`` the rounds go on until the time
@@ -221,9 +237,9 @@ def run_conformance(
     same ``seed`` replays the same examples in the same order. ``where``
     narrows the geometries (e.g. an engine without partial hits:
     ``lambda g: not g.partial_hits``). ``stop()`` answering True ends the run
-    as the time running out does (``fuzz``: the policy's worker is gone), and
-    so does a :class:`PolicyOutOfTime` from a proxy policy: the example it
-    interrupts is abandoned, unjudged.
+    as the time running out does (an isolated policy's worker that is gone
+    does too), and so does a :class:`PolicyOutOfTime` from a proxy policy:
+    the example it interrupts is abandoned, unjudged.
     ``eviction`` is the engine's eviction policy (``None``: its default,
     LRU); only the safety promise's scenarios fill the pool, so it is the
     one it changes.
@@ -235,13 +251,99 @@ def run_conformance(
 
     Hooks: ``on_progress(promise, examples, status)`` after each batch;
     ``on_example(promise, examples, scenario)`` before each example (its
-    ordinal and input: what the ``fuzz`` worker reports, so a policy call
-    that never returns is reported with its scenario); ``on_verdict(verdict)``
-    after each batch and at each failure found, shrinking included.
+    ordinal and input); ``on_verdict(verdict)`` after each batch and at each
+    failure found, shrinking included.
 
-    Raises :class:`PolicyError` if ``policy`` does not implement the protocol,
-    ``ValueError`` for an unknown promise name.
+    Raises :class:`PolicyError` if the policy cannot be loaded or does not
+    implement the protocol, ``ValueError`` for an unknown promise name, and
+    :class:`InvalidArgument` for a live policy with ``isolated=True``, or
+    ``call_seconds`` without it (a call in this process cannot be stopped).
     """
+    run = functools.partial(
+        _run,
+        examples=examples,
+        seed=seed,
+        promises=promises,
+        engine_factory=engine_factory,
+        eviction=eviction,
+        fail_fast=fail_fast,
+        where=where,
+        on_progress=on_progress,
+        on_example=on_example,
+        on_verdict=on_verdict,
+    )
+    if isolated:
+        limits = Limits(seconds, CALL_SECONDS if call_seconds is None else call_seconds)
+        return _isolated(policy, limits, run, stop, seed, promises)
+    if call_seconds is not None:
+        rule = "a limit per call needs isolated=True: a call in this process cannot be stopped"
+        raise InvalidArgument("call_seconds", call_seconds, rule)
+    if isinstance(policy, str):
+        policy = resolve_policy(policy)
+    return run(policy, seconds=seconds, stop=stop)
+
+
+def _isolated(
+    spec: Policy | str,
+    limits: Limits,
+    run: Callable[..., ConformanceReport],
+    stop: Callable[[], bool] | None,
+    seed: int,
+    promises: Iterable[Promise | str] | None,
+) -> ConformanceReport:
+    """``run`` on the policy ``spec`` loaded in a worker; the deadline counts from here."""
+    if not isinstance(spec, str):
+        rule = (
+            "isolated=True needs a spec the worker imports: a registered name or module:attribute"
+        )
+        raise InvalidArgument("policy", spec, rule)
+    deadline = time.monotonic() + (math.inf if limits.seconds is None else limits.seconds)
+    with remote_policy(spec, limits, deadline) as remote:
+        if remote is None:
+            return _unchecked(spec, seed, promises, limits)
+        left = None if limits.seconds is None else max(deadline - time.monotonic(), 0.0)
+        report = run(
+            remote,
+            seconds=left,
+            stop=lambda: remote.gone is not None or (stop is not None and stop()),
+        )
+        if remote.interrupted is not None:  # Ctrl-C, or a termination signal, during a call
+            raise remote.interrupted
+    return attrs.evolve(report, call_seconds=limits.call_seconds)
+
+
+def _unchecked(
+    spec: str, seed: int, promises: Iterable[Promise | str] | None, limits: Limits
+) -> ConformanceReport:
+    """Every promise asked for ``unchecked``: the time ran out while the policy loaded."""
+    problem = (
+        f"policy {spec!r}: the time ran out ({limits.named}) while loading the policy "
+        "(its import or factory was still running); nothing was checked"
+    )
+    verdicts = tuple(
+        PromiseVerdict(Promise.named(p), Verdict.UNCHECKED, 0, 0.0, error=problem)
+        for p in (tuple(Promise) if promises is None else promises)
+    )
+    return ConformanceReport(spec, seed, verdicts, limits.call_seconds)
+
+
+def _run(
+    policy: Policy,
+    *,
+    examples: int,
+    seconds: float | None,
+    seed: int,
+    promises: Iterable[Promise | str] | None,
+    engine_factory: EngineFactory,
+    eviction: EvictionPolicy | None,
+    fail_fast: bool,
+    where: Callable[[HybridGeometry], bool] | None,
+    stop: Callable[[], bool] | None,
+    on_progress: OnProgress | None,
+    on_example: OnExample | None,
+    on_verdict: OnVerdict | None,
+) -> ConformanceReport:
+    """:func:`run_conformance` on a policy object in this process."""
     checked = CheckedPolicy(policy)  # fails early, naming what is missing
     name = checked.name
     if promises is None:  # the promises this policy makes (its declaration, a checked bool)

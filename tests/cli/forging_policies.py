@@ -63,7 +63,7 @@ def _forge_connections() -> None:
         if isinstance(thing, Connection) and thing.writable:
             for promise in Promise:
                 thing.send(PromiseVerdict(promise, Verdict.KEPT, 1000, 0.1))
-            thing.send(sys.modules["junction.reference.cli.policy_worker"].Finished())
+            thing.send(sys.modules["junction.reference.isolation._worker"].Finished())
 
 
 class ForgesMessagesOnItsPipe(VllmPolicy):

@@ -28,12 +28,13 @@ def test_make_fuzz_with_a_policy_installs_only_the_demo_extra() -> None:
     ).stdout
     installs = [line for line in planned.splitlines() if "pip install" in line]
     assert installs and all('-e ".[demo]"' in line for line in installs), installs
-    assert "junction.reference fuzz --policy my_module:MyPolicy" in planned
+    assert ".venv/bin/junction fuzz --policy my_module:MyPolicy" in planned
 
 
 def test_the_fuzz_path_imports_nothing_the_demo_extra_lacks() -> None:
     code = (
-        "import sys; from junction.reference.cli import main, policy_worker, fuzz_supervisor; "
+        "import sys; from junction.reference.cli import fuzz; "
+        "import junction.reference.isolation._worker; "
         "print(sorted(m for m in ('torch', 'triton', 'numpy', 'vllm', 'sglang', 'ray') "
         "if m in sys.modules))"
     )

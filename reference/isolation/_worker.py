@@ -1,16 +1,16 @@
-"""The process that runs an untrusted policy for ``fuzz``: it answers policy calls, nothing else.
+"""The process that runs an isolated policy: it answers policy calls, nothing else.
 
 Code in one process can defeat anything else in it, so only the policy's
-code runs here; the checks run in the parent (:mod:`.fuzz_supervisor`),
-which asks one call at a time. Run as ``python -m
-junction.reference.cli.policy_worker READ_FD WRITE_FD SPEC`` in a session
-of its own with only those two descriptors (:mod:`.processes`). Every
-message is a frame of plain JSON (:mod:`.policy_wire`): first ``loaded``
-(the policy's name and declarations) or ``load_failed``, then one answer
-per request with its ``id``: ``value``, ``raised``, ``too_long``,
-``unsupported`` or ``element``. Nothing here is trusted by the parent; the
-care taken is for honest policies, so a buggy answer comes back as a
-precise message.
+code runs here; the checks run in the parent (:mod:`._remote`), which asks
+one call at a time. Run as ``python -m junction.reference.isolation._worker
+READ_FD WRITE_FD SPEC`` in a session of its own with only those two
+descriptors (:mod:`._processes`). Every message is a frame of plain JSON
+(:mod:`._frames`): first ``loaded`` (the policy's name and declarations) or
+``load_failed`` (the policy, call and problem of the :class:`PolicyError`),
+then one answer per request with its ``id``: ``value``, ``raised``,
+``too_long``, ``unsupported`` or ``element``. Nothing here is trusted by the
+parent; the care taken is for honest policies, so a buggy answer comes back
+as a precise message.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ import signal
 import sys
 from typing import Any
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry
-from junction.reference.cli import policy_wire
+from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError
 from junction.reference.policies.registry import resolve_policy
 
-__all__ = ["WorkerRequest", "geometry_json", "group_json", "main", "plain_answer"]
+from ._frames import _ChannelClosed, read_frame, write_frame
+from ._geometry import geometry_from_json, group_from_json
+
+__all__ = ["WorkerRequest", "main", "plain_answer"]
 
 _INT = 1 << 63
 
@@ -49,42 +51,6 @@ class WorkerRequest:
             self.shared_prefix_boundary,
         ) = counts[:4]
         self.declared_checkpoints = tuple(counts[4]) if len(counts) > 4 else ()
-
-
-def group_json(group: GroupSpec) -> dict[str, Any]:
-    return {
-        "kind": group.kind.value,
-        "block_size": group.block_size,
-        "window": group.window,
-        "eagle_group": group.eagle_group,
-    }
-
-
-def geometry_json(geometry: HybridGeometry) -> dict[str, Any]:
-    """Every field of ``geometry`` as plain data (what the parent sends once per geometry)."""
-    return {
-        "groups": [group_json(g) for g in geometry.groups],
-        "hash_block_size": geometry.hash_block_size,
-        "partial_hits": geometry.partial_hits,
-        "use_eagle": geometry.use_eagle,
-        "retention_interval": geometry.retention_interval,
-    }
-
-
-def _group(data: dict[str, Any]) -> GroupSpec:
-    return GroupSpec(
-        GroupKind(data["kind"]), data["block_size"], data["window"], eagle_group=data["eagle_group"]
-    )
-
-
-def _geometry(data: dict[str, Any]) -> HybridGeometry:
-    return HybridGeometry(
-        [_group(g) for g in data["groups"]],
-        data["hash_block_size"],
-        partial_hits=data["partial_hits"],
-        use_eagle=data["use_eagle"],
-        retention_interval=data["retention_interval"],
-    )
 
 
 def _one_line(error: BaseException) -> str:
@@ -170,7 +136,7 @@ def _call(policy: Policy, request: dict[str, Any], geometry: HybridGeometry) -> 
 def _group_of(request: dict[str, Any], geometry: HybridGeometry) -> GroupSpec:
     """The request's group: an index into ``geometry``, or a group's fields."""
     group = request["group"]
-    return geometry.groups[group] if type(group) is int else _group(group)
+    return geometry.groups[group] if type(group) is int else group_from_json(group)
 
 
 def serve(policy: Policy, read_fd: int, write_fd: int) -> None:
@@ -178,11 +144,11 @@ def serve(policy: Policy, read_fd: int, write_fd: int) -> None:
     geometries: dict[int, HybridGeometry] = {}
     while True:
         try:
-            request = policy_wire.read_frame(read_fd, None)
-        except policy_wire.ChannelClosed:
+            request = read_frame(read_fd, None)
+        except _ChannelClosed:
             return
         if "define" in request:
-            geometries[request["geometry"]] = _geometry(request["define"])
+            geometries[request["geometry"]] = geometry_from_json(request["define"])
         try:
             answer = plain_answer(
                 _call(policy, request, geometries[request["geometry"]]), request["limit"]
@@ -190,7 +156,7 @@ def serve(policy: Policy, read_fd: int, write_fd: int) -> None:
         except BaseException as error:  # the policy's, SystemExit included: an answer too
             answer = {"raised": _one_line(error)}
         answer["id"] = request["id"]
-        policy_wire.write_frame(write_fd, answer, None)
+        write_frame(write_fd, answer, None)
 
 
 def main(argv: list[str]) -> int:
@@ -200,9 +166,10 @@ def main(argv: list[str]) -> int:
     try:
         policy, loaded = _load(spec)
     except PolicyError as error:
-        policy_wire.write_frame(write_fd, {"load_failed": " ".join(str(error).split())}, None)
+        failed = {"policy": error.policy, "call": error.call, "problem": error.problem}
+        write_frame(write_fd, {"load_failed": failed}, None)
         return 0
-    policy_wire.write_frame(write_fd, {"loaded": loaded}, None)
+    write_frame(write_fd, {"loaded": loaded}, None)
     serve(policy, read_fd, write_fd)
     return 0
 

@@ -20,11 +20,12 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["MARK", "Contained"]
+__all__ = ["MARK", "Contained", "python_module"]
 
 MARK = "JUNCTION_CONTAINED"  # the environment variable that marks a contained process tree
 _PROC = Path("/proc")
@@ -121,6 +122,13 @@ class Contained:
         """The child's exit status once it ended (negative: the signal), else ``None``."""
         return self.process.poll()
 
+    def exit_status(self, wait: float) -> int | None:
+        """The exit status, waiting up to ``wait`` seconds for it (the child may be dying)."""
+        try:
+            return self.process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return None
+
     def kill(self) -> None:
         """SIGKILL the child, its process group and every descendant found; reap them.
 
@@ -160,3 +168,14 @@ class Contained:
         _reap(orphans)
         self.process.poll()
         return alive
+
+
+def python_module(module: str, args: Sequence[str], pass_fds: Sequence[int]) -> Contained:
+    """``python -m module *args``, contained, with ``pass_fds`` as its only descriptors.
+
+    The child imports what this process can: its ``sys.path`` becomes the
+    child's ``PYTHONPATH``, not just the environment's.
+    """
+    path = os.pathsep.join(p or os.getcwd() for p in sys.path)
+    env = {**os.environ, "PYTHONPATH": path}
+    return Contained([sys.executable, "-m", module, *args], pass_fds=pass_fds, env=env)

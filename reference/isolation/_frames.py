@@ -1,4 +1,4 @@
-"""The message format between ``fuzz`` and its policy worker: plain data, bounded, checked.
+"""The message format between the parent and a contained child: plain data, bounded, checked.
 
 Every message is one *frame*: a 4-byte big-endian length, then that many
 bytes of UTF-8 JSON. Decoding runs no code of the sender's and refuses what
@@ -21,20 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from junction.reference.errors import JunctionError
-
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_FRAME",
-    "ChannelClosed",
-    "ChannelTimeout",
-    "FrameReader",
-    "MalformedMessage",
-    "decode",
-    "encode",
-    "read_frame",
-    "write_frame",
-]
+__all__ = ["MAX_DEPTH", "MAX_FRAME", "FrameReader", "decode", "encode", "read_frame", "write_frame"]
 
 MAX_FRAME = 1 << 20  # bytes of JSON in one message: a mask of a chunk is far smaller
 MAX_DEPTH = 4  # nesting of lists and objects a message may have
@@ -43,18 +30,20 @@ _HEADER = struct.Struct(">I")
 _POLL = 0.05  # seconds between checks that the writer is still alive while nothing arrives
 
 
-class MalformedMessage(JunctionError):
+# The three signals below never leave this package: each reader turns them into a
+# verdict, a policy error or a typed result of its own.
+class _MalformedMessage(Exception):
     """A frame that is not a message of this format; the text says which rule it broke."""
 
 
-class ChannelClosed(JunctionError):
+class _ChannelClosed(Exception):
     """The peer closed its end (or died) before a whole frame arrived."""
 
     def __init__(self, message: str = "the peer closed its end before a whole frame") -> None:
         super().__init__(message)
 
 
-class ChannelTimeout(JunctionError):
+class _ChannelTimeout(Exception):
     """The deadline passed before a whole frame was read or written."""
 
     def __init__(self, message: str = "the deadline passed before a whole frame") -> None:
@@ -62,19 +51,19 @@ class ChannelTimeout(JunctionError):
 
 
 def _reject_constant(name: str) -> Any:
-    raise MalformedMessage(f"{name} is not a value of this format")
+    raise _MalformedMessage(f"{name} is not a value of this format")
 
 
 def _reject_float(text: str) -> Any:
-    raise MalformedMessage(f"a float ({text[:20]}) is not a value of this format")
+    raise _MalformedMessage(f"a float ({text[:20]}) is not a value of this format")
 
 
 def _int(text: str) -> int:
     if len(text) > 20:
-        raise MalformedMessage(f"an integer of {len(text)} digits is past 64 bits")
+        raise _MalformedMessage(f"an integer of {len(text)} digits is past 64 bits")
     value = int(text)
     if not -_MAX_INT <= value < _MAX_INT:
-        raise MalformedMessage(f"the integer {value} is past 64 bits")
+        raise _MalformedMessage(f"the integer {value} is past 64 bits")
     return value
 
 
@@ -82,7 +71,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise MalformedMessage(f"the key {key[:40]!r} appears twice")
+            raise _MalformedMessage(f"the key {key[:40]!r} appears twice")
         result[key] = value
     return result
 
@@ -103,26 +92,26 @@ def _depth(value: object, limit: int) -> None:
         item, depth = stack.pop()
         if type(item) is list or type(item) is dict:
             if depth >= limit:
-                raise MalformedMessage(f"nested deeper than {limit} levels")
+                raise _MalformedMessage(f"nested deeper than {limit} levels")
             children = item.values() if type(item) is dict else item
             stack.extend((child, depth + 1) for child in children)
 
 
 def decode(body: bytes) -> Any:
-    """A frame's body as plain data; :class:`MalformedMessage` for anything else.
+    """A frame's body as plain data; :class:`_MalformedMessage` for anything else.
 
     Deep nesting ends the C decoder's recursion (``RecursionError``, caught)
     long before it costs memory; what decodes is then held to :data:`MAX_DEPTH`.
     """
     if len(body) > MAX_FRAME:
-        raise MalformedMessage(f"a message of {len(body)} bytes is over {MAX_FRAME}")
+        raise _MalformedMessage(f"a message of {len(body)} bytes is over {MAX_FRAME}")
     try:
         text = body.decode("utf-8")
         value = _DECODER.decode(text)
-    except MalformedMessage:
+    except _MalformedMessage:
         raise
     except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError
-        raise MalformedMessage(f"not JSON: {' '.join(str(error).split())[:120]}") from None
+        raise _MalformedMessage(f"not JSON: {' '.join(str(error).split())[:120]}") from None
     _depth(value, MAX_DEPTH)
     return value
 
@@ -131,7 +120,7 @@ def encode(message: object) -> bytes:
     """``message`` (plain data) as one frame, header included."""
     body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
     if len(body) > MAX_FRAME:
-        raise MalformedMessage(f"a message of {len(body)} bytes is over {MAX_FRAME}")
+        raise _MalformedMessage(f"a message of {len(body)} bytes is over {MAX_FRAME}")
     return _HEADER.pack(len(body)) + body
 
 
@@ -139,10 +128,10 @@ def _wait(fd: int, writing: bool, deadline: float | None) -> None:
     """Until ``fd`` is ready (``deadline`` ``None``: however long that takes)."""
     left = None if deadline is None else deadline - time.monotonic()
     if left is not None and left <= 0:
-        raise ChannelTimeout
+        raise _ChannelTimeout
     ready = select.select([], [fd], [], left) if writing else select.select([fd], [], [], left)
     if not any(ready):
-        raise ChannelTimeout
+        raise _ChannelTimeout
 
 
 def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
@@ -154,9 +143,9 @@ def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
         except BlockingIOError:
             continue
         except OSError:
-            raise ChannelClosed from None
+            raise _ChannelClosed from None
         if not chunk:
-            raise ChannelClosed
+            raise _ChannelClosed
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)
@@ -168,17 +157,17 @@ def read_frame(fd: int, deadline: float | None) -> Any:
     The parent's descriptors are non-blocking, so a short read never blocks
     past the deadline.
 
-    Raises :class:`ChannelTimeout`, :class:`ChannelClosed`, or
-    :class:`MalformedMessage` (an oversized length is refused before its body is read).
+    Raises :class:`_ChannelTimeout`, :class:`_ChannelClosed`, or
+    :class:`_MalformedMessage` (an oversized length is refused before its body is read).
     """
     (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
     if size > MAX_FRAME:
-        raise MalformedMessage(f"a message of {size} bytes is over {MAX_FRAME}")
+        raise _MalformedMessage(f"a message of {size} bytes is over {MAX_FRAME}")
     return decode(_read_exactly(fd, size, deadline))
 
 
 def write_frame(fd: int, message: object, deadline: float | None) -> None:
-    """Write ``message`` as one frame by ``deadline``; :class:`ChannelClosed`: the peer is gone."""
+    """Write ``message`` as one frame by ``deadline``; :class:`_ChannelClosed`: the peer is gone."""
     data = memoryview(encode(message))
     while data:
         _wait(fd, True, deadline)
@@ -187,7 +176,7 @@ def write_frame(fd: int, message: object, deadline: float | None) -> None:
         except BlockingIOError:
             continue
         except OSError:  # EPIPE: the reader is gone
-            raise ChannelClosed from None
+            raise _ChannelClosed from None
         data = data[written:]
 
 
@@ -197,7 +186,7 @@ class FrameReader:
     A writer that died while something else (a grandchild it forked) still
     holds the pipe open would never produce end-of-file, so while nothing
     arrives the reader asks ``alive()`` every few hundredths of a second and
-    gives up (:class:`ChannelClosed`) once it says no. The buffer holds at
+    gives up (:class:`_ChannelClosed`) once it says no. The buffer holds at
     most one frame and one read beyond it.
     """
 
@@ -210,7 +199,7 @@ class FrameReader:
             return None
         (size,) = _HEADER.unpack_from(self._buffer)
         if size > MAX_FRAME:
-            raise MalformedMessage(f"a message of {size} bytes is over {MAX_FRAME}")
+            raise _MalformedMessage(f"a message of {size} bytes is over {MAX_FRAME}")
         end = _HEADER.size + size
         if len(self._buffer) < end:
             return None
@@ -219,27 +208,27 @@ class FrameReader:
         return body
 
     def read(self, deadline: float, alive: Callable[[], bool]) -> Any:
-        """The next message, decoded; :class:`ChannelTimeout` at ``deadline``,
-        :class:`ChannelClosed` at end-of-file or once ``alive()`` is false,
-        :class:`MalformedMessage` for a frame that breaks the format."""
+        """The next message, decoded; :class:`_ChannelTimeout` at ``deadline``,
+        :class:`_ChannelClosed` at end-of-file or once ``alive()`` is false,
+        :class:`_MalformedMessage` for a frame that breaks the format."""
         while True:
             body = self._frame()
             if body is not None:
                 return decode(body)
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ChannelTimeout
+                raise _ChannelTimeout
             ready, _, _ = select.select([self._fd], [], [], min(left, _POLL))
             if not ready:
                 if not alive():
-                    raise ChannelClosed
+                    raise _ChannelClosed
                 continue
             try:
                 chunk = os.read(self._fd, 1 << 16)
             except BlockingIOError:
                 continue
             except OSError:
-                raise ChannelClosed from None
+                raise _ChannelClosed from None
             if not chunk:
-                raise ChannelClosed
+                raise _ChannelClosed
             self._buffer += chunk

@@ -1,4 +1,4 @@
-"""The fuzz worker's message format under hostile input: nothing executed, nothing believed.
+"""The policy worker's message format under hostile input: nothing executed, nothing believed.
 
 Three layers, each driven by Hypothesis with malformed, oversized and
 hostile input: the frame decoder (any bytes), the frame reader on a real
@@ -22,10 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.cli import fuzz_supervisor, policy_wire
-from junction.reference.cli.fuzz_supervisor import Limits, RemotePolicy
 from junction.reference.engine.policy import CheckedPolicy, PolicyError
 from junction.reference.engine.request import Request
+from junction.reference.isolation import Limits, RemotePolicy
+from junction.reference.isolation import _frames as frames
+from junction.reference.isolation._connection import Loaded
 
 PLAIN = (dict, list, str, int, bool, type(None))
 
@@ -72,14 +73,14 @@ def _frame(body: bytes) -> bytes:
     ],
 )
 def test_what_json_allows_and_a_message_never_needs_is_refused(body: bytes) -> None:
-    with pytest.raises(policy_wire.MalformedMessage):
-        policy_wire.decode(body)
+    with pytest.raises(frames._MalformedMessage):
+        frames.decode(body)
 
 
 def test_a_pickle_is_never_loaded(tmp_path: Path) -> None:
     planted = tmp_path / "ran"
-    with pytest.raises(policy_wire.MalformedMessage):
-        policy_wire.decode(pickle.dumps(_Planted(str(planted))))
+    with pytest.raises(frames._MalformedMessage):
+        frames.decode(pickle.dumps(_Planted(str(planted))))
     assert not planted.exists()
 
 
@@ -87,8 +88,8 @@ def test_a_pickle_is_never_loaded(tmp_path: Path) -> None:
 @given(st.binary(max_size=400))
 def test_any_bytes_decode_to_plain_data_or_a_refusal(body: bytes) -> None:
     try:
-        value = policy_wire.decode(body)
-    except policy_wire.MalformedMessage:
+        value = frames.decode(body)
+    except frames._MalformedMessage:
         return
     assert _plain(value)
 
@@ -116,11 +117,11 @@ def test_a_byte_stream_on_a_pipe_reads_as_plain_frames_or_a_refusal(chunks: list
         os.write(write_fd, stream[:60_000])
         os.close(write_fd)
         write_fd = -1
-        reader = policy_wire.FrameReader(read_fd)
+        reader = frames.FrameReader(read_fd)
         for _ in range(len(chunks) + 1):
             try:
                 value = reader.read(time.monotonic() + 1.0, lambda: True)
-            except (policy_wire.MalformedMessage, policy_wire.ChannelClosed):
+            except (frames._MalformedMessage, frames._ChannelClosed):
                 return
             assert _plain(value)
     finally:
@@ -132,10 +133,10 @@ def test_a_byte_stream_on_a_pipe_reads_as_plain_frames_or_a_refusal(chunks: list
 def test_an_oversized_frame_is_refused_from_its_length_before_its_body() -> None:
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
-    os.write(write_fd, struct.pack(">I", policy_wire.MAX_FRAME + 1))  # and no body ever
-    reader = policy_wire.FrameReader(read_fd)
+    os.write(write_fd, struct.pack(">I", frames.MAX_FRAME + 1))  # and no body ever
+    reader = frames.FrameReader(read_fd)
     started = time.monotonic()
-    with pytest.raises(policy_wire.MalformedMessage, match="over"):
+    with pytest.raises(frames._MalformedMessage, match="over"):
         reader.read(time.monotonic() + 5.0, lambda: True)
     assert time.monotonic() - started < 1.0
     os.close(read_fd)
@@ -145,11 +146,11 @@ def test_an_oversized_frame_is_refused_from_its_length_before_its_body() -> None
 def test_a_silent_writer_costs_the_deadline_and_a_dead_one_less() -> None:
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
-    reader = policy_wire.FrameReader(read_fd)
-    with pytest.raises(policy_wire.ChannelTimeout):
+    reader = frames.FrameReader(read_fd)
+    with pytest.raises(frames._ChannelTimeout):
         reader.read(time.monotonic() + 0.2, lambda: True)
     started = time.monotonic()
-    with pytest.raises(policy_wire.ChannelClosed):  # the pipe is still open: a grandchild's
+    with pytest.raises(frames._ChannelClosed):  # the pipe is still open: a grandchild's
         reader.read(time.monotonic() + 5.0, lambda: False)
     assert time.monotonic() - started < 1.0
     os.close(read_fd)
@@ -166,13 +167,13 @@ class _ScriptedWorker:
         self.sent: list[dict[str, Any]] = []
 
     def send(self, message: dict[str, Any], deadline: float) -> None:
-        self.sent.append(policy_wire.decode(policy_wire.encode(message)[4:]))
+        self.sent.append(frames.decode(frames.encode(message)[4:]))
 
     def receive(self, deadline: float) -> Any:
         answer = self.answer
         if callable(answer):
             answer = answer(self.sent[-1]["id"])
-        return policy_wire.decode(policy_wire.encode(answer)[4:])
+        return frames.decode(frames.encode(answer)[4:])
 
     def exit_status(self) -> int | None:
         return None
@@ -183,7 +184,7 @@ class _ScriptedWorker:
 
 def _remote(answer: object) -> tuple[RemotePolicy, _ScriptedWorker]:
     worker = _ScriptedWorker(answer)
-    loaded = fuzz_supervisor._Loaded("scripted", False, False, False)
+    loaded = Loaded("scripted", False, False, False)
     remote = RemotePolicy(worker, loaded, Limits(60.0, 10.0), time.monotonic() + 60)  # type: ignore[arg-type]
     return remote, worker
 
@@ -253,10 +254,10 @@ def test_any_answer_is_plain_and_shaped_or_a_policy_error(
 def test_bool_for_int_and_other_shapes_are_refused(answer: object, problem: str) -> None:
     if isinstance(answer, float):  # a worker's raw frame, not a value the encoder writes
         worker = _ScriptedWorker(None)
-        worker.receive = lambda deadline: policy_wire.decode(b'{"id": 1, "value": 8.0}')  # type: ignore[method-assign]
+        worker.receive = lambda deadline: frames.decode(b'{"id": 1, "value": 8.0}')  # type: ignore[method-assign]
         remote = RemotePolicy(
             worker,  # type: ignore[arg-type]
-            fuzz_supervisor._Loaded("scripted", False, False, False),
+            Loaded("scripted", False, False, False),
             Limits(60.0, 10.0),
             time.monotonic() + 60,
         )

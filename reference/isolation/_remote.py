@@ -1,27 +1,22 @@
-"""The parent side of ``fuzz``: the harness here, the policy's code in a worker it asks.
+"""A policy in a worker process, as the engine calls it: every answer crossed the wire, checked.
 
-``fuzz`` is a gate, so the policy's code never runs in this process.
-:func:`supervise` starts :mod:`.policy_worker` (contained by :mod:`.processes`)
-and runs the engine, the harness, Hypothesis and every promise check here,
-with a :class:`RemotePolicy` that asks the worker for each answer over
-:mod:`.policy_wire` and checks it into plain values before the engine sees
-it: the worker sends answers, never verdicts. Each limit is a verdict: a
-call past ``call_seconds`` or running ``GRACE`` past the deadline is
-``timeout``; a call that would begin after the deadline is not made (a
-:class:`PolicyOutOfTime`: the example in progress is abandoned, unjudged,
-since the policy had no time to answer); a worker that dies or sends a
-malformed message is ``error``; a promise that judged no example is
-``unchecked``. The worker and every
-process it started are killed then, and at the end of the run.
+:func:`remote_policy` starts the worker (:mod:`._connection`) on a spec it
+can import and yields a :class:`RemotePolicy`, whose methods ask the worker
+for each answer and check it into plain values before the engine sees it:
+the worker sends answers, never verdicts. Each limit is a typed error the
+harness turns into a verdict: a call past ``call_seconds`` or running
+:data:`GRACE` past the deadline is a :class:`PolicyTimeout`; a call that
+would begin after the deadline is not made (:class:`PolicyOutOfTime`); a
+worker that dies or sends a malformed message is a :class:`PolicyError`.
+The worker and every process it started are killed then, and on leaving.
 Why this split and no pickle: docs/design/fuzz-isolation.md.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
+import math
 import reprlib
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,10 +24,7 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupSpec, HybridGeometry
-from junction.reference.cli import policy_wire, terminal
-from junction.reference.cli.policy_worker import geometry_json, group_json
-from junction.reference.cli.processes import Contained
+from junction.core import GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.policy import (
     PolicyError,
     PolicyOutOfTime,
@@ -40,127 +32,38 @@ from junction.reference.engine.policy import (
     RequestView,
     describe_request,
 )
-from junction.reference.harness import (
-    ConformanceReport,
-    Promise,
-    PromiseVerdict,
-    Verdict,
-    run_conformance,
-)
 
-__all__ = ["GRACE", "Limits", "LoadFailure", "RemotePolicy", "remote_policy", "supervise"]
+from ._connection import Loaded, Worker, one_line, read_loaded
+from ._frames import _ChannelClosed, _ChannelTimeout, _MalformedMessage
+from ._geometry import geometry_json, group_json
+
+__all__ = ["CALL_SECONDS", "GRACE", "Limits", "RemotePolicy", "remote_policy"]
 
 GRACE = 1.0  # seconds past the deadline a call in flight may take to answer
-MAX_NAME = 200  # characters of a policy's name
-MAX_TEXT = 400  # characters of a message the worker sends (an exception, a load failure)
+CALL_SECONDS = 10.0  # the limit of one call when the caller names none
 
 _BRIEF = reprlib.Repr()
 _BRIEF.maxstring = _BRIEF.maxother = 80
 
 
+def _finite_seconds(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None and attribute.name == "seconds":
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise InvalidArgument(attribute.name, value, "must be a finite number of seconds > 0")
+
+
 @attrs.frozen
 class Limits:
-    """``seconds`` for the whole command; ``call_seconds`` for one policy call."""
+    """``seconds`` for the whole run (``None``: no deadline); ``call_seconds`` for one call."""
 
-    seconds: float
-    call_seconds: float
+    seconds: float | None = attrs.field(validator=_finite_seconds)
+    call_seconds: float = attrs.field(default=CALL_SECONDS, validator=_finite_seconds)
 
-
-@attrs.frozen
-class LoadFailure:
-    """The policy could not be loaded (bad usage: exit 2); ``message`` is one line."""
-
-    message: str
-
-
-def _text(value: object, limit: int = MAX_TEXT) -> str | None:
-    """``value`` as one printable line of at most ``limit`` characters, if it is an exact str."""
-    if type(value) is not str:
-        return None
-    line = "".join(c if c.isprintable() else " " for c in " ".join(value.split()))
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-class _Worker:
-    """The worker process and its two pipes (this side non-blocking), with deadlines."""
-
-    def __init__(self, spec: str) -> None:
-        to_worker, requests = os.pipe()
-        answers, from_worker = os.pipe()
-        argv = [sys.executable, "-m", "junction.reference.cli.policy_worker"]
-        argv += [str(to_worker), str(from_worker), spec]
-        # The worker imports what this process can: its module path, not just the environment's.
-        path = os.pathsep.join(p or os.getcwd() for p in sys.path)
-        env = {**os.environ, "PYTHONPATH": path}
-        try:
-            self.process = Contained(argv, pass_fds=(to_worker, from_worker), env=env)
-        finally:
-            os.close(to_worker)
-            os.close(from_worker)
-        os.set_blocking(requests, False)
-        os.set_blocking(answers, False)
-        self._requests, self._answers = requests, answers
-        self._reader = policy_wire.FrameReader(answers)
-        self.closed = False
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def send(self, message: dict[str, Any], deadline: float) -> None:
-        policy_wire.write_frame(self._requests, message, deadline)
-
-    def receive(self, deadline: float) -> Any:
-        return self._reader.read(deadline, self.alive)
-
-    def exit_status(self) -> int | None:
-        """The worker's exit status, waiting a moment for it (it may be dying)."""
-        try:
-            return self.process.process.wait(timeout=0.5)
-        except Exception:
-            return None
-
-    def close(self) -> None:
-        """Kill the worker and everything it started; close the pipes. Idempotent."""
-        if self.closed:
-            return
-        self.closed = True
-        self.process.kill()
-        os.close(self._requests)
-        os.close(self._answers)
-
-
-@attrs.frozen
-class _Loaded:
-    name: str
-    fixed_boundaries: bool
-    writes_prefill_checkpoints: bool
-    keeps_decode_checkpoints: bool
-
-
-def _loaded(message: object) -> _Loaded | LoadFailure:
-    """The worker's first message, checked field by field."""
-    if type(message) is dict and set(message) == {"load_failed"}:
-        text = _text(message["load_failed"])
-        return LoadFailure(text if text else "the policy worker sent an empty load failure")
-    if type(message) is not dict or set(message) != {"loaded"}:
-        raise policy_wire.MalformedMessage("the first message must be loaded or load_failed")
-    fields = message["loaded"]
-    keys = {"name", "fixed_boundaries", "writes_prefill_checkpoints", "keeps_decode_checkpoints"}
-    if type(fields) is not dict or set(fields) != keys:
-        raise policy_wire.MalformedMessage(f"loaded must have exactly {sorted(keys)}")
-    name = fields["name"]
-    if type(name) is not str or not name or len(name) > MAX_NAME or not name.isprintable():
-        raise policy_wire.MalformedMessage(
-            f"the policy's name must be 1 to {MAX_NAME} printable characters"
-        )
-    flags = (
-        fields["fixed_boundaries"],
-        fields["writes_prefill_checkpoints"],
-        fields["keeps_decode_checkpoints"],
-    )
-    if any(type(flag) is not bool for flag in flags):
-        raise policy_wire.MalformedMessage("the policy's declarations must be bools")
-    return _Loaded(name, *flags)
+    @property
+    def named(self) -> str:
+        """The run's limit as messages name it: ``fuzz``'s option, ``--seconds 2``."""
+        return f"--seconds {math.inf if self.seconds is None else self.seconds:g}"
 
 
 class RemotePolicy:
@@ -177,7 +80,7 @@ class RemotePolicy:
     fails at once.
     """
 
-    def __init__(self, worker: _Worker, loaded: _Loaded, limits: Limits, deadline: float) -> None:
+    def __init__(self, worker: Worker, loaded: Loaded, limits: Limits, deadline: float) -> None:
         self.name = loaded.name
         self.fixed_boundaries = loaded.fixed_boundaries
         self.writes_prefill_checkpoints = loaded.writes_prefill_checkpoints
@@ -202,7 +105,7 @@ class RemotePolicy:
         if self.gone is not None:
             raise self.gone
         if time.monotonic() >= self._deadline:
-            problem = f"not asked: the run's time (--seconds {self._limits.seconds:g}) was spent"
+            problem = f"not asked: the run's time ({self._limits.named}) was spent"
             raise PolicyOutOfTime(self.name, describe(), problem)
         key = next(self._ids)
         message = {
@@ -228,20 +131,20 @@ class RemotePolicy:
         try:
             self._worker.send(message, deadline)
             answer = self._worker.receive(deadline)
-        except policy_wire.ChannelTimeout:
+        except _ChannelTimeout:
             if deadline == started + self._limits.call_seconds:
                 problem = f"did not return within {self._limits.call_seconds:g} s (--call-seconds)"
             else:
                 problem = (
-                    f"still running at the deadline (--seconds {self._limits.seconds:g}), "
+                    f"still running at the deadline ({self._limits.named}), "
                     f"{time.monotonic() - started:.1f} s after it was called"
                 )
             raise self._end(PolicyTimeout(self.name, describe(), problem)) from None
-        except policy_wire.ChannelClosed:
+        except _ChannelClosed:
             status = self._worker.exit_status()
             problem = f"the worker process ended (exit status {status})"
             raise self._end(PolicyError(self.name, describe(), problem)) from None
-        except policy_wire.MalformedMessage as error:
+        except _MalformedMessage as error:
             problem = f"the worker answered a malformed message: {error}"
             raise self._end(PolicyError(self.name, describe(), problem)) from None
         except BaseException as error:  # Ctrl-C or a termination signal while waiting
@@ -264,16 +167,16 @@ class RemotePolicy:
             problem = f"the worker answered a malformed message: fields {sorted(kinds)[:5]}"
             raise self._end(PolicyError(self.name, describe(), problem))
         if kinds == {"raised"}:
-            text = _text(answer["raised"]) or "an exception"
+            text = one_line(answer["raised"]) or "an exception"
             raise PolicyError(self.name, describe(), f"raised {text}")
         if kinds == {"value"}:
             return "value", answer["value"]
         if kinds == {"too_long"} and type(answer["too_long"]) is int:
             return "too_long", answer["too_long"]
-        if kinds == {"unsupported"} and _text(answer["unsupported"], 100):
-            return "unsupported", f"a {_text(answer['unsupported'], 100)}"
+        if kinds == {"unsupported"} and one_line(answer["unsupported"], 100):
+            return "unsupported", f"a {one_line(answer['unsupported'], 100)}"
         if kinds == {"element", "type"} and type(answer["element"]) is int:
-            kind = _text(answer["type"], 100)
+            kind = one_line(answer["type"], 100)
             if kind:
                 return "element", f"element {answer['element']} is a {kind}"
         problem = "the worker answered a malformed message: a field of the wrong type"
@@ -423,89 +326,32 @@ def _group(geometry: HybridGeometry, group: GroupSpec) -> int | dict[str, Any]:
     return group_json(group)
 
 
-def _unchecked(
-    spec: str, seed: int, promises: tuple[Promise, ...] | None, limits: Limits, problem: str
-) -> ConformanceReport:
-    verdicts = tuple(
-        PromiseVerdict(p, Verdict.UNCHECKED, 0, 0.0, error=f"policy {spec!r}: {problem}")
-        for p in (tuple(Promise) if promises is None else promises)
-    )
-    return ConformanceReport(spec, seed, verdicts, limits.call_seconds)
-
-
-def _load(worker: _Worker, spec: str, deadline: float) -> _Loaded | LoadFailure | None:
+def _load(worker: Worker, spec: str, deadline: float) -> Loaded | PolicyError | None:
     """The worker's first answer; ``None`` when the deadline came first."""
     try:
-        return _loaded(worker.receive(deadline))
-    except policy_wire.ChannelTimeout:
+        return read_loaded(worker.receive(deadline))
+    except _ChannelTimeout:
         return None
-    except policy_wire.ChannelClosed:
+    except _ChannelClosed:
         status = worker.exit_status()
-        return LoadFailure(
-            f"policy {spec!r}: load: the process loading it ended (exit status {status})"
-        )
-    except policy_wire.MalformedMessage as error:
-        return LoadFailure(f"policy {spec!r}: load: the worker sent a malformed message: {error}")
+        return PolicyError(spec, "load", f"the process loading it ended (exit status {status})")
+    except _MalformedMessage as error:
+        return PolicyError(spec, "load", f"the worker sent a malformed message: {error}")
 
 
 @contextmanager
-def remote_policy(
-    spec: str, limits: Limits, deadline: float
-) -> Iterator[RemotePolicy | LoadFailure | None]:
-    """The policy ``spec`` loaded in a new worker, as a :class:`RemotePolicy`.
+def remote_policy(spec: str, limits: Limits, deadline: float) -> Iterator[RemotePolicy | None]:
+    """The policy ``spec`` (a registered name or ``module:attribute``) loaded in a new worker.
 
-    Yields a :class:`LoadFailure` when it cannot be loaded, ``None`` when
-    ``deadline`` (``time.monotonic``) passed while loading. On leaving, the
-    worker and everything it started are killed.
+    Yields ``None`` when ``deadline`` (``time.monotonic``; ``math.inf``: none)
+    passed while loading. Raises :class:`PolicyError` when the policy cannot
+    be loaded. On leaving, the worker and everything it started are killed.
     """
-    worker = _Worker(spec)
+    worker = Worker(spec)
     try:
         loaded = _load(worker, spec, deadline)
-        if isinstance(loaded, _Loaded):
-            yield RemotePolicy(worker, loaded, limits, deadline)
-        else:
-            yield loaded
+        if isinstance(loaded, PolicyError):
+            raise loaded
+        yield None if loaded is None else RemotePolicy(worker, loaded, limits, deadline)
     finally:
         worker.close()
-
-
-def supervise(
-    policy: str,
-    seed: int,
-    promises: tuple[Promise, ...] | None,
-    limits: Limits,
-    on_verdict: Callable[[PromiseVerdict], None],
-) -> ConformanceReport | LoadFailure:
-    """Run ``policy``'s promises here, its code in a worker; the report, whatever the policy does.
-
-    ``promises``: ``None`` for the promises the policy makes (``run_conformance``).
-
-    The deadline counts from this call. ``on_verdict`` hears each verdict
-    (after each batch, at each failure). A ``KeyboardInterrupt`` (or a
-    termination signal raised as one) kills the worker and propagates.
-    """
-    deadline = time.monotonic() + limits.seconds
-    with remote_policy(policy, limits, deadline) as remote:
-        if isinstance(remote, LoadFailure):
-            return remote
-        if remote is None:
-            problem = (
-                f"the time ran out (--seconds {limits.seconds:g}) while loading the policy "
-                "(its import or factory was still running); nothing was checked"
-            )
-            return _unchecked(policy, seed, promises, limits, problem)
-        report = run_conformance(
-            remote,
-            seconds=max(deadline - time.monotonic(), 0.0),
-            seed=seed,
-            promises=promises,
-            # A signal that reached a policy call of the harness's own (the dense bound's,
-            # which catches everything) still stops the run at the next example.
-            stop=lambda: remote.gone is not None or terminal.signalled() is not None,
-            on_verdict=on_verdict,
-        )
-        if remote.interrupted is not None:
-            raise remote.interrupted
-        if terminal.signalled() is not None:
-            raise KeyboardInterrupt
-        return attrs.evolve(report, call_seconds=limits.call_seconds)
