@@ -21,3 +21,15 @@ def parts(root: Path = ROOT) -> tuple[str, ...]:
 
 
 PARTS = parts()
+
+
+def sources(root: Path = ROOT) -> list[tuple[Path, bool]]:
+    """Every module the rules of style hold for, each with whether it is a benchmark.
+
+    The modules of every part, ``junction/``'s own, and ``benchmarks/``; a
+    folder missing under ``root`` (a part mutmut does not link) has none.
+    """
+    package = [path for part in parts(root) for path in sorted((root / part).rglob("*.py"))]
+    package += sorted((root / "junction").glob("*.py"))
+    benchmarks = sorted((root / "benchmarks").rglob("*.py"))
+    return [(path, False) for path in package] + [(path, True) for path in benchmarks]

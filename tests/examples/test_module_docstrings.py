@@ -1,8 +1,12 @@
-"""Module docstrings stay short: what the module guarantees and the one why.
+"""Docstrings say what a thing is, briefly, and never its history.
 
-Rationale that needs more goes to ``docs/design/``, one note per decision,
-linked from the docstring by path (which must exist); every module of the
-package (tests aside) is held to :data:`LIMIT` lines.
+A module docstring is what the module guarantees and the one why, in at most
+:data:`LIMIT` lines; rationale that needs more goes to ``docs/design/``, one
+note per decision, linked from the docstring by path (which must exist). No
+docstring (module, class or function; the package's and the benchmarks')
+narrates history: each phrase of :data:`HISTORY` is refused. Upstream
+references (``vLLM #50409``, ``PR #47782``) are facts of the domain and
+pass; this project's issue numbers (three digits at most) do not.
 """
 
 from __future__ import annotations
@@ -13,10 +17,30 @@ from pathlib import Path
 
 import pytest
 
-from tests.parts import PARTS, ROOT
+from tests.parts import PARTS, ROOT, sources
 
 LIMIT = 20
 NOTE = re.compile(r"docs/design/[\w.-]+\.md")
+# What only a history narrates, each named as the failure reports it.
+HISTORY = {
+    "'used to' (what it did before)": re.compile(
+        r"(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bbeen )(?<!\bwas )(?<!\bwere )\bused to\b", re.I
+    ),
+    "a sentence opening with 'Now'": re.compile(r"(?:^|[.!?:;]\s+)Now\b"),
+    "'what it was before'": re.compile(r"\bwhat (?:it|they) (?:was|were) before\b", re.I),
+    "'previously', 'formerly', 'they once'": re.compile(
+        r"\b(?:previously|formerly)\b|\b(?:they|we) once\b|\bonce (?:was|were|had)\b", re.I
+    ),
+    "a change narrated": re.compile(
+        r"\b(?:was|were|has been|have been) (?:split|moved|renamed|rewritten|replaced|merged"
+        r"|removed|introduced|changed|added)\b",
+        re.I,
+    ),
+    "an issue number of this project": re.compile(
+        r"\bissues? #?\d{1,3}\b|(?<![\w#/&])#\d{1,3}\b", re.I
+    ),
+    "a date": re.compile(r"\b20\d\d-\d\d-\d\d\b"),
+}
 
 
 def docstring_lines(source: str) -> int:
@@ -55,3 +79,55 @@ def test_every_design_note_a_module_cites_exists(path: Path) -> None:
         n for n in NOTE.findall(path.read_text(encoding="utf-8")) if not (ROOT / n).is_file()
     ]
     assert not missing, f"{_name(path)} cites design notes that are not there: {missing}"
+
+
+def history(docstring: str) -> list[str]:
+    """The kinds of :data:`HISTORY` a docstring shows, each with the words found."""
+    return [
+        f"{kind}: {match[0]!r}"
+        for kind, rule in HISTORY.items()
+        for match in rule.finditer(docstring)
+    ]
+
+
+def test_the_history_rule_tells_a_history_from_a_fact() -> None:
+    narrated = [
+        "A promise used to be a string keyed into three tables.",
+        "The tables were written twice. Now the enum is the key.",
+        "The JSON is byte for byte what it was before the simulator was split into modules.",
+        "They once parsed its prose; previously a table.",
+        "Every axis of issue 23.",
+        "Added in #12, on 2026-12-01.",
+    ]
+    facts = [
+        "The value is used to key the table; they are used to count.",
+        "The only state one token past every lookup (vLLM #50409).",
+        "As merged in PR #47782; pre-#47782: the first only.",
+        "Off, the policy is what it was without them; now and then a block was evicted.",
+        "Once the pool is full, the oldest block goes; tokens 0..2026 are kept.",
+        "The call of a binding (an engine binds it once).",
+    ]
+    assert all(history(text) for text in narrated), [t for t in narrated if not history(t)]
+    assert not [found for text in facts for found in history(text)]
+
+
+def _docstrings(tree: ast.Module) -> list[tuple[str, str]]:
+    nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, _DOCUMENTED))]
+    found = [(getattr(node, "name", "module"), ast.get_docstring(node)) for node in nodes]
+    return [(name, text) for name, text in found if text]
+
+
+_DOCUMENTED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def test_no_docstring_narrates_history() -> None:
+    narrated = [
+        f"{path.relative_to(ROOT)} ({name}): {found}"
+        for path, _ in sources()
+        for name, text in _docstrings(ast.parse(path.read_text(encoding="utf-8")))
+        for found in history(text)
+    ]
+    assert not narrated, (
+        "docstrings that narrate history (say what the code is and why; git holds what "
+        f"it was): {narrated}"
+    )
