@@ -16,7 +16,7 @@ import pytest
 
 from junction.core import InvalidArgument
 from junction.reference.engine.policy import PolicyError
-from junction.reference.harness import Promise, Verdict, run_conformance, runner
+from junction.reference.harness import Promise, Verdict, promises, run_conformance, runner
 from junction.reference.isolation import CALL_SECONDS
 from junction.reference.policies import registry
 from junction.reference.policies.builtin import JunctionPolicy
@@ -76,13 +76,13 @@ def test_a_violating_policy_that_patches_the_checks_is_judged_in_a_worker(
     pids = tmp_path / "pids"
     monkeypatch.setenv("ISOLATED_PIDS", str(pids))
     spec = _module(tmp_path, monkeypatch, "patches_the_checks", PATCHES_THE_CHECKS)
-    check = runner.check
+    check = promises.check
     report = run_conformance(spec, isolated=True, seconds=30, call_seconds=5, promises=["replay"])
     (verdict,) = report.verdicts
     assert verdict.status is Verdict.VIOLATED, report.table()
     assert verdict.counterexample is not None and verdict.counterexample.promise is Promise.REPLAY
     assert report.policy == "vllm-0.33" and report.call_seconds == 5
-    assert runner.check is check  # the patch landed in the worker, not here
+    assert promises.check is check  # the patch landed in the worker, not here
     started = [int(line) for line in pids.read_text().split()]
     assert started and os.getpid() not in started
     if Path("/proc/self/stat").exists():
