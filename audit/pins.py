@@ -16,7 +16,7 @@ import importlib.metadata
 
 import attrs
 
-from junction.reference.errors import JunctionError
+from junction.core import JunctionError
 
 __all__ = ["EngineMissing", "Pin", "public_version"]
 

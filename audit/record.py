@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import attrs
 
-from junction.reference.errors import InvalidValue
+from junction.core import InvalidArgument
 
 from .pins import Pin
 
@@ -33,7 +33,7 @@ _NAME = re.compile(r"[a-z0-9-]+")
 
 def _check_name(record: AuditedEngine, attribute: attrs.Attribute[str], name: str) -> None:
     if not _NAME.fullmatch(name):
-        raise InvalidValue("name", name, "an engine's name is lowercase letters, digits and -")
+        raise InvalidArgument("name", name, "an engine's name is lowercase letters, digits and -")
 
 
 @attrs.frozen

@@ -11,8 +11,10 @@ relative imports only: copy this package into an engine unchanged.
   :func:`checkpoint_stop` and :func:`decode_checkpoint`.
 
 Invalid input raises :class:`InvalidArgument` naming the argument, the value
-and the rule. :class:`ChunkSplitter`, :class:`GroupMask`, :class:`HitReconciler`
-and :class:`GroupLookup` bind what is fixed once (docs/design/bound-calls.md).
+and the rule; it derives from :class:`JunctionError`, the root of every error
+any part of Junction raises on purpose. :class:`ChunkSplitter`,
+:class:`GroupMask`, :class:`HitReconciler` and :class:`GroupLookup` bind what
+is fixed once (docs/design/bound-calls.md).
 """
 
 from .boundaries import reachable_boundaries, replay_boundary
@@ -23,7 +25,7 @@ from .checkpoints import (
     promised_stop,
     segment_boundaries,
 )
-from .errors import InvalidArgument
+from .errors import InvalidArgument, JunctionError
 from .finders import (
     Finder,
     GroupLookup,
@@ -55,6 +57,7 @@ __all__ = [
     "HitReconciliation",
     "HybridGeometry",
     "InvalidArgument",
+    "JunctionError",
     "MaskPlan",
     "OffGridInterval",
     "PrefillCheckpoints",

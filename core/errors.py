@@ -1,12 +1,15 @@
-"""Input validation shared by every decision in ``core``.
+"""Junction's one error root, and the input validation shared by every decision in ``core``.
 
-Why one error type: engines vendor this package and want to catch exactly the
-errors it raises for bad input, and tests want to assert *which* argument was
-rejected and *why*. ``InvalidArgument`` therefore carries the argument's name,
-the offending value and the rule it broke, and its message states all three.
-It subclasses ``ValueError`` so callers that already catch ``ValueError`` keep
-working. Rejected alternative: plain ``assert`` (stripped under ``-O``, and a
-silent wrong answer is worse than a crash).
+:class:`JunctionError` is the root of every error any part of Junction raises
+on purpose, defined here because ``core`` imports nothing of ours and every
+other part imports ``core`` (docs/design/error-root.md). Engines vendor this
+package and want to catch exactly the errors it raises for bad input, and
+tests want to assert *which* argument was rejected and *why*:
+``InvalidArgument`` carries the argument's name, the offending value and the
+rule it broke, and its message states all three. It is also a ``ValueError``
+so callers that already catch ``ValueError`` keep working. Rejected
+alternative: plain ``assert`` (stripped under ``-O``, and a silent wrong
+answer is worse than a crash).
 
 The ``require_*`` helpers are deliberately tiny: they run on every call of the
 hot decisions, so each is a couple of comparisons.
@@ -14,11 +17,26 @@ hot decisions, so each is a couple of comparisons.
 
 from __future__ import annotations
 
-__all__ = ["InvalidArgument", "int_error", "require_int", "require_optional_int"]
+__all__ = [
+    "InvalidArgument",
+    "JunctionError",
+    "int_error",
+    "require_int",
+    "require_optional_int",
+]
 
 
-class InvalidArgument(ValueError):
-    """An argument broke a documented rule.
+class JunctionError(Exception):
+    """The root: ``except JunctionError`` catches every error Junction raises on purpose.
+
+    Constructed with its whole message. Each subclass is one meaning and, where
+    one fits, also derives from the built-in error it specialises
+    (``ValueError``, ``RuntimeError``, ``NotImplementedError``).
+    """
+
+
+class InvalidArgument(JunctionError, ValueError):
+    """An argument broke a documented rule; reads ``argument=value: rule``.
 
     Attributes:
         argument: the parameter (or attribute) name, e.g. ``"block_size"``.
@@ -31,6 +49,11 @@ class InvalidArgument(ValueError):
         self.value = value
         self.rule = rule
         super().__init__(f"{argument}={value!r}: {rule}")
+
+    def __reduce__(self) -> tuple[type[InvalidArgument], tuple[str, object, str]]:
+        # Rebuilt from its three fields, not its message: a worker process's error
+        # arrives whole.
+        return type(self), (self.argument, self.value, self.rule)
 
 
 def require_int(argument: str, value: object, minimum: int, minimum_name: str = "") -> int:

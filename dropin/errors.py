@@ -9,12 +9,15 @@ names the decision, the option and the value, so a failing engine test reads
 as "the core cannot express X" rather than as a wrong answer.
 
 It is not an ``InvalidArgument``: the value is valid for vLLM, and bad input
-to the core still raises the core's own error unchanged.
+to the core still raises the core's own error unchanged. Both derive from
+``junction.core.JunctionError``.
 """
 
 from __future__ import annotations
 
 import enum
+
+from junction.core import JunctionError
 
 __all__ = ["Decision", "UnsupportedOption"]
 
@@ -27,7 +30,7 @@ class Decision(enum.Enum):
     LOOKUP = "HybridKVCacheCoordinator.find_longest_cache_hit"
 
 
-class UnsupportedOption(NotImplementedError):
+class UnsupportedOption(JunctionError, NotImplementedError):
     """vLLM called a decision with an option the core cannot express.
 
     Attributes:

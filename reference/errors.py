@@ -1,50 +1,111 @@
-"""The reference side's one error family: :class:`JunctionError` and its kinds.
+"""What the reference side refuses: attrs validators raising core's error; PoolExhausted.
 
-The core's :class:`~junction.core.InvalidArgument` names the argument, the
-value and the rule; the reference engine, harness, simulator, workloads,
-command line and audits raise errors of the same shape, so a caller catches
-``JunctionError`` for anything they refuse on purpose and reads the three
-fields. An error about a place rather than one argument (a trace's line, a
-policy's call, an output path) is raised with its whole message, which is
-then its ``rule``. Each subclass is one meaning; most also derive from the
-built-in error callers already catch (``ValueError``, ``RuntimeError``).
+Every error of the reference side derives from ``junction.core.JunctionError``
+(the root, docs/design/error-root.md); a bad argument or attribute raises
+core's ``InvalidArgument``, naming it, its value and the rule. The validators
+here are attrs validators that do so, for the records a caller builds
+(attrs's own raise ``TypeError`` or ``ValueError``, outside the root). An
+error about a place rather than one argument (a trace's line, a policy's
+call, an output path) is a subclass of its own, constructed with its whole
+message.
 """
 
 from __future__ import annotations
 
-__all__ = ["InvalidValue", "JunctionError", "PoolExhausted"]
+import math
+from collections.abc import Callable, Collection, Sized
+from typing import Any
 
-_MESSAGE_ONLY = object()
+import attrs
 
+from junction.core import InvalidArgument, JunctionError
 
-class JunctionError(Exception):
-    """An error the reference side raises on purpose.
+__all__ = [
+    "PoolExhausted",
+    "Validator",
+    "int_at_least",
+    "int_between",
+    "non_empty",
+    "number_between",
+    "of_type",
+    "one_of",
+]
 
-    ``JunctionError(argument, value, rule)`` reads ``argument=value: rule``,
-    as the core's errors do; ``JunctionError(message)`` carries a message
-    whose subject is not one argument (``argument`` and ``value`` are then
-    ``None``, ``rule`` the message).
-
-    Attributes:
-        argument: the parameter, attribute or option at fault, or ``None``.
-        value: the value it had (``None`` for a message-only error).
-        rule: the rule it broke, in words (the whole message when message-only).
-    """
-
-    def __init__(self, argument: str, value: object = _MESSAGE_ONLY, rule: str = "") -> None:
-        if value is _MESSAGE_ONLY:
-            self.argument: str | None = None
-            self.value: object = None
-            self.rule = argument
-            super().__init__(argument)
-        else:
-            self.argument, self.value, self.rule = argument, value, rule
-            super().__init__(f"{argument}={value!r}: {rule}")
-
-
-class InvalidValue(JunctionError, ValueError):
-    """A value given to the reference side broke a documented rule."""
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 
 class PoolExhausted(JunctionError, RuntimeError):
     """An audited engine's pool cannot fit a prompt, even after eviction."""
+
+
+def int_between(low: int, high: int) -> Validator:
+    """An ``int`` (not ``bool``) in ``[low, high]``."""
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if type(value) is not int or not low <= value <= high:
+            raise InvalidArgument(attribute.name, value, f"must be an int in [{low}, {high}]")
+
+    return validate
+
+
+def int_at_least(minimum: int) -> Validator:
+    """An ``int`` (not ``bool``) ``>= minimum``."""
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if type(value) is not int or value < minimum:
+            raise InvalidArgument(attribute.name, value, f"must be an int >= {minimum}")
+
+    return validate
+
+
+def number_between(
+    low: float, high: float = math.inf, *, below_high: bool = False, floats: bool = False
+) -> Validator:
+    """A number (``float``, or ``int`` unless ``floats``; never ``bool``) in ``[low, high]``,
+    or ``[low, high)`` with ``below_high``."""
+    noun = "a float" if floats else "a number"
+    shut = ")" if below_high else "]"
+    rule = (
+        f"must be {noun} >= {low:g}"
+        if high == math.inf
+        else f"must be {noun} in [{low:g}, {high:g}{shut}"
+    )
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, float | int):
+            raise InvalidArgument(attribute.name, value, rule)
+        if (floats and type(value) is int) or not low <= value <= high:
+            raise InvalidArgument(attribute.name, value, rule)
+        if below_high and value == high:
+            raise InvalidArgument(attribute.name, value, rule)
+
+    return validate
+
+
+def one_of(choices: Collection[object]) -> Validator:
+    """One of ``choices``."""
+    rule = f"must be one of {', '.join(repr(choice) for choice in choices)}"
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value not in choices:
+            raise InvalidArgument(attribute.name, value, rule)
+
+    return validate
+
+
+def of_type(*kinds: type) -> Validator:
+    """An instance of one of ``kinds`` (``bool`` is not an ``int`` here)."""
+    rule = f"must be {' or '.join(kind.__name__ for kind in kinds)}"
+
+    def validate(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        strays_bool = isinstance(value, bool) and bool not in kinds
+        if not isinstance(value, kinds) or strays_bool:
+            raise InvalidArgument(attribute.name, value, rule)
+
+    return validate
+
+
+def non_empty(instance: object, attribute: attrs.Attribute[Any], value: Sized) -> None:
+    """A collection with at least one item."""
+    if len(value) == 0:
+        raise InvalidArgument(attribute.name, value, "must not be empty")

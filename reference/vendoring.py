@@ -33,7 +33,7 @@ from typing import Literal
 import attrs
 
 from junction import core
-from junction.reference.errors import JunctionError
+from junction.core import JunctionError
 
 __all__ = [
     "STAMP_NAME",

@@ -22,8 +22,8 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry
-from junction.reference.errors import JunctionError, PoolExhausted
+from junction.core import GroupKind, HybridGeometry, JunctionError
+from junction.reference.errors import PoolExhausted
 
 from .env import publish_server_args, sglang
 

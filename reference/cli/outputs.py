@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from junction.reference.errors import JunctionError
+from junction.core import JunctionError
 
 __all__ = ["OutputError", "check_file", "check_folder", "commit", "rewrite", "write_set"]
 

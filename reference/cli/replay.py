@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from junction.core import JunctionError
 from junction.reference.cli import options
 from junction.reference.engine.policy import PolicyError
-from junction.reference.errors import JunctionError
 from junction.reference.harness import Scenario, replay
 from junction.reference.policies.registry import resolve_policy
 

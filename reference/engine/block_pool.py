@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat, takewhile
 from operator import countOf, or_
 
+from junction.core import InvalidArgument, JunctionError
 from junction.reference.engine.eviction import EvictionOrder, LruOrder
 from junction.reference.engine.hash_chain import unit_hashes
 from junction.reference.engine.invariants import InvariantViolation
-from junction.reference.errors import InvalidValue, JunctionError
 
 __all__ = ["Block", "BlockPool", "NoFreeBlocks"]
 
@@ -68,7 +68,9 @@ class BlockPool:
 
     def __init__(self, num_blocks: int, order: EvictionOrder | None = None) -> None:
         if num_blocks < 2:
-            raise InvalidValue("num_blocks", num_blocks, "a pool needs the null block and one more")
+            raise InvalidArgument(
+                "num_blocks", num_blocks, "a pool needs the null block and one more"
+            )
         self.blocks = [Block(i) for i in range(num_blocks)]
         self.null_block = self.blocks[0]
         self.free_unhashed: OrderedDict[int, Block] = OrderedDict(

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import attrs
 
-from junction.core import HybridGeometry
+from junction.core import HybridGeometry, InvalidArgument
 from junction.reference.engine.eviction import EvictionPolicy, LeastRecentlyUsed
 from junction.reference.engine.protocol import Policy
 from junction.reference.engine.tier import ExternalTier, TierSaving
-from junction.reference.errors import InvalidValue
 
 __all__ = ["EngineConfig", "Metrics"]
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if type(value) is not int or value < 1:
-        raise InvalidValue(attribute.name, value, "must be an int >= 1")
+        raise InvalidArgument(attribute.name, value, "must be an int >= 1")
 
 
 def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if type(value) is not int or value < 0:
-        raise InvalidValue(attribute.name, value, "must be an int >= 0")
+        raise InvalidArgument(attribute.name, value, "must be an int >= 0")
 
 
 @attrs.frozen

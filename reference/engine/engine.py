@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from junction.core import GroupKind, GroupSpec, cdiv
+from junction.core import GroupKind, GroupSpec, JunctionError, cdiv
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.config import EngineConfig, Metrics
 from junction.reference.engine.coordinator import Coordinator
@@ -28,7 +28,12 @@ from junction.reference.engine.request import Request, RequestStatus
 from junction.reference.engine.tier import TierConnector
 
 # EngineConfig and Metrics (config.py) are re-exported: they come with the engine.
-__all__ = ["Engine", "EngineConfig", "Metrics"]
+__all__ = ["Engine", "EngineConfig", "Metrics", "RequestTooLarge"]
+
+
+class RequestTooLarge(JunctionError, ValueError):
+    """A request the pool could never hold, even alone; the message names the request,
+    the blocks it needs and the pool's size."""
 
 
 class Engine:
@@ -101,7 +106,7 @@ class Engine:
             per_group = " + ".join(
                 str(self._group_peak(g, num_tokens)) for g in self.geometry.groups
             )
-            raise ValueError(
+            raise RequestTooLarge(
                 f"request {request.request_id} ({len(prompt)} prompt + {max_output_tokens} output "
                 f"tokens) needs at least {needed} blocks ({per_group}, one term per group); "
                 f"the pool has {self.pool.num_usable}"

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry
-from junction.reference.errors import InvalidValue
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
+from junction.reference.errors import int_at_least
 
 if TYPE_CHECKING:  # the pool imports this module; a block is only read here
     from junction.reference.engine.block_pool import Block
@@ -41,8 +41,8 @@ __all__ = [
     "eviction_policy",
 ]
 
-_non_negative = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
-_positive = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(1))
+_non_negative = int_at_least(0)
+_positive = int_at_least(1)
 
 
 class EvictionOrder(Protocol):
@@ -164,7 +164,7 @@ class FlopModel:
             GroupKind.MAMBA: self.mamba,
         }[kind]
         if cost is None:
-            raise ValueError(f"kind={kind.value}: this FLOP model has no cost for it")
+            raise InvalidArgument("kind", kind.value, "this FLOP model has no cost for it")
         return cost
 
     def flops(self, spec: GroupSpec, start: int, end: int) -> int:
@@ -341,4 +341,4 @@ def eviction_policy(name: str, model: FlopModel) -> EvictionPolicy:
         return LeastRecentlyUsed()
     if name == "flop-aware":
         return FlopAware(model)
-    raise InvalidValue("eviction", name, f"expected one of {', '.join(EVICTION_POLICIES)}")
+    raise InvalidArgument("eviction", name, f"expected one of {', '.join(EVICTION_POLICIES)}")

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.group_manager import BlockIndex, GroupManager
 from junction.reference.engine.invariants import InvariantViolation, MambaStateMissing
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
-from junction.reference.errors import InvalidValue
 
 __all__ = ["BlockIndex", "GroupManager", "MambaStateMissing", "make_manager"]
 
@@ -41,7 +40,7 @@ class SlidingWindowManager(GroupManager):
     ):
         super().__init__(group_id, spec, geometry, pool, policy)
         if spec.window is None:
-            raise InvalidValue("spec", spec, "a sliding-window manager needs a window")
+            raise InvalidArgument("spec", spec, "a sliding-window manager needs a window")
         self.window = spec.window
         self.released: dict[int, int] = {}
         # Decode checkpoints: the first block the next turn may still read (held).

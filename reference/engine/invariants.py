@@ -13,7 +13,7 @@ the conformance harness) keep catching it.
 
 from __future__ import annotations
 
-from junction.reference.errors import JunctionError
+from junction.core import JunctionError
 
 __all__ = ["InvariantViolation", "MambaStateMissing"]
 

@@ -18,9 +18,8 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import Any, TypeGuard
 
-from junction.core import GroupSpec, HybridGeometry
+from junction.core import GroupSpec, HybridGeometry, JunctionError
 from junction.reference.engine.protocol import Policy, RequestView
-from junction.reference.errors import JunctionError
 
 # Policy and RequestView are re-exported: callers import the protocol with its checker.
 __all__ = [

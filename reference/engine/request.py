@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
+from junction.core import InvalidArgument
 from junction.reference.engine.hash_chain import HashChain
 
 __all__ = ["NextTurnView", "Request", "RequestStatus"]
@@ -71,14 +72,15 @@ class Request:
         answer: Sequence[int] = (),
     ) -> None:
         if not prompt:
-            raise ValueError(f"request {request_id}: a prompt needs at least one token")
+            raise InvalidArgument("prompt", prompt, "a prompt needs at least one token")
         if max_output_tokens < 1:
-            raise ValueError(f"request {request_id}: max_output_tokens must be >= 1")
+            raise InvalidArgument("max_output_tokens", max_output_tokens, "must be >= 1")
         for position in declared_checkpoints:
             if type(position) is not int or not 0 <= position <= len(prompt):
-                raise ValueError(
-                    f"request {request_id}: declared checkpoint {position!r} must be an int "
-                    f"in [0, {len(prompt)}] (a prompt position)"
+                raise InvalidArgument(
+                    "declared_checkpoints",
+                    position,
+                    f"each must be an int in [0, {len(prompt)}] (a prompt position)",
                 )
         # Positions the request's application declared (docs/domain.md, "The next turn").
         self.declared_checkpoints: tuple[int, ...] = tuple(sorted(set(declared_checkpoints)))

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry
+from junction.core import GroupKind, HybridGeometry, InvalidArgument
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.coordinator import Coordinator
 from junction.reference.engine.group_managers import GroupManager, MambaManager
@@ -29,7 +29,6 @@ from junction.reference.engine.hash_chain import unit_hashes
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
-from junction.reference.errors import InvalidValue
 
 __all__ = ["ExternalTier", "StoredBlock", "TierConnector", "TierSaving"]
 
@@ -71,7 +70,7 @@ class ExternalTier:
 
     def __init__(self, capacity: int) -> None:
         if type(capacity) is not int or capacity < 1:
-            raise InvalidValue("capacity", capacity, "a tier holds at least one block")
+            raise InvalidArgument("capacity", capacity, "a tier holds at least one block")
         self.capacity = capacity
         self.blocks: OrderedDict[tuple[int, int], StoredBlock] = OrderedDict()
         # Hash units strictly inside stored blocks (sub-block hits), to the block's key.

@@ -13,7 +13,7 @@ import enum
 
 import attrs
 
-from junction.reference.errors import InvalidValue
+from junction.core import InvalidArgument
 
 __all__ = ["Promise", "Retention"]
 
@@ -48,7 +48,7 @@ class Promise(enum.Enum):
             return cls(name)
         except ValueError:
             choices = ", ".join(p.value for p in cls)
-            raise InvalidValue("promise", name, f"must be one of {choices}") from None
+            raise InvalidArgument("promise", name, f"must be one of {choices}") from None
 
     @property
     def number(self) -> int:

@@ -24,11 +24,11 @@ import attrs
 from junction.core import (
     GroupKind,
     HybridGeometry,
+    InvalidArgument,
     floor_to,
     last_cacheable_position,
     next_grid_point,
 )
-from junction.reference.errors import InvalidValue
 from junction.reference.oracle.first_principles import oracle_blocks_needed, oracle_reconcile
 
 from .promise import Promise
@@ -154,7 +154,7 @@ def _segments(scenario: Scenario, run: Run) -> Problem | None:
     """Promise 3: the probe hits the last segment boundary a chunk end materialised."""
     interval = scenario.geometry.retention_interval
     if not interval:
-        raise InvalidValue("retention_interval", interval, "the segments promise needs R > 0")
+        raise InvalidArgument("retention_interval", interval, "the segments promise needs R > 0")
     (prompt,) = scenario.prompts
     probe = scenario.probe
     hit = run.lookup(probe).hit

@@ -12,7 +12,8 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
+from junction.reference.errors import int_at_least
 
 from .promise import Promise
 
@@ -29,11 +30,6 @@ def _ints(value: Iterable[int]) -> tuple[int, ...]:
 
 def _promise(name: Promise | str) -> Promise:
     return Promise.named(name)
-
-
-def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"Scenario.{attribute.name}: expected >= 1, got {value}")
 
 
 @attrs.frozen
@@ -53,17 +49,17 @@ class Scenario:
     geometry: HybridGeometry
     prompts: tuple[tuple[int, ...], ...] = attrs.field(converter=_prompts)
     probe: tuple[int, ...] = attrs.field(converter=_ints, default=())
-    budget: int = attrs.field(default=16, validator=_positive)
-    num_blocks: int = attrs.field(default=5000, validator=_positive)
+    budget: int = attrs.field(default=16, validator=int_at_least(1))
+    num_blocks: int = attrs.field(default=5000, validator=int_at_least(1))
     gaps: tuple[int, ...] = attrs.field(converter=_ints, default=())
-    max_output_tokens: int = attrs.field(default=2, validator=_positive)
+    max_output_tokens: int = attrs.field(default=2, validator=int_at_least(1))
     declared: tuple[int, ...] = attrs.field(converter=_ints, default=())
 
     @gaps.validator
     def _gaps(self, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
         if value and len(value) != len(self.prompts):
-            raise ValueError(
-                f"Scenario.gaps: expected one per prompt ({len(self.prompts)}), got {len(value)}"
+            raise InvalidArgument(
+                attribute.name, value, f"must hold one gap per prompt ({len(self.prompts)})"
             )
 
     def to_json(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import attrs
 
 from junction.core import GroupSpec
 from junction.reference.engine.policy import RequestView
+from junction.reference.errors import int_at_least
 
 from .promise import Promise
 from .scenario import Scenario
@@ -61,11 +62,6 @@ class Verdict(enum.Enum):
         return self in (Verdict.VIOLATED, Verdict.ERROR, Verdict.TIMEOUT, Verdict.UNCHECKED)
 
 
-def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 0:
-        raise ValueError(f"{type(instance).__name__}.{attribute.name}: expected >= 0, got {value}")
-
-
 def _positions(value: Iterable[int]) -> tuple[int, ...]:
     return tuple(value)
 
@@ -74,10 +70,10 @@ def _positions(value: Iterable[int]) -> tuple[int, ...]:
 class RequestState:
     """What a policy reads of a request (a ``RequestView``), frozen at one moment."""
 
-    num_prompt_tokens: int = attrs.field(validator=_non_negative)
-    num_tokens: int = attrs.field(validator=_non_negative)
-    num_computed_tokens: int = attrs.field(validator=_non_negative)
-    shared_prefix_boundary: int = attrs.field(validator=_non_negative)
+    num_prompt_tokens: int = attrs.field(validator=int_at_least(0))
+    num_tokens: int = attrs.field(validator=int_at_least(0))
+    num_computed_tokens: int = attrs.field(validator=int_at_least(0))
+    shared_prefix_boundary: int = attrs.field(validator=int_at_least(0))
     declared_checkpoints: tuple[int, ...] = attrs.field(default=(), converter=_positions)
 
     @classmethod

@@ -22,8 +22,7 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupSpec, cdiv
-from junction.reference.errors import JunctionError
+from junction.core import GroupSpec, JunctionError, cdiv
 
 __all__ = ["GIB", "MemoryModel", "ModelConfigError", "load_model_config", "memory_model"]
 

@@ -20,6 +20,7 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv
 from junction.reference.engine.eviction import FlopModel
+from junction.reference.errors import one_of
 from junction.reference.policies.registry import resolve_policy
 
 from .keys import FRESH_BASE
@@ -52,7 +53,7 @@ class Point:
     policy: str
     retention_interval: int | None
     num_blocks: int
-    eviction: str = attrs.field(default="lru", validator=attrs.validators.in_(EVICTIONS))
+    eviction: str = attrs.field(default="lru", validator=one_of(EVICTIONS))
 
 
 @attrs.frozen

@@ -16,6 +16,7 @@ import attrs
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.eviction import FlopModel, LayerCost
+from junction.reference.errors import non_empty
 
 __all__ = ["DEFAULT_GEOMETRIES", "GEOMETRIES", "PRESETS", "GeometryChoice"]
 
@@ -24,7 +25,7 @@ __all__ = ["DEFAULT_GEOMETRIES", "GEOMETRIES", "PRESETS", "GeometryChoice"]
 class GeometryChoice:
     """A built-in geometry: its groups, one line describing it, and its FLOP model."""
 
-    groups: tuple[GroupSpec, ...] = attrs.field(validator=attrs.validators.min_len(1))
+    groups: tuple[GroupSpec, ...] = attrs.field(validator=non_empty)
     description: str
     flops: FlopModel
 

@@ -20,8 +20,10 @@ from typing import Any, Literal
 
 import attrs
 
+from junction.core import InvalidArgument
 from junction.reference.engine.engine import Engine, Metrics
 from junction.reference.engine.tier import ExternalTier
+from junction.reference.errors import number_between
 from junction.reference.workloads.drive import Replay, Timeline
 from junction.reference.workloads.sessions import Turn
 from junction.reference.workloads.step_time import StepTimeModel
@@ -31,7 +33,7 @@ __all__ = ["ROUTES", "Route", "TierReport", "combined_metrics", "route", "run_in
 Route = Literal["round-robin", "session"]
 ROUTES: tuple[Route, ...] = ("round-robin", "session")
 
-_rate = attrs.validators.and_(attrs.validators.ge(0.0), attrs.validators.le(1.0))
+_rate = number_between(0.0, 1.0)
 
 
 def route(sessions: Sequence[Sequence[Turn]], instances: int, rule: Route) -> list[int]:
@@ -95,7 +97,9 @@ def run_instances(
 def _arrival(turns: Sequence[Turn], index: int) -> float:
     arrival = turns[index].arrival_ms
     if arrival is None:
-        raise ValueError(f"turns[{index}].arrival_ms: expected an int for trace arrivals, got None")
+        raise InvalidArgument(
+            f"turns[{index}].arrival_ms", None, "must be an int for trace arrivals"
+        )
     return float(arrival)
 
 

@@ -29,7 +29,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from junction.reference.errors import JunctionError
+from junction.core import InvalidArgument, JunctionError
+from junction.reference.errors import int_at_least, non_empty, of_type, one_of
 from junction.reference.workloads.trace import TraceError
 from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text, text_digest
 
@@ -58,8 +59,8 @@ __all__ = [
 
 CONNECT_SECONDS = 5.0
 
-_at_least_1 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(1))
-_at_least_0 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
+_at_least_1 = int_at_least(1)
+_at_least_0 = int_at_least(0)
 
 
 @attrs.frozen
@@ -87,11 +88,7 @@ class BuiltinSource:
 class TraceSource:
     """A trace file of either format, plain or gzip; ``requests``: only its first N."""
 
-    path: str = attrs.field(
-        validator=attrs.validators.and_(
-            attrs.validators.instance_of(str), attrs.validators.min_len(1)
-        )
-    )
+    path: str = attrs.field(validator=attrs.validators.and_(of_type(str), non_empty))
     requests: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(_at_least_1)
     )
@@ -133,18 +130,16 @@ class RunSpec:
     whose every request has a time, else ``sessions`` (``simulate``'s rule).
     """
 
-    source: WorkloadSource = attrs.field(
-        validator=attrs.validators.instance_of((BuiltinSource, TraceSource))
-    )
-    geometry: str = attrs.field(validator=attrs.validators.in_(tuple(GEOMETRIES)))
-    variant: Variant = attrs.field(validator=attrs.validators.instance_of(Variant))
-    settings: Settings = attrs.field(validator=attrs.validators.instance_of(Settings))
+    source: WorkloadSource = attrs.field(validator=of_type(BuiltinSource, TraceSource))
+    geometry: str = attrs.field(validator=one_of(tuple(GEOMETRIES)))
+    variant: Variant = attrs.field(validator=of_type(Variant))
+    settings: Settings = attrs.field(validator=of_type(Settings))
     pool: PoolSize | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(PoolSize))
+        default=None, validator=attrs.validators.optional(of_type(PoolSize))
     )
     arrivals: ArrivalsChoice | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(attrs.validators.in_((*ARRIVALS, "default"))),
+        validator=attrs.validators.optional(one_of((*ARRIVALS, "default"))),
     )
 
 
@@ -207,9 +202,9 @@ def run_all(
     The first run that raises stops the others and its error is raised here.
     """
     if jobs is not None and (type(jobs) is not int or jobs < 1):
-        raise ValueError(f"jobs: expected an int >= 1 or None, got {jobs!r}")
+        raise InvalidArgument("jobs", jobs, "must be an int >= 1 or None")
     if ray is not None and jobs is not None:
-        raise ValueError(f"jobs: must be None with ray={ray!r} (the cluster sets the parallelism)")
+        raise InvalidArgument("jobs", jobs, f"must be None with ray={ray!r} (the cluster sets it)")
     report = on_result or (lambda result: None)
     if ray is not None:
         return _on_ray(specs, ray, report)

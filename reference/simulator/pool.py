@@ -18,8 +18,9 @@ from typing import Literal
 
 import attrs
 
-from junction.core import HybridGeometry
+from junction.core import HybridGeometry, InvalidArgument
 from junction.reference.engine.hash_chain import ROOT_HASH, unit_hashes
+from junction.reference.errors import one_of
 from junction.reference.workloads.hash_prompts import HashArrival
 from junction.reference.workloads.hash_reuse import distinct_blocks
 
@@ -43,16 +44,14 @@ def _value(
         ok = type(value) is int and value >= (2 if kind == "blocks" else 1)
         expected = f"an int >= {2 if kind == 'blocks' else 1}"
     if not ok:
-        raise ValueError(f"{attribute.name}: a {kind} pool size must be {expected}, got {value!r}")
+        raise InvalidArgument(attribute.name, value, f"a {kind} pool size must be {expected}")
 
 
 @attrs.frozen
 class PoolSize:
     """How the pool was given: its kind and its value (``None`` for unbounded)."""
 
-    kind: PoolKind = attrs.field(
-        validator=attrs.validators.in_(("blocks", "tokens", "fraction", "unbounded"))
-    )
+    kind: PoolKind = attrs.field(validator=one_of(("blocks", "tokens", "fraction", "unbounded")))
     value: int | float | None = attrs.field(validator=_value)
 
     @property

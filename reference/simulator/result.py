@@ -15,13 +15,16 @@ from typing import Any
 
 import attrs
 
+from junction.core import InvalidArgument
+from junction.reference.errors import int_at_least, number_between
+
 from .instances import TierReport
 from .variants import Variant
 
 __all__ = ["GroupRetention", "Latency", "RunResult"]
 
-_count = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
-_rate = attrs.validators.and_(attrs.validators.ge(0.0), attrs.validators.le(1.0))
+_count = int_at_least(0)
+_rate = number_between(0.0, 1.0)
 
 
 @attrs.frozen
@@ -53,9 +56,8 @@ def _percentiles(
         or any(not isinstance(v, float) or v < 0 for v in value)
         or list(value) != sorted(value)
     ):
-        raise ValueError(
-            f"{attribute.name}: expected 100 ascending floats >= 0 (percentiles 1..100), "
-            f"got {value!r}"
+        raise InvalidArgument(
+            attribute.name, value, "must be 100 ascending floats >= 0 (percentiles 1..100)"
         )
 
 
@@ -72,13 +74,13 @@ class Latency:
     """
 
     percentiles: tuple[float, ...] = attrs.field(validator=_percentiles)
-    mean: float = attrs.field(validator=attrs.validators.ge(0.0))
+    mean: float = attrs.field(validator=number_between(0.0))
 
     @classmethod
     def of(cls, samples: Sequence[float]) -> Latency:
         """The distribution of ``samples`` (at least one)."""
         if not samples:
-            raise ValueError("samples: expected at least one time, got none")
+            raise InvalidArgument("samples", samples, "must hold at least one time")
         ordered = sorted(samples)
         count = len(ordered)
         return cls(
@@ -138,10 +140,10 @@ class RunResult:
     lookup_tokens: int = attrs.field(validator=_count)
     hit_tokens: int = attrs.field(validator=_count)
     groups: tuple[GroupRetention, ...]
-    prefill_saved_share: float = attrs.field(validator=attrs.validators.le(1.0))
+    prefill_saved_share: float = attrs.field(validator=number_between(-math.inf, 1.0))
     ttft_ms: Latency
     queue_ms: Latency
-    makespan_ms: float = attrs.field(validator=attrs.validators.ge(0.0))
+    makespan_ms: float = attrs.field(validator=number_between(0.0))
     tier: TierReport | None = None
     eviction: str = "lru"
     prefill_flops_saved: int = attrs.field(default=0, validator=_count)

@@ -21,10 +21,11 @@ from typing import Literal
 
 import attrs
 
-from junction.core import GroupKind
+from junction.core import GroupKind, InvalidArgument
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.eviction import EVICTION_POLICIES, eviction_policy
 from junction.reference.engine.tier import ExternalTier, TierSaving
+from junction.reference.errors import int_at_least, of_type, one_of
 from junction.reference.workloads.drive import run_sequential, run_sessions, run_trace
 from junction.reference.workloads.step_time import StepTimeModel
 
@@ -39,8 +40,8 @@ __all__ = ["ARRIVALS", "EVICTION_POLICIES", "Arrivals", "Settings", "run_one", "
 Arrivals = Literal["sessions", "trace", "sequential"]
 ARRIVALS: tuple[Arrivals, ...] = ("sessions", "trace", "sequential")
 
-_at_least_1 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(1))
-_at_least_0 = attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0))
+_at_least_1 = int_at_least(1)
+_at_least_0 = int_at_least(0)
 
 
 def _pool(
@@ -48,9 +49,8 @@ def _pool(
 ) -> None:
     sizes = value.values() if isinstance(value, dict) else [value]
     if not sizes or any(type(size) is not int or size < 2 for size in sizes):
-        raise ValueError(
-            f"{attribute.name}: expected an int >= 2 or a non-empty dict of them by geometry, "
-            f"got {value!r}"
+        raise InvalidArgument(
+            attribute.name, value, "must be an int >= 2 or a non-empty dict of them by geometry"
         )
 
 
@@ -63,21 +63,19 @@ class Settings:
     num_blocks: int | dict[str, int] = attrs.field(validator=_pool)
     max_num_batched_tokens: int = attrs.field(validator=_at_least_1)
     chunk_tokens: int = attrs.field(validator=_at_least_0)  # 0: no per-request cap
-    use_eagle: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    use_eagle: bool = attrs.field(validator=of_type(bool))
     concurrency: int = attrs.field(validator=_at_least_1)  # sessions open at once
     seed: int = attrs.field(validator=_at_least_0)
-    arrivals: Arrivals = attrs.field(default="sessions", validator=attrs.validators.in_(ARRIVALS))
-    step_time: StepTimeModel = attrs.field(
-        factory=StepTimeModel, validator=attrs.validators.instance_of(StepTimeModel)
-    )
+    arrivals: Arrivals = attrs.field(default="sessions", validator=one_of(ARRIVALS))
+    step_time: StepTimeModel = attrs.field(factory=StepTimeModel, validator=of_type(StepTimeModel))
     # Engines sharing one external tier of ``tier_blocks`` blocks (0: no tier),
     # requests routed by ``route``; ``tier_saving`` is a ``TierSaving`` value.
     instances: int = attrs.field(default=1, validator=_at_least_1)
     tier_blocks: int = attrs.field(default=0, validator=_at_least_0)
-    route: Route = attrs.field(default="round-robin", validator=attrs.validators.in_(ROUTES))
+    route: Route = attrs.field(default="round-robin", validator=one_of(ROUTES))
     tier_saving: str = attrs.field(
         default=TierSaving.POLICY.value,
-        validator=attrs.validators.in_([saving.value for saving in TierSaving]),
+        validator=one_of([saving.value for saving in TierSaving]),
     )
 
     @property
@@ -87,7 +85,7 @@ class Settings:
 
     # Which free cached block a full pool recycles (engine.eviction); FLOP-aware
     # eviction uses the geometry's FLOP model.
-    eviction: str = attrs.field(default="lru", validator=attrs.validators.in_(EVICTION_POLICIES))
+    eviction: str = attrs.field(default="lru", validator=one_of(EVICTION_POLICIES))
 
     def blocks_for(self, geometry_name: str) -> int:
         """The pool of one geometry's runs."""
@@ -126,8 +124,8 @@ def run_one(
     model = settings.step_time
     if settings.instances > 1:
         if settings.arrivals == "sessions":
-            raise ValueError(
-                "arrivals=sessions: several instances need trace or sequential arrivals"
+            raise InvalidArgument(
+                "arrivals", "sessions", "several instances need trace or sequential arrivals"
             )
         targets = route(workload.sessions, settings.instances, settings.route)
         sequential = settings.arrivals == "sequential"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from junction.core import InvalidArgument
 from junction.reference.engine.policy import Policy
 from junction.reference.policies.registry import Role, policy_names, resolve_policy
 
@@ -27,17 +28,17 @@ VARIANT_POLICIES = (*COMPARED_POLICIES, "junction+decode")
 
 def _policy(instance: Variant, attribute: attrs.Attribute[str], value: object) -> None:
     if not isinstance(value, str) or (value not in policy_names() and ":" not in value):
-        raise ValueError(
-            f"{attribute.name}: expected a registered policy or module:attribute, got {value!r}"
+        raise InvalidArgument(
+            attribute.name, value, "must be a registered policy or module:attribute"
         )
 
 
 def _interval(instance: Variant, attribute: attrs.Attribute[int | None], value: object) -> None:
     dense = instance.policy == "dense"
     if dense and value is not None:
-        raise ValueError(f"{attribute.name}: expected None for dense, got {value!r}")
+        raise InvalidArgument(attribute.name, value, "must be None for dense")
     if not dense and (type(value) is not int or value < 0):
-        raise ValueError(f"{attribute.name}: expected an int >= 0, got {value!r}")
+        raise InvalidArgument(attribute.name, value, "must be an int >= 0")
 
 
 @attrs.frozen

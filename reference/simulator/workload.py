@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from junction.reference.errors import int_at_least, non_empty
 from junction.reference.workloads.answers import hash_continuations, session_answers
 from junction.reference.workloads.hash_prompts import HashArrival, PromptBuilder
 from junction.reference.workloads.mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
@@ -77,15 +78,15 @@ class Workload:
     source: str
     sessions: tuple[tuple[Turn, ...], ...] = attrs.field(
         validator=attrs.validators.deep_iterable(
-            member_validator=attrs.validators.min_len(1),  # a session has a turn
-            iterable_validator=attrs.validators.min_len(1),
+            member_validator=non_empty,  # a session has a turn
+            iterable_validator=non_empty,
         )
     )
     # The longest prefix every prompt starts with (the system prompt); computed from
     # the prompts unless given (a hash-id trace computes it from its ids).
     shared_prefix_tokens: int = attrs.field(
         default=attrs.Factory(lambda self: _shared_prefix(self.turns), takes_self=True),
-        validator=attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(0)),
+        validator=int_at_least(0),
     )
 
     @property

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from junction.core import InvalidArgument, JunctionError
 from junction.reference.engine.engine import Engine, Metrics
 from junction.reference.engine.request import RequestStatus
-from junction.reference.errors import JunctionError
 
 from .sessions import Arrival, Turn
 from .step_time import StepTimeModel
@@ -225,9 +225,11 @@ def run_trace(
     for index, turn in enumerate(turns):
         arrival = turn.arrival_ms
         if arrival is None or arrival < (times[-1] if times else 0):
-            raise ValueError(
-                f"turns[{index}].arrival_ms: expected an int >= {times[-1] if times else 0} "
-                f"(arrival order), got {arrival!r}"
+            earliest = times[-1] if times else 0
+            raise InvalidArgument(
+                f"turns[{index}].arrival_ms",
+                arrival,
+                f"must be an int >= {earliest} (arrival order)",
             )
         times.append(arrival)
     # The clock starts at the first arrival: a trace's timestamps may be epoch-scale

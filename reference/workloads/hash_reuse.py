@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from junction.core import InvalidArgument
+
 from .mooncake import HASH_BLOCK_TOKENS, HashTraceRequest
 
 __all__ = ["IdTrie", "distinct_blocks", "reusable_tokens"]
@@ -21,7 +23,7 @@ __all__ = ["IdTrie", "distinct_blocks", "reusable_tokens"]
 
 def _block_size(value: object) -> int:
     if type(value) is not int or value < 1:
-        raise ValueError(f"block_size: expected an int >= 1, got {value!r}")
+        raise InvalidArgument("block_size", value, "must be an int >= 1")
     return value
 
 

@@ -15,9 +15,10 @@ strict as the token-id format. Prompt tokens come from ``workloads.hash_prompts`
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
+
+from junction.core import InvalidArgument
+from junction.reference.errors import int_between
 
 from .trace import (
     MAX_OUTPUT_TOKENS,
@@ -35,19 +36,12 @@ HASH_BLOCK_TOKENS = 512
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 
 
-def _count(low: int, high: int) -> Any:
-    """attrs' validators name the attribute, the bound and the value in their message."""
-    return attrs.validators.and_(
-        attrs.validators.instance_of(int), attrs.validators.ge(low), attrs.validators.le(high)
-    )
-
-
 def _hash_ids(
     instance: HashTraceRequest, attribute: attrs.Attribute[tuple[int, ...]], value: object
 ) -> None:
     blocks = -(-instance.input_length // HASH_BLOCK_TOKENS)
     if not isinstance(value, tuple) or len(value) != blocks:
-        raise ValueError(f"{attribute.name}: expected a tuple of {blocks} ids, got {value!r}")
+        raise InvalidArgument(attribute.name, value, f"must be a tuple of {blocks} ids")
 
 
 @attrs.frozen
@@ -55,9 +49,9 @@ class HashTraceRequest:
     """One line of a hash-id trace: its line number and its four fields."""
 
     line: int
-    timestamp: int = attrs.field(validator=_count(0, 2**63 - 1))
-    input_length: int = attrs.field(validator=_count(1, MAX_TOKEN_ID))
-    output_length: int = attrs.field(validator=_count(1, MAX_OUTPUT_TOKENS))
+    timestamp: int = attrs.field(validator=int_between(0, 2**63 - 1))
+    input_length: int = attrs.field(validator=int_between(1, MAX_TOKEN_ID))
+    output_length: int = attrs.field(validator=int_between(1, MAX_OUTPUT_TOKENS))
     hash_ids: tuple[int, ...] = attrs.field(validator=_hash_ids)
 
 

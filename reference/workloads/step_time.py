@@ -17,11 +17,11 @@ from collections.abc import Iterable
 
 import attrs
 
+from junction.reference.errors import number_between
+
 __all__ = ["StepTimeModel"]
 
-_non_negative = attrs.validators.and_(
-    attrs.validators.instance_of(float), attrs.validators.ge(0.0), attrs.validators.lt(1e9)
-)
+_non_negative = number_between(0.0, 1e9, below_high=True, floats=True)
 
 
 @attrs.frozen

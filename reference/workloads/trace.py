@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from junction.reference.errors import JunctionError
+from junction.core import JunctionError
 
 Line = TypeVar("Line")
 

@@ -1,4 +1,4 @@
-"""``python -m junction.reference simulate``: the numbers, the outputs, traces, and its errors."""
+"""``junction simulate``: the numbers, the outputs, traces, and its errors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from junction.reference.cli.main import main
+from junction.command import dispatch as main
 from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import Settings, simulate
 from junction.reference.simulator.variants import Variant, table_variants
@@ -124,10 +124,10 @@ def test_simulate_reports_every_run_as_it_ends() -> None:
 @pytest.mark.parametrize(
     ("policy", "interval", "message"),
     [
-        ("nosuch", 0, "policy: expected a registered policy or module:attribute, got 'nosuch'"),
-        ("dense", 0, "retention_interval: expected None for dense, got 0"),
-        ("junction", -1, "retention_interval: expected an int >= 0, got -1"),
-        ("interval", None, "retention_interval: expected an int >= 0, got None"),
+        ("nosuch", 0, "policy='nosuch': must be a registered policy or module:attribute"),
+        ("dense", 0, "retention_interval=0: must be None for dense"),
+        ("junction", -1, "retention_interval=-1: must be an int >= 0"),
+        ("interval", None, "retention_interval=None: must be an int >= 0"),
     ],
 )
 def test_a_variant_is_a_registered_policy_at_an_interval(

@@ -57,7 +57,7 @@ def test_what_a_block_saves_and_a_hit_saves() -> None:
         MODEL.prefix_flops(geometry, 16)
         == sum(by_token(spec, 0, 16) for spec in (FULL, SWA, MAMBA)) + 13 * 16
     )
-    with pytest.raises(ValueError, match="kind=mamba: this FLOP model has no cost for it"):
+    with pytest.raises(ValueError, match="kind='mamba': this FLOP model has no cost for it"):
         FlopModel(full=LayerCost(1)).cost(MAMBA.kind)
 
 

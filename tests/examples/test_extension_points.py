@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
-import pytest
-
 import junction.audit.__main__ as audit_cli
+import pytest
+from junction.reference.cli.main import main
+
 from junction.audit import engines
 from junction.audit.pins import Pin, public_version
 from junction.audit.record import AuditedEngine
-from junction.reference.cli.main import main
-from junction.reference.errors import InvalidValue
+from junction.core import InvalidArgument
 from junction.reference.harness import findings
 from junction.reference.policies import registry
 from junction.reference.policies.builtin import JunctionPolicy
@@ -265,7 +265,7 @@ def test_an_added_engine_gets_its_require_option_and_skip_rule(
 
 def test_an_engines_name_must_make_its_markers() -> None:
     # reference.harness.findings keeps a section whose markers match [a-z0-9-]+.
-    with pytest.raises(InvalidValue, match="name='Toy': an engine's name is lowercase"):
+    with pytest.raises(InvalidArgument, match="name='Toy': an engine's name is lowercase"):
         attrs.evolve(TOY, name="Toy")
 
 

@@ -144,9 +144,9 @@ def test_a_run_error_reaches_the_caller_with_its_type(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("jobs", "ray", "message"),
     [
-        (0, None, "jobs: expected an int >= 1 or None, got 0"),
-        (True, None, "jobs: expected an int >= 1 or None, got True"),
-        (2, "auto", "jobs: must be None with ray='auto'"),
+        (0, None, "jobs=0: must be an int >= 1 or None"),
+        (True, None, "jobs=True: must be an int >= 1 or None"),
+        (2, "auto", "jobs=2: must be None with ray='auto'"),
     ],
 )
 def test_bad_arguments_are_named(jobs: int, ray: str | None, message: str) -> None:

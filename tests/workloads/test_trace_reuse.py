@@ -52,7 +52,7 @@ def test_the_direct_figure_on_hand_made_prompts() -> None:
     ]
     hit = 1024 + 688 + 1024 + 0 + 1008
     assert reusable_tokens(requests, 16) == (hit, 1030 + 1100 + 700 + 2000 + 512 + 1024)
-    with pytest.raises(ValueError, match="block_size: expected an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="block_size=0: must be an int >= 1"):
         reusable_tokens(requests, 0)
 
 

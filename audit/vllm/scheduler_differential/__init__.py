@@ -25,11 +25,10 @@ from typing import Any
 import attrs
 
 from junction import dropin
-from junction.core import GroupKind, HybridGeometry
+from junction.core import GroupKind, HybridGeometry, JunctionError
 from junction.dropin.lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
 from junction.dropin.mask import core_mask
 from junction.dropin.split import core_split
-from junction.reference.errors import JunctionError
 
 from ..env import vllm
 from ..lookup import oracle_reconcile_view, pool_views
