@@ -13,6 +13,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The one command (junction/command.py); `junction --help` lists its subcommands.
+JUNCTION := $(VENV)/bin/junction
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 BOUND ?= 4
@@ -104,7 +106,7 @@ verify-gpu:
 SECONDS ?= 60
 fuzz: $(if $(POLICY),$(DEMO_STAMP),$(STAMP))
 ifdef POLICY
-	$(PY) -m junction.reference fuzz --policy $(POLICY) --seconds $(SECONDS) \
+	$(JUNCTION) fuzz --policy $(POLICY) --seconds $(SECONDS) \
 		$(if $(CALL_SECONDS),--call-seconds $(CALL_SECONDS))
 else
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -s --exhaustive-bound $(BOUND) \
@@ -113,27 +115,27 @@ endif
 
 # docs/findings.md: the harness on the vLLM policies (a few minutes).
 findings: $(STAMP)
-	$(PY) -m junction.reference findings
+	$(JUNCTION) findings
 
 # The bug zoo alone, with its scoreboard (also part of `make test`).
 zoo: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(PY) -m pytest tests/quality
 
 exhaustive: $(STAMP)
-	$(PY) -m junction.reference exhaustive
+	$(JUNCTION) exhaustive
 
 # The README's first command: retention policies on an agent workload. Prints
 # the tables; docs/demo/ gets simulate.txt, simulate.json and simulate.png.
 demo: $(DEMO_STAMP)
 	@start=$$(date +%s); \
-	$(PY) -m junction.reference simulate --out docs/demo && \
+	$(JUNCTION) simulate --out docs/demo && \
 	echo "make demo: simulated in $$(( $$(date +%s) - start )) s (docs/demo/: simulate.txt, .json, .png)"
 
 # docs/results.md: `make demo`, then every table it shows copied from the file
 # that holds it (the trace tables from docs/demo-trace/: `make demo-trace` first
 # to refresh those, about an hour). tests/examples/test_results.py checks them.
 results: demo
-	$(PY) -m junction.reference.cli.results docs/results.md
+	$(JUNCTION) results docs/results.md
 
 # The Mooncake conversation trace (examples/traces/) on the four model presets,
 # OVERWRITING the committed docs/demo-trace/ (about an hour here; it says so),
@@ -151,7 +153,7 @@ demo-trace: $(DEMO_STAMP)
 		"about an hour here at TRACE_REQUESTS=4000 (tens of minutes a preset with all)"
 	@start=$$(date +%s); \
 	for preset in $(DEMO_TRACE_PRESETS); do \
-		$(PY) -m junction.reference simulate \
+		$(JUNCTION) simulate \
 			--trace examples/traces/mooncake-conversation.jsonl.gz \
 			$(if $(filter all,$(TRACE_REQUESTS)),,--requests $(TRACE_REQUESTS)) \
 			--geometry $${preset%%:*} --interval $${preset##*:} \
@@ -178,16 +180,16 @@ bench-engine: $(STAMP)
 # The fast replay's sweep: the whole conversation trace, Qwen3-Next through the
 # memory model, the four compared variants x 8 budgets, LRU (BENCHMARKS.md).
 bench-replay: $(STAMP)
-	time $(PY) -m junction.reference hbm --model qwen3-next-80b-a3b --hbm 8,16,32,64,128,256,512,1024 --jobs 2
+	time $(JUNCTION) hbm --model qwen3-next-80b-a3b --hbm 8,16,32,64,128,256,512,1024 --jobs 2
 
 # Every input up to a bound through the batched path, against core.
 kernel-sweep: $(STAMP)
-	$(PY) -m junction.reference.cli.kernel_sweep
+	$(JUNCTION) kernel-sweep
 
 # The simulation sweep (built-in workload x geometries x policies x R x pools) in
 # parallel processes; ARGS='--trace FILE --ray auto ...' for more (README, Parallel sweep).
 sweep: $(STAMP)
-	$(PY) -m junction.reference sweep --out out/sweep $(ARGS)
+	$(JUNCTION) sweep --out out/sweep $(ARGS)
 
 # Mutation testing of core/ (config in pyproject.toml [tool.mutmut]) with one
 # worker, a small Hypothesis profile and exhaustive bound 2 ([tool.mutmut]); not part of
@@ -211,7 +213,7 @@ audit-vllm: $(STAMP)
 		--hypothesis-show-statistics tests/audit
 
 audit-findings: $(STAMP)
-	$(PY) -m junction.audit findings --write docs/findings.md
+	$(JUNCTION) audit findings --write docs/findings.md
 
 # vLLM 0.33.0's own tests (tests/v1/core of its sdist) that call one of the
 # three decision points, run against unmodified vLLM and then with the core
@@ -224,7 +226,7 @@ audit-findings: $(STAMP)
 # the first run), the unpacked tests and the reports are cached in
 # .vllm-suite/ (git-ignored). About 2.5 min of CPU (BENCHMARKS.md, "vLLM suite").
 vllm-suite: $(STAMP)
-	$(PY) -m junction.audit.vllm.suite --cache .vllm-suite $(if $(REQUIRE),--require-vllm)
+	$(JUNCTION) audit vllm-suite --cache .vllm-suite $(if $(REQUIRE),--require-vllm)
 
 # vLLM 0.33.0's real Scheduler (CPU, no model) as shipped against the
 # drop-in, step by step, on every layout of audit/vllm/scheduler_differential
@@ -237,11 +239,12 @@ vllm-engine: $(STAMP)
 	$(PY) -m junction.audit.vllm.scheduler_differential --seeds 4 --requests 300
 
 # vLLM 0.33.0's scheduler loop (schedule + update_from_output) with the drop-in
-# in each mode against vLLM as shipped, alternating rounds, medians and ratio;
-# then the bind-once cost (BENCHMARKS.md, "The drop-in in vLLM's scheduler loop").
-# The loop's instruction count (deterministic) where valgrind is installed.
+# in each mode against vLLM as shipped, timed through pyperf; then, where
+# valgrind is installed, the decisions' instruction count, which repeats
+# (BENCHMARKS.md, "The drop-in in vLLM's scheduler loop").
 bench-dropin: $(STAMP)
-	$(PY) -m benchmarks.bench_dropin_loop $(if $(shell command -v valgrind),--instructions,)
+	$(PY) -m benchmarks.bench_dropin_loop
+	$(if $(shell command -v valgrind),$(PY) -m benchmarks.bench_dropin_loop --count decisions --requests 100)
 
 bench-audit: $(STAMP)
 	$(PY) -m benchmarks.bench_audit

@@ -1,4 +1,4 @@
-"""``python -m junction.audit findings [--engine NAME] [--write PATH] | engines``.
+"""``junction audit findings [--engine NAME] [--write PATH]`` and ``junction audit engines``.
 
 ``findings`` prints each audited engine's docs/findings.md section (``## vLLM
 0.33.0 audit``, ``## SGLang 0.5.23 audit``: every counterexample re-run on
@@ -19,38 +19,39 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from junction.reference.cli import outputs, terminal
+from junction.reference.cli import outputs
 from junction.reference.cli.arguments import output_path
+from junction.upstream import EngineMissing
 
-from . import engines
-from .pins import EngineMissing
+from . import engines as audited
 from .record import AuditedEngine
 from .sections import replace_section
 
-PROG = "python -m junction.audit"
+__all__ = ["add_engines_options", "add_findings_options", "engines", "findings"]
 
 
-def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    """The command's parser and its ``findings`` subparser (whose errors name it)."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    findings = commands.add_parser("findings", help="the docs/findings.md sections")
-    findings.add_argument(
+def add_findings_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``audit findings``' options on its parser."""
+    parser.description = __doc__
+    parser.add_argument(
         "--engine",
         action="append",
-        choices=engines.engine_names(),
+        choices=audited.engine_names(),
         help="only this engine's section (repeatable; default every engine)",
     )
-    findings.add_argument(
+    parser.add_argument(
         "--write", type=output_path, metavar="PATH", help="replace the sections in this file"
     )
-    commands.add_parser("engines", help="the audited engines and whether each is installed")
-    return parser, findings
+
+
+def add_engines_options(parser: argparse.ArgumentParser) -> None:
+    """``audit engines`` has no options."""
+    parser.description = __doc__
 
 
 def _listing() -> str:
     rows = []
-    for engine in engines.ENGINES:
+    for engine in audited.ENGINES:
         reason = engine.missing_reason()
         rows.append(
             f"{engine.name}: {engine.pin.name} {engine.pin.version} "
@@ -65,22 +66,24 @@ def _names(chosen: Sequence[AuditedEngine]) -> str:
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser, findings = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "engines":
-        print(_listing())
-        return 0
-    chosen = [e for e in engines.ENGINES if args.engine is None or e.name in args.engine]
+def engines(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``audit engines``: one line per audited engine."""
+    print(_listing())
+    return 0
+
+
+def findings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``audit findings``: print each chosen engine's section, or write them (``--write``)."""
+    chosen = [e for e in audited.ENGINES if args.engine is None or e.name in args.engine]
     if args.write:
         try:
             outputs.check_file("--write", args.write)
         except outputs.OutputError as error:
-            findings.error(str(error))
+            parser.error(str(error))
     try:
         sections = [engine.findings() for engine in chosen]
     except EngineMissing as missing:
-        print(f"{PROG}: {missing}", file=sys.stderr)
+        print(f"{parser.prog}: error: {missing}", file=sys.stderr)
         return 2
     if args.write:
 
@@ -91,14 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             outputs.rewrite(args.write, write)
         except outputs.OutputError as error:
-            print(f"{findings.prog}: error: {error}; {args.write} left as it was", file=sys.stderr)
+            print(f"{parser.prog}: error: {error}; {args.write} left as it was", file=sys.stderr)
             return 1
         plural = "s" if len(chosen) > 1 else ""
         print(f"wrote the {_names(chosen)} audit section{plural} of {args.write}")
     else:
         sys.stdout.write("\n".join(sections))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(terminal.interruptible(main))

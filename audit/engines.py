@@ -1,6 +1,6 @@
 """The audited engines: one row each, read by every command and test that concerns them.
 
-``python -m junction.audit findings`` writes each row's docs/findings.md
+``junction audit findings`` writes each row's docs/findings.md
 section and ``engines`` lists the rows; the tests' ``--require-NAME``
 options and their skip rule (``tests/audit/installed.py``) read them too.
 Adding an engine is its subpackage, whose ``__init__`` defines its

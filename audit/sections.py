@@ -1,8 +1,8 @@
 """A regenerated section of a Markdown file, between its own pair of markers.
 
 docs/findings.md is written by several commands: the policy sections by
-``python -m junction.reference findings``, the vLLM and SGLang audit sections
-by ``python -m junction.audit findings``. Each audit section sits between its
+``junction findings``, the vLLM and SGLang audit sections
+by ``junction audit findings``. Each audit section sits between its
 own ``<!-- ...:begin -->`` / ``<!-- ...:end -->`` markers and is replaced
 whole, so a section is regenerated, never edited, and the rest of the file is
 left as it was. The two audit sections also write their findings alike: a

@@ -1,4 +1,4 @@
-"""Argument types shared by the ``python -m junction.reference`` subcommands.
+"""Argument types shared by the ``junction`` subcommands.
 
 argparse calls a type with the option's text; a bad value becomes an exit with
 status 2 and a message naming the option and the value.

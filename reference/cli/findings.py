@@ -1,12 +1,12 @@
-"""``python -m junction.reference findings``: the vLLM policies against the promises.
+"""``junction findings``: the vLLM policies against the promises.
 
 Runs the promise harness on ``vllm-0.33`` and ``vllm-pr47782`` in four
 scopes (plain; EAGLE; partial hits; both) and writes ``docs/findings.md``:
 every promise each violates, the minimal counterexample as a replayable
 scenario, and the upstream report it matches (or "new"). Deterministic: the
 same seed and example count give the same file. The sections between the
-``vllm-audit`` and ``sglang-audit`` markers belong to ``python -m
-junction.audit findings`` and are kept as they are. A progress line on
+``vllm-audit`` and ``sglang-audit`` markers belong to ``junction audit
+findings`` and are kept as they are. A progress line on
 standard error shows the examples run (a promise stops at its first
 violation, so the run ends below the total).
 ``--out`` is checked before the run (a folder, a read-only file or an
@@ -19,16 +19,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from junction.reference.cli import options, outputs, terminal
 from junction.reference.cli.arguments import int_at_least
 from junction.reference.harness.findings import total_examples, write_findings
 
-__all__ = ["add_parser"]
+__all__ = ["add_options", "run"]
 
 
-def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         outputs.check_file("--out", args.out)
     except outputs.OutputError as error:
@@ -52,18 +51,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``findings`` on ``python -m junction.reference``'s subcommands."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "findings",
-        help="run the harness on the vLLM policies and write docs/findings.md",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``findings``' options on its parser."""
+    parser.description = __doc__
     parser.add_argument(
         "--examples", type=int_at_least(1), default=150, help="per promise and scope (default 150)"
     )
     options.add_seed(parser)
     options.add_out(parser, default=Path("docs/findings.md"), writes="the findings", folder=False)
-    parser.set_defaults(run=lambda args: _run(args, parser))
-    return parser

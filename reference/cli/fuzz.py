@@ -1,4 +1,4 @@
-"""``python -m junction.reference fuzz``: time-boxed conformance fuzzing of one policy.
+"""``junction fuzz``: time-boxed conformance fuzzing of one policy.
 
 ``--policy`` is a registered name or ``module:attribute``. The promises take
 turns until ``--seconds`` are spent (a hard deadline, the policy's import
@@ -34,7 +34,7 @@ from junction.reference.harness import (
     run_conformance,
 )
 
-__all__ = ["add_parser"]
+__all__ = ["add_options", "run"]
 
 _MARKS = {
     Verdict.KEPT: "",
@@ -111,19 +111,19 @@ def _json(report: ConformanceReport, seconds: float) -> dict[str, Any]:
     }
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     json_path: Path | None = args.json
     if json_path is not None:
         try:  # before the run: a report that cannot be written is bad usage
             outputs.check_file("--json", json_path)
         except outputs.OutputError as error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"{parser.prog}: error: {error}", file=sys.stderr)
             return 2
         json_path.unlink(missing_ok=True)  # a run that ends early leaves no stale report
     try:
         outcome = _fuzz(args)
     except PolicyError as error:  # it cannot be loaded: bad usage
-        print(f"error: {error}", file=sys.stderr)
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     print(outcome.table())
     if json_path is not None:
@@ -131,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             outputs.commit(json_path.parent, {json_path.name: data})
         except outputs.OutputError as error:
-            print(f"error: {error}; no report written", file=sys.stderr)
+            print(f"{parser.prog}: error: {error}; no report written", file=sys.stderr)
             return 1
     if outcome.passed:
         return 0
@@ -139,14 +139,9 @@ def _run(args: argparse.Namespace) -> int:
     return 1
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``fuzz`` on ``python -m junction.reference``'s subcommands."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "fuzz",
-        help="check a retention policy's promises for a while; non-zero exit on a violation",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``fuzz``'s options on its parser."""
+    parser.description = __doc__
     options.add_policy(parser, repeatable=False)
     options.add_seconds(
         parser, default=60.0, bounds="the whole run, the policy's import included (default 60)"
@@ -165,5 +160,3 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="check only this promise (repeatable; default: all)",
     )
     options.add_json(parser, what="the report")
-    parser.set_defaults(run=_run)
-    return parser

@@ -1,4 +1,4 @@
-"""``python -m junction.reference hbm``: hit rate against pool size (or HBM), fast.
+"""``junction hbm``: hit rate against pool size (or HBM), fast.
 
 Replays a hash-id trace (the Mooncake conversation trace by default) with
 sequential arrivals on one preset, for the compared retention variants x
@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from junction.core import HybridGeometry
 from junction.reference.cli import options
 from junction.reference.engine.eviction import FlopModel
@@ -38,8 +40,9 @@ from junction.reference.replay.stream import hash_trace_requests
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.variants import Variant, table_variants
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_options", "run"]
 
+DEFAULT_GIB: list[float] = [8, 16, 32, 64, 128, 256, 512, 1024]
 TRACE = Path(__file__).resolve().parents[2] / "examples/traces/mooncake-conversation.jsonl.gz"
 
 
@@ -73,14 +76,9 @@ def _evictions(text: str) -> list[str]:
     return names
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``hbm`` on ``python -m junction.reference``'s subcommands."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "hbm",
-        help="hit rate against pool size for every compared policy, fast (sequential arrivals)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``hbm``'s options on its parser."""
+    parser.description = __doc__
     options.add_trace(
         parser,
         hash_only=True,
@@ -106,7 +104,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="append",
         metavar="GIB",
         help="with a model: KV-cache budgets in GiB, repeatable or comma-separated "
-        "(default 8,16,32,64,128,256,512,1024)",
+        f"(default {','.join(map(str, DEFAULT_GIB))})",
     )
     parser.add_argument(
         "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
@@ -118,8 +116,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     options.add_json(parser, what="every point")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="draw the curve (PNG, SVG)")
-    parser.set_defaults(run=run)
-    return parser
 
 
 def _rates(results: list[PointResult], variant: Variant, eviction: str) -> list[tuple[int, float]]:
@@ -193,69 +189,92 @@ def _model(args: argparse.Namespace) -> MemoryModel | None:
     return None
 
 
-def run(args: argparse.Namespace) -> int:
+@attrs.frozen
+class Plan:
+    """What the options ask for, checked: the geometry, its pools and how they are shown."""
+
+    geometry: HybridGeometry
+    source: str  # the preset's or the model's name
+    description: str  # the title of the plot
+    header: str  # printed before the run
+    unit: str  # "blocks" or "GiB"
+    sizes: dict[int, float]  # a pool in blocks -> its size in ``unit``
+    labels: dict[int, str]  # a pool in blocks -> its column heading
+    flops: FlopModel | None
+    interval: int  # the interval row's R, a multiple of the geometry's L
+
+
+def _plan(args: argparse.Namespace) -> Plan | str:
+    """The run's :class:`Plan`, or why the options cannot make one (one line)."""
     try:
         model = _model(args)
     except ModelConfigError as error:
-        print(f"python -m junction.reference hbm: error: {error}", file=sys.stderr)
-        return 2
+        return str(error)
     if model is None and args.hbm:
-        print(
-            "python -m junction.reference hbm: error: --hbm needs --model or --model-config",
-            file=sys.stderr,
-        )
-        return 2
-    choice = PRESETS[args.preset]
-    flops: FlopModel | None = choice.flops
+        return "--hbm needs --model or --model-config"
     if model is None:
-        geometry = choice.build(None, False)
-        description, unit = choice.description, "blocks"
-        print(description)
-        sizes = {pool: float(pool) for pool in args.pools}
-        labels = {pool: str(pool) for pool in args.pools}
+        preset = PRESETS[args.preset]
+        geometry = preset.build(None, False)
+        plan = Plan(
+            geometry,
+            args.preset,
+            preset.description,
+            preset.description,
+            "blocks",
+            {pool: float(pool) for pool in args.pools},
+            {pool: str(pool) for pool in args.pools},
+            preset.flops,
+            4 * geometry.scheduler_block_size if args.interval is None else args.interval,
+        )
     else:
         if "flop-aware" in args.evictions:
-            print(
-                "python -m junction.reference hbm: error: flop-aware eviction needs a "
-                "preset's FLOP model, not --model",
-                file=sys.stderr,
-            )
-            return 2
-        geometry = HybridGeometry(model.groups(), model.block_size)
-        budgets = sorted(
-            {gib for each in args.hbm or [[8, 16, 32, 64, 128, 256, 512, 1024]] for gib in each}
-        )
-        description = f"{model.name}: {model.layout}"
-        print(description + "\n" + "; ".join(model.describe(gib) for gib in budgets))
-        unit, flops = "GiB", None
+            return "flop-aware eviction needs a preset's FLOP model, not --model"
+        budgets = sorted({gib for each in args.hbm or [DEFAULT_GIB] for gib in each})
         sizes = {model.blocks(gib): gib for gib in budgets}
-        labels = {blocks: f"{gib:g}" for blocks, gib in sizes.items()}
         too_small = [f"{gib:g} GiB" for blocks, gib in sizes.items() if blocks < 2]
         if too_small:
-            print(
-                f"python -m junction.reference hbm: error: --hbm {', '.join(too_small)}: "
-                "not one block of this model",
-                file=sys.stderr,
-            )
-            return 2
+            return f"--hbm {', '.join(too_small)}: not one block of this model"
+        geometry = HybridGeometry(model.groups(), model.block_size)
+        description = f"{model.name}: {model.layout}"
+        plan = Plan(
+            geometry,
+            model.name,
+            description,
+            description + "\n" + "; ".join(model.describe(gib) for gib in budgets),
+            "GiB",
+            sizes,
+            {blocks: f"{gib:g}" for blocks, gib in sizes.items()},
+            None,
+            4 * geometry.scheduler_block_size if args.interval is None else args.interval,
+        )
+    grid = plan.geometry.scheduler_block_size
+    if plan.interval % grid:
+        return f"--interval {plan.interval}: not a multiple of L = {grid}"
+    return plan
+
+
+@attrs.frozen
+class Replayed:
+    """The points replayed on the trace and what each found."""
+
+    requests: int
+    variants: tuple[Variant, ...]
+    results: list[PointResult]
+    seconds: float
+
+
+def _replay(plan: Plan, args: argparse.Namespace) -> Replayed:
+    """Every variant x pool x eviction on the trace, in ``--jobs`` processes."""
     started = time.perf_counter()
+    geometry = plan.geometry
     requests = hash_trace_requests(Path(args.trace), geometry.hash_block_size, args.requests or 0)
     uses = future_uses(geometry, requests) if "belady" in args.evictions else None
-    grid = geometry.scheduler_block_size
-    interval = 4 * grid if args.interval is None else args.interval
-    if interval % grid:
-        print(
-            f"python -m junction.reference hbm: error: --interval {interval}: not a "
-            f"multiple of L = {grid}",
-            file=sys.stderr,
-        )
-        return 2
-    variants = table_variants(interval)
+    variants = table_variants(plan.interval)
     points = [
         Point(v.policy, v.retention_interval, pool, eviction)
         for eviction in args.evictions
         for v in variants
-        for pool in sorted(sizes)
+        for pool in sorted(plan.sizes)
     ]
     results = replay_in_parallel(
         geometry,
@@ -264,45 +283,75 @@ def run(args: argparse.Namespace) -> int:
         args.jobs,
         max_num_batched_tokens=args.budget,
         long_prefill_token_threshold=args.chunk,
-        flops=flops,
+        flops=plan.flops,
         uses=uses,
     )
-    elapsed = time.perf_counter() - started
-    print(
-        f"{Path(args.trace).name}: {len(requests):,} requests, sequential "
-        f"arrivals; {len(points)} points in {elapsed:.1f} s (fast replay: hit rate, prefill "
-        f"saved, evictions; TTFT is the reference engine's, `simulate`)"
-    )
-    for eviction in args.evictions:
-        print(_table(results, variants, eviction, labels, unit))
-    refused = sum(r.refused for r in results)
+    return Replayed(len(requests), variants, results, time.perf_counter() - started)
+
+
+def _report(plan: Plan, replayed: Replayed, trace: str, evictions: list[str]) -> str:
+    """What standard output shows after the run: the summary line and one table per eviction."""
+    lines = [
+        f"{Path(trace).name}: {replayed.requests:,} requests, sequential arrivals; "
+        f"{len(replayed.results)} points in {replayed.seconds:.1f} s (fast replay: hit rate, "
+        "prefill saved, evictions; TTFT is the reference engine's, `simulate`)"
+    ]
+    for eviction in evictions:
+        lines.append(_table(replayed.results, replayed.variants, eviction, plan.labels, plan.unit))
+    refused = sum(r.refused for r in replayed.results)
     if refused:
-        print(f"{refused:,} request-points refused: a request longer than its pool holds")
+        lines.append(f"{refused:,} request-points refused: a request longer than its pool holds")
+    return "\n".join(lines)
+
+
+def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
+    """``--json``: every point with what it found."""
+    rows = [
+        {
+            "policy": r.point.policy,
+            "retention_interval": r.point.retention_interval,
+            "pool_blocks": r.point.num_blocks,
+            "pool": plan.sizes[r.point.num_blocks],
+            "eviction": r.point.eviction,
+            "requests": r.requests,
+            "refused": r.refused,
+            "token_hit_rate": r.token_hit_rate,
+            "prefill_saved_share": r.prefill_saved_share,
+            "evictions": r.evictions,
+            "retained_peak": list(r.retained_peak),
+            "retained_final": list(r.retained_final),
+            "prefill_flops_saved": r.prefill_flops_saved,
+        }
+        for r in replayed.results
+    ]
+    return {"model": plan.source, "unit": plan.unit, "points": rows}
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Parse (:func:`_plan`), compute (:func:`_replay`), render (tables, ``--json``, ``--plot``)."""
+    plan = _plan(args)
+    if isinstance(plan, str):
+        print(f"{parser.prog}: error: {plan}", file=sys.stderr)
+        return 2
+    print(plan.header)
+    replayed = _replay(plan, args)
+    print(_report(plan, replayed, args.trace, args.evictions))
     if args.json is not None:
-        rows = [
-            {
-                "policy": r.point.policy,
-                "retention_interval": r.point.retention_interval,
-                "pool_blocks": r.point.num_blocks,
-                "pool": sizes[r.point.num_blocks],
-                "eviction": r.point.eviction,
-                "requests": r.requests,
-                "refused": r.refused,
-                "token_hit_rate": r.token_hit_rate,
-                "prefill_saved_share": r.prefill_saved_share,
-                "evictions": r.evictions,
-                "retained_peak": list(r.retained_peak),
-                "retained_final": list(r.retained_final),
-                "prefill_flops_saved": r.prefill_flops_saved,
-            }
-            for r in results
-        ]
-        source = args.preset if model is None else model.name
-        args.json.write_text(json.dumps({"model": source, "unit": unit, "points": rows}, indent=1))
+        args.json.write_text(json.dumps(_document(plan, replayed), indent=1))
     if args.plot is not None:
         try:
-            _plot(args.plot, results, variants, args.evictions, description, sizes, unit)
+            _plot(
+                args.plot,
+                replayed.results,
+                replayed.variants,
+                args.evictions,
+                plan.description,
+                plan.sizes,
+                plan.unit,
+            )
         except ImportError:
-            print("--plot needs matplotlib (the demo extra)", file=sys.stderr)
+            print(
+                f"{parser.prog}: error: --plot needs matplotlib (the demo extra)", file=sys.stderr
+            )
             return 2
     return 0

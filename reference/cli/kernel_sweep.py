@@ -1,20 +1,13 @@
-"""``python -m junction.reference.cli.kernel_sweep``: every input up to a bound, batched path
-against core.
+"""``junction kernel-sweep``'s run (its options: ``cli.kernel_sweep_options``).
 
-Walks the same enumerations as ``junction.reference.oracle.exhaustive`` (every split input;
-every mask input, batched per group configuration), answers each batch with
-the chosen backend and each input with ``core``, and compares them element
-by element. Prints the bound reached and inputs per second; exits 1 on any
-disagreement. ``--seconds`` stops after the bound whose sweep ends past it.
-A progress line on standard error counts the inputs checked, batch by batch
-(the walk's size is not known up front: counting it would enumerate twice).
+The batched paths (torch, Triton) against ``core`` on every split and mask
+input up to the bound, batch by batch; needs the ``kernels`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -24,11 +17,10 @@ from junction import core
 from junction.core import InvalidArgument
 from junction.core import mamba_block_aligned_split as core_split
 from junction.core import reachable_block_mask as core_mask
-from junction.kernels.backend import BACKENDS, resolve_backend
+from junction.kernels.backend import resolve_backend
 from junction.kernels.mask import reachable_block_mask
 from junction.kernels.split import mamba_block_aligned_split
-from junction.reference.cli import options, terminal
-from junction.reference.cli.main import COUNTED_BOUND, MAX_SECONDS, WALK_RATES
+from junction.reference.cli.exhaustive import COUNTED_BOUND, MAX_SECONDS, WALK_RATES
 from junction.reference.cli.terminal import progress
 from junction.reference.oracle.exhaustive import (
     CheckpointGrid,
@@ -177,22 +169,12 @@ def estimated_seconds(bound: int) -> int | None:
     return milliseconds // 1000
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m junction.reference.cli.kernel_sweep", description=__doc__
-    )
-    options.add_bound(parser, note="; every bound up to it is swept")
-    parser.add_argument(
-        "--device",
-        type=available_device,
-        default="cuda" if torch.cuda.is_available() else "cpu",
-        help="a torch device this machine has (default cuda if available, else cpu)",
-    )
-    parser.add_argument("--backend", default="auto", choices=BACKENDS)
-    options.add_seconds(
-        parser, default=None, bounds="the sweep: it stops after the bound that ends past it"
-    )
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    try:
+        default = "cuda" if torch.cuda.is_available() else "cpu"
+        device = available_device(default if args.device is None else args.device)
+    except argparse.ArgumentTypeError as error:
+        parser.error(f"argument --device: {error}")
     seconds = estimated_seconds(args.bound)
     if seconds is None or seconds > MAX_SECONDS:
         estimate = "more" if seconds is None else f"about {seconds // 3600:,} hours"
@@ -202,7 +184,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{WALK_RATES['mamba_block_aligned_split']:,} inputs/s); the limit is "
             f"{MAX_SECONDS // 3600} hours"
         )
-    device = args.device
     try:
         resolve_backend(args.backend, device)  # e.g. triton on cpu without its interpreter
     except InvalidArgument as error:
@@ -231,6 +212,3 @@ def main(argv: list[str] | None = None) -> int:
     )
     return 1 if failures else 0
 
-
-if __name__ == "__main__":
-    sys.exit(terminal.interruptible(main))

@@ -1,4 +1,4 @@
-"""``python -m junction.reference.cli.results [FILE]``: refresh a document's generated tables.
+"""``junction results [FILE]``: refresh a document's generated tables.
 
 A fenced block that follows a line ``<!-- output: PATH -->`` is the text of
 PATH (relative to the current folder, the checkout's root) verbatim. This
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from junction.reference.cli import outputs
 
-__all__ = ["generated_blocks", "main", "refresh"]
+__all__ = ["add_options", "generated_blocks", "refresh", "run"]
 
 BLOCK = re.compile(
     r"(?P<head><!-- output: (?P<path>\S+) -->\n```[a-z]*\n)(?P<body>.*?)(?=```)", re.S
@@ -39,12 +39,13 @@ def refresh(text: str, root: Path) -> str:
     return BLOCK.sub(body, text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m junction.reference.cli.results", description=__doc__
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``results``' options on its parser."""
+    parser.description = __doc__
     parser.add_argument("file", nargs="?", type=Path, default=Path("docs/results.md"))
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     document: Path = args.file
     try:
         text = document.read_text(encoding="utf-8")
@@ -62,6 +63,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{document}: {blocks} generated blocks, {'rewritten' if fresh != text else 'current'}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,9 @@
-"""``python -m junction.reference simulate``: the run, the progress line and the outputs.
+"""``junction simulate``: the run, the progress line and the outputs.
 
-Argparse and printing only: what a run computes is
-``junction.reference.simulator``; the options are ``cli.simulate_options``
-and what is refused before anything runs ``cli.simulate_checks``. Standard
-output is the table and nothing else, byte for byte what
-``docs/demo/simulate.txt`` holds; the workload line, progress and files
+Parse, compute, render: what a run computes is ``junction.reference.simulator``;
+the options are ``cli.simulate_options`` and what is refused before anything
+runs ``cli.simulate_checks``. Standard output is the table and nothing else,
+byte for byte what ``docs/demo/simulate.txt`` holds; the workload line, progress and files
 written go to standard error. A value the simulator would reject, an
 ``--out`` that cannot be written or a simulation too large for memory exits
 2 naming the option, before anything runs. The files are one set
@@ -19,7 +18,6 @@ import importlib.util
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 
@@ -40,6 +38,7 @@ from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import Settings, simulate
 from junction.reference.simulator.table import format_table, format_tier, format_times
 from junction.reference.simulator.variants import Variant, sweep_variants, table_variants
+from junction.reference.simulator.workload import Workload
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.step_time import StepTimeModel
 from junction.reference.workloads.trace import TraceError
@@ -54,9 +53,9 @@ from .simulate_checks import (
     load_workload,
     pools_checked,
 )
-from .simulate_options import DEFAULT_INTERVALS, DESCRIPTION, ROWS, add_options
+from .simulate_options import DEFAULT_INTERVALS, ROWS
 
-__all__ = ["add_parser"]
+__all__ = ["Plan", "policy_rows", "run"]
 
 JSON, TEXT, PLOT = "simulate.json", "simulate.txt", "simulate.png"
 TTFT_PLOT = "simulate-ttft.png"
@@ -73,19 +72,6 @@ def policy_rows(names: Sequence[str], parser: argparse.ArgumentParser) -> tuple[
     return tuple(Variant(name, None if name == "dense" else 0) for name in names)
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``simulate`` on ``python -m junction.reference``'s subcommands."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "simulate",
-        help="retention policies on an agent workload: hit rate vs retained blocks",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_options(parser)
-    parser.set_defaults(run=lambda args: run(args, parser))
-    return parser
-
-
 def _source(args: argparse.Namespace) -> BuiltinSource | TraceSource:
     """Where a worker process loads the workload from (never its tokens: they are rebuilt)."""
     if args.trace is None:
@@ -93,7 +79,25 @@ def _source(args: argparse.Namespace) -> BuiltinSource | TraceSource:
     return TraceSource(args.trace, args.requests, getattr(args, "trace_digest", None))
 
 
-def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+@attrs.frozen
+class Plan:
+    """A checked run: the workload, the geometries, the settings (one per ``--tier-saving``),
+    the table's rows and every variant run (the rows and the sweep's points)."""
+
+    workload: Workload
+    geometries: tuple[str, ...]
+    settings: tuple[Settings, ...]
+    table: tuple[Variant, ...]
+    variants: tuple[Variant, ...]
+    jobs: int
+
+    @property
+    def runs(self) -> int:
+        return len(self.geometries) * len(self.variants) * len(self.settings)
+
+
+def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
+    """Parse: every check that can refuse the run (exit 2 naming the option) before it starts."""
     if args.requests is not None and args.trace is None:
         parser.error("--requests: only with --trace (the first N requests of the trace)")
     if args.intervals is None:  # a trace's runs are long: the table's rows alone
@@ -128,76 +132,93 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     check_tier(args, parser, geometries, workload, settings)
     check_engines(args, parser, workload, settings)
     savings = list(dict.fromkeys(args.tier_saving or [TierSaving.POLICY.value]))
-    runs_settings = [attrs.evolve(settings, tier_saving=saving) for saving in savings]
-    if not settings.tiered:
-        runs_settings = runs_settings[:1]
+    each = [attrs.evolve(settings, tier_saving=saving) for saving in savings]
     table = table_variants(args.interval)
     if args.row:
         table = tuple(v for name, v in zip(ROWS, table, strict=True) if name in args.row)
     table = (*table, *policy_rows(args.policy or (), parser))
     # --row names the runs exactly: no sweep points besides them.
     sweep = () if args.row else sweep_variants(args.intervals)
-    variants = list(dict.fromkeys((*table, *sweep)))
+    variants = tuple(dict.fromkeys((*table, *sweep)))
+    runs_settings = tuple(each if settings.tiered else each[:1])
+    runs = len(geometries) * len(variants) * len(runs_settings)
+    jobs = workers(args.jobs, runs)
+    check_workers(args, parser, workload, settings, jobs)
+    return Plan(workload, tuple(geometries), runs_settings, table, variants, jobs)
+
+
+def _simulate(plan: Plan, args: argparse.Namespace) -> list[RunResult]:
+    """Compute: every run, in this process or in ``plan.jobs`` workers, with a progress line."""
+    workload = plan.workload
+    with terminal.progress("requests", plan.runs * workload.requests) as advance:
+        if plan.jobs == 1:
+
+            def done(result: RunResult) -> None:
+                advance(0, status=f"{result.geometry} {result.variant.label} done")
+
+            return [
+                result
+                for each in plan.settings
+                for result in simulate(
+                    workload, plan.geometries, plan.variants, each, done, advance
+                )
+            ]
+
+        def ended(result: RunResult) -> None:  # a worker's run is heard of when it ends
+            advance(workload.requests, status=f"{result.geometry} {result.variant.label} done")
+
+        specs = [
+            RunSpec(_source(args), name, variant, each)
+            for each in plan.settings
+            for name in plan.geometries
+            for variant in plan.variants
+        ]
+        return run_all(specs, jobs=plan.jobs, on_result=ended)
+
+
+def _text(plan: Plan, results: list[RunResult]) -> str:
+    """Render: the tables standard output shows (and ``simulate.txt`` holds)."""
+    settings = plan.settings[0]
+    rows = {
+        name: [r for v in plan.table for r in results if r.geometry == name and r.variant == v]
+        for name in plan.geometries
+    }
+    text = "\n\n".join(format_table(name, rows[name]) for name in plan.geometries)
+    text += (
+        f"\n\narrivals: {settings.arrivals}; eviction: {settings.eviction}; "
+        f"{settings.step_time.describe()}\n\n"
+    )
+    text += "\n\n".join(format_times(name, rows[name]) for name in plan.geometries)
+    if settings.tiered:
+        text += "\n\n" + "\n\n".join(format_tier(name, rows[name]) for name in plan.geometries)
+    return text
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Parse (:func:`_plan`), compute (:func:`_simulate`), render (the tables and the files)."""
+    plan = _plan(args, parser)
+    workload, settings = plan.workload, plan.settings[0]
     print(
         f"workload: {workload.source}; {workload.requests} requests, "
         f"{workload.prompt_tokens:,} prompt tokens, system prompt (shared prefix) "
         f"{workload.shared_prefix_tokens} tokens; arrivals: {settings.arrivals}",
         file=sys.stderr,
     )
-    runs = len(geometries) * len(variants) * len(runs_settings)
-    jobs = workers(args.jobs, runs)
-    check_workers(args, parser, workload, settings, jobs)
     try:
-        with terminal.progress("requests", runs * workload.requests) as advance:
-            if jobs == 1:
-
-                def done(result: RunResult) -> None:
-                    advance(0, status=f"{result.geometry} {result.variant.label} done")
-
-                results = [
-                    result
-                    for each in runs_settings
-                    for result in simulate(workload, geometries, variants, each, done, advance)
-                ]
-            else:  # a worker's run is heard of when it ends: all its requests at once
-
-                def ended(result: RunResult) -> None:
-                    label = f"{result.geometry} {result.variant.label} done"
-                    advance(workload.requests, status=label)
-
-                specs = [
-                    RunSpec(_source(args), name, variant, each)
-                    for each in runs_settings
-                    for name in geometries
-                    for variant in variants
-                ]
-                results = run_all(specs, jobs=jobs, on_result=ended)
+        results = _simulate(plan, args)
     except TraceError as error:  # a worker found the trace changed since it was checked
-        print(f"python -m junction.reference simulate: error: {error}", file=sys.stderr)
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1
     except PoolTooSmall as error:
-        print(
-            f"python -m junction.reference simulate: error: {error}; use more --blocks",
-            file=sys.stderr,
-        )
+        print(f"{parser.prog}: error: {error}; use more --blocks", file=sys.stderr)
         return 1
-    rows = {
-        name: [r for v in table for r in results if r.geometry == name and r.variant == v]
-        for name in geometries
-    }
-    text = "\n\n".join(format_table(name, rows[name]) for name in geometries)
-    text += (
-        f"\n\narrivals: {settings.arrivals}; eviction: {settings.eviction}; "
-        f"{settings.step_time.describe()}\n\n"
-    )
-    text += "\n\n".join(format_times(name, rows[name]) for name in geometries)
-    if settings.tiered:
-        text += "\n\n" + "\n\n".join(format_tier(name, rows[name]) for name in geometries)
+    text = _text(plan, results)
     print(text)
+    geometries = plan.geometries
     document = report(workload, geometries, settings, args.interval, args.intervals, results)
     files = {JSON: (json.dumps(document, indent=1) + "\n").encode(), TEXT: (text + "\n").encode()}
     if not args.no_plot:
         files[PLOT] = render_plot(geometries, results)
-        files[TTFT_PLOT] = render_ttft_plot(geometries, results, table)
+        files[TTFT_PLOT] = render_ttft_plot(geometries, results, plan.table)
     stale = (PLOT, TTFT_PLOT) if args.no_plot else ()
     return outputs.write_set(parser.prog, args.out, files, stale=stale)

@@ -95,6 +95,7 @@ def _milliseconds(text: str) -> float:
 def add_options(parser: argparse.ArgumentParser) -> None:
     """Add every option of ``simulate`` to ``parser``: the shared groups (``cli.options``)
     and the options only ``simulate`` has."""
+    parser.description = DESCRIPTION
     options.add_geometry(parser)
     options.add_builtin_workload(parser)
     options.add_scheduling(parser)

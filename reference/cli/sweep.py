@@ -1,4 +1,4 @@
-"""``python -m junction.reference sweep``: every combination of a simulation sweep, in parallel.
+"""``junction sweep``: every combination of a simulation sweep, in parallel.
 
 The sweep is the product workloads x pool sizes x geometries x variants (the
 policies at every retention interval; dense once). Each combination is one
@@ -52,20 +52,15 @@ from junction.reference.workloads.tracefile import read_trace_text, text_digest
 
 from . import options, outputs, terminal
 
-__all__ = ["add_parser", "sweep_specs"]
+__all__ = ["add_options", "run", "sweep_specs"]
 
 JSON, TEXT = "sweep.json", "sweep.txt"
 DEFAULT_INTERVALS = (0, 256)
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``sweep`` on ``python -m junction.reference``'s subcommands."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "sweep",
-        help="a grid of simulations (workloads x pools x geometries x policies x R) in parallel",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``sweep``'s options on its parser."""
+    parser.description = __doc__
     options.add_trace(
         parser,
         repeatable=True,
@@ -98,8 +93,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "(the cluster running here, or a new one); needs the ray extra",
     )
     options.add_out(parser, default=Path("out/sweep"), writes="sweep.json and sweep.txt")
-    parser.set_defaults(run=lambda args: run(args, parser))
-    return parser
 
 
 def sweep_specs(

@@ -1,4 +1,4 @@
-"""``python -m junction.reference vendor``: copy the core into an engine and keep it honest.
+"""``junction vendor``: copy the core into an engine and keep it honest.
 
 * ``vendor copy TARGET``: copy the installed core into a new or empty folder,
   with its stamp ``VENDORED.json``.
@@ -17,22 +17,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable
 
 from junction.reference import isolation, vendoring
 from junction.reference.cli import options
 from junction.reference.cli.arguments import output_path
+from junction.reference.cli.exhaustive import WALK_RATES
 from junction.reference.oracle.exhaustive import count_inputs
 
-__all__ = ["add_parser"]
+__all__ = ["add_options", "run"]
 
-PROG = "python -m junction.reference vendor"
 # Bound 4 is about 10.1 million inputs (a couple of minutes); above it, hours.
 MAX_BOUND = 4
 
 
-def _refuse(command: str, message: str, status: int) -> int:
-    print(f"{PROG} {command}: error: {message}", file=sys.stderr)
+def _refuse(args: argparse.Namespace, message: str, status: int) -> int:
+    """One line naming the action (``junction vendor copy: error: ...``); ``status``."""
+    print(f"{args.action_parser.prog}: error: {message}", file=sys.stderr)
     return status
 
 
@@ -40,9 +41,9 @@ def _copy(args: argparse.Namespace) -> int:
     try:
         stamp = vendoring.vendor(args.target)
     except vendoring.NotVendorable as error:
-        return _refuse("copy", str(error), 2)
+        return _refuse(args, str(error), 2)
     except OSError as error:
-        return _refuse("copy", f"{args.target}: {error}; nothing written", 1)
+        return _refuse(args, f"{args.target}: {error}; nothing written", 1)
     print(f"copied {stamp.origin} into {args.target}: {len(stamp.files)} files")
     print(f"stamp {args.target / vendoring.STAMP_NAME}: digest {stamp.digest}")
     return 0
@@ -52,9 +53,9 @@ def _check(args: argparse.Namespace) -> int:
     try:
         drift = vendoring.drift(args.target)
     except vendoring.NotVendorable as error:
-        return _refuse("check", str(error), 2)
+        return _refuse(args, str(error), 2)
     except OSError as error:
-        return _refuse("check", f"{args.target}: {error}", 2)
+        return _refuse(args, f"{args.target}: {error}", 2)
     stamp = drift.stamp
     print(
         f"{args.target}: vendored from {stamp.origin} at {stamp.copied_at}, "
@@ -91,11 +92,9 @@ def _update(args: argparse.Namespace) -> int:
     try:
         before = vendoring.update(args.target, discard_local_edits=args.force)
     except vendoring.NotVendorable as error:
-        return _refuse("update", str(error), 2)
+        return _refuse(args, str(error), 2)
     except OSError as error:
-        return _refuse(
-            "update", f"{args.target}: {error}; `vendor check` shows where it stopped", 1
-        )
+        return _refuse(args, f"{args.target}: {error}; `vendor check` shows where it stopped", 1)
     for change in before.local:
         print(f"discarded local edit: {change.describe()}")
     print(
@@ -107,8 +106,6 @@ def _update(args: argparse.Namespace) -> int:
 
 def _verify_deadline(bound: int) -> float:
     """Seconds the walk may take: five times its estimate at the measured rates, at least 60."""
-    from junction.reference.cli.main import WALK_RATES  # main imports this module
-
     counts = count_inputs(bound)
     estimate = sum(counts[name] / rate for name, rate in WALK_RATES.items())
     return max(60.0, 5 * 2 * estimate)  # the free functions walk split and mask again
@@ -121,21 +118,21 @@ def _verify(args: argparse.Namespace) -> int:
     in the copy, a crash) or runs past the deadline without sending it fails.
     """
     if not (args.target / "__init__.py").is_file():
-        return _refuse("verify", f"{args.target}: not a package folder (no __init__.py)", 2)
+        return _refuse(args, f"{args.target}: not a package folder (no __init__.py)", 2)
     seconds = args.seconds if args.seconds is not None else _verify_deadline(args.bound)
     outcome = isolation.run_in_child(
         "junction.reference.cli.vendor_worker", [str(args.target), str(args.bound)], seconds
     )
     if isinstance(outcome, isolation.NoResult) and outcome.timed_out:
         return _refuse(
-            "verify",
+            args,
             f"{args.target}: the walk did not end within {seconds:g} s (--seconds); "
             "the copy may loop forever on some input",
             1,
         )
     if isinstance(outcome, isolation.NoResult):
         return _refuse(
-            "verify",
+            args,
             f"{args.target}: the check ended without a result (exit status "
             f"{outcome.exit_status}): the copy exited or crashed during it",
             1,
@@ -144,21 +141,16 @@ def _verify(args: argparse.Namespace) -> int:
     fields = message if type(message) is dict else {}
     status, report, error = fields.get("status"), fields.get("report"), fields.get("error")
     if status not in (0, 1, 2) or type(report) is not str or type(error) is not str:
-        return _refuse("verify", f"{args.target}: the check sent no valid result", 1)
+        return _refuse(args, f"{args.target}: the check sent no valid result", 1)
     print(report, end="")
     if error:
-        return _refuse("verify", error[:1000], int(status))
+        return _refuse(args, error[:1000], int(status))
     return int(status)
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``vendor`` on ``python -m junction.reference``'s subcommands."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "vendor",
-        help="copy the core into an engine, check a copy for drift, verify a copy",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``vendor``'s actions and their options on its parser."""
+    parser.description = __doc__
     actions = parser.add_subparsers(dest="action", required=True)
     for name, run, summary in (
         ("copy", _copy, "copy the installed core into TARGET with a stamp"),
@@ -168,7 +160,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     ):
         action = actions.add_parser(name, help=summary, description=summary)
         action.add_argument("target", type=output_path, metavar="TARGET", help="the copy's folder")
-        action.set_defaults(run=run)
+        action.set_defaults(action_run=run, action_parser=action)
         if name == "update":
             action.add_argument(
                 "--force", action="store_true", help="discard local edits of the copy"
@@ -180,4 +172,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                 default=None,
                 bounds="the walk (default: five times its estimate, at least 60)",
             )
-    return parser
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The action named on the command line."""
+    action: Callable[[argparse.Namespace], int] = args.action_run
+    return action(args)

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from junction.audit.vllm.suite import __main__ as cli
-from junction.audit.vllm.suite import expected
+from junction.audit.vllm.suite import cli, expected
 from junction.audit.vllm.suite.expected import ExpectedDifference
 from junction.audit.vllm.suite.outcome import Status, TestOutcome, read_outcomes
+from junction.audit.vllm.suite.report import render
 from junction.audit.vllm.suite.suite import Verdict, judge, selected, to_swap
+from junction.command import dispatch
 
 DECISION = ("find_longest_cache_hit",)
 
@@ -105,7 +106,7 @@ def test_a_wrong_answer_breaks_the_rule_unless_its_expectation_encodes_a_finding
     result = judge(
         _baseline(tmp_path, a=Status.PASSED), _recorded(tmp_path, "d", wrong), excused, {}
     )
-    assert "finding mamba-grid" in cli.render(result)
+    assert "finding mamba-grid" in render(result)
 
 
 def test_an_excuse_whose_test_passes_or_was_not_selected_breaks_the_rule(tmp_path: Path) -> None:
@@ -161,7 +162,7 @@ def test_the_report_counts_passed_and_failed_of_the_exercising_tests(tmp_path: P
         {},
         {"t::c": "fails on this CPU"},
     )
-    report = cli.render(result).splitlines()
+    report = render(result).splitlines()
     assert report[0] == (
         "vLLM 0.33.0 tests with the core swapped in: 1 passed, 1 failed "
         "(of 2 exercising the three decisions; 4 collected)"
@@ -192,9 +193,11 @@ def test_without_vllm_the_suite_skips_unless_it_is_required(
 ) -> None:
     monkeypatch.setattr(cli, "vllm_missing_reason", lambda: "vLLM 0.33.0 is not installed")
     flags = ["--require-vllm"] if required else []
-    assert cli.main(["--cache", str(tmp_path / "cache"), *flags]) == status
+    assert dispatch(["audit", "vllm-suite", "--cache", str(tmp_path / "cache"), *flags]) == status
     said = capsys.readouterr().err
     assert said.startswith(
-        "vllm-suite: --require-vllm is given but" if required else "vllm-suite: skipped:"
+        "junction audit vllm-suite: error: --require-vllm is given but"
+        if required
+        else "junction audit vllm-suite: skipped:"
     )
     assert not (tmp_path / "cache").exists()  # nothing fetched

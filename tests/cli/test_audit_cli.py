@@ -1,4 +1,4 @@
-"""``python -m junction.audit findings --write`` against hostile paths.
+"""``junction audit findings --write`` against hostile paths.
 
 ``--write`` is checked before vLLM is imported or any counterexample runs
 (status 2, one line, nothing touched), and the file is replaced in one move.
@@ -20,14 +20,15 @@ from pathlib import Path
 import attrs
 import pytest
 
-import junction.audit.__main__ as audit_cli
+import junction.audit.cli as audit_cli
 from junction.audit import engines
 from junction.audit.sglang import ENGINE as SGLANG
 from junction.audit.vllm import ENGINE as VLLM
+from junction.command import dispatch
 from tests.cli.folders import files
 from tests.cli.in_process import run_in_process
 
-PREFIX = "python -m junction.audit findings: error: "
+PREFIX = "junction audit findings: error: "
 AUDIT_BEGIN, AUDIT_END = VLLM.begin, VLLM.end
 SGLANG_BEGIN, SGLANG_END = SGLANG.begin, SGLANG.end
 SECTION = f"{AUDIT_BEGIN}\n## vLLM 0.33.0 audit\nnew\n{AUDIT_END}\n"
@@ -42,9 +43,14 @@ def stub_sections(
     monkeypatch.setattr(engines, "ENGINES", stubbed)
 
 
+def junction_audit(argv: list[str]) -> int:
+    """``junction audit ARGV``."""
+    return dispatch(["audit", *argv])
+
+
 def audit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """Exit status and the last line of standard error (or output, on success)."""
-    ended = run_in_process(audit_cli.main, ["findings", *argv], capsys)
+    ended = run_in_process(junction_audit, ["findings", *argv], capsys)
     return ended.code, (ended.err or ended.out).strip().splitlines()[-1]
 
 
@@ -118,7 +124,7 @@ def test_engine_keeps_to_the_engines_named(
 
 
 def test_engines_lists_every_row(capsys: pytest.CaptureFixture[str]) -> None:
-    ended = run_in_process(audit_cli.main, ["engines"], capsys)
+    ended = run_in_process(junction_audit, ["engines"], capsys)
     rows = ended.out.splitlines()
     assert ended.code == 0 and [row.split(":")[0] for row in rows] == ["vllm", "sglang"]
     assert rows[0].startswith(
@@ -154,7 +160,7 @@ def test_end_to_end_the_real_audit_writes_its_sections(
                 pytest.fail(f"{engine.require_option} is given but {reason}")
             pytest.skip(f"audit: {reason}")
     (tmp_path / "docs").mkdir()
-    command = [sys.executable, "-m", "junction.audit", "findings", "--write"]
+    command = [sys.executable, "-m", "junction", "audit", "findings", "--write"]
     refused = subprocess.run(
         [*command, "docs"], cwd=tmp_path, capture_output=True, text=True, check=False
     )

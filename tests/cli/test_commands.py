@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from junction.reference.cli.kernel_sweep import main as sweep
-from junction.reference.cli.main import main as reference
+from junction.command import dispatch as reference
+
+
+def sweep(argv: list[str]) -> int:
+    return reference(["kernel-sweep", *argv])
 
 
 def test_exhaustive_prints_counts_and_agrees(capsys: pytest.CaptureFixture[str]) -> None:

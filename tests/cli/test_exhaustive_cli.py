@@ -1,4 +1,4 @@
-"""``python -m junction.reference exhaustive`` against hostile bounds.
+"""``junction exhaustive`` against hostile bounds.
 
 A bound below 1 is bad usage; a bound whose walk is estimated over
 ``MAX_SECONDS`` is refused up front (status 2) with the input count and the
@@ -16,7 +16,8 @@ import time
 import pytest
 
 from junction import core
-from junction.reference.cli import main as cli_main
+from junction.command import dispatch
+from junction.reference.cli import exhaustive as cli_main
 from junction.reference.oracle.exhaustive import (
     count_inputs,
     mask_inputs,
@@ -25,13 +26,13 @@ from junction.reference.oracle.exhaustive import (
     split_inputs,
 )
 
-PREFIX = "python -m junction.reference exhaustive: error: "
+PREFIX = "junction exhaustive: error: "
 
 
 def exhaustive(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Exit status, the last line of standard error, and standard output."""
     try:
-        code = cli_main.main(["exhaustive", *argv])
+        code = dispatch(["exhaustive", *argv])
     except SystemExit as exit_:
         code = int(exit_.code or 0)
     captured = capsys.readouterr()
@@ -62,7 +63,7 @@ def test_a_bad_bound_is_bad_usage(
     bound: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, line, out = exhaustive(["--bound", bound], capsys)
-    assert code == 2 and line == f"python -m junction.reference exhaustive: error: {message}"
+    assert code == 2 and line == f"junction exhaustive: error: {message}"
     assert out == ""
 
 
@@ -100,7 +101,7 @@ def test_the_warning_comes_before_the_walk(
 
     monkeypatch.setattr(cli_main, "check_exhaustively", walk)
     with pytest.raises(KeyboardInterrupt):
-        cli_main.main(["exhaustive", "--bound", "2"])
+        dispatch(["exhaustive", "--bound", "2"])
 
 
 def test_bound_3_the_default_runs_without_a_warning() -> None:
@@ -112,7 +113,7 @@ def test_bound_3_the_default_runs_without_a_warning() -> None:
 
 def test_end_to_end_bound_1000_exits_2_at_once() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "junction.reference", "exhaustive", "--bound", "1000"],
+        [sys.executable, "-m", "junction", "exhaustive", "--bound", "1000"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,4 +1,4 @@
-"""``python -m junction.reference findings`` against hostile ``--out`` values.
+"""``junction findings`` against hostile ``--out`` values.
 
 ``--out`` is checked before the harness runs (status 2, one line, nothing
 touched), and the file is replaced in one move at the end: a run that fails
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.reference.cli import findings as findings_cli
-from junction.reference.cli.main import main
 from junction.reference.harness import findings as harness_findings
 from tests.cli.folders import files
 from tests.cli.in_process import run_in_process
 
-PREFIX = "python -m junction.reference findings: error: "
+PREFIX = "junction findings: error: "
 
 
 def findings(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

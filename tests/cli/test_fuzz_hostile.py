@@ -31,7 +31,7 @@ SLACK = 3.0  # seconds past the deadline a run may take (start-up, grace, stoppi
 
 
 def _command(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "junction.reference", *argv]
+    return [sys.executable, "-m", "junction", *argv]
 
 
 def _env(extra_path: Path | None = None) -> dict[str, str]:
@@ -123,7 +123,7 @@ def test_a_module_that_exits_on_import_cannot_be_loaded(
         "fuzz", "--policy", policy, "--seconds", "3", limit=3 + SLACK, extra_path=tmp_path
     )
     assert code == 2 and out == ""
-    assert _last_line(err) == f"error: policy 'exits_on_import:Policy': {message}"
+    assert _last_line(err) == f"junction fuzz: error: policy 'exits_on_import:Policy': {message}"
 
 
 def test_a_module_that_hangs_on_import_ends_at_the_deadline(tmp_path: Path) -> None:

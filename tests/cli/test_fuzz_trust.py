@@ -27,7 +27,7 @@ POLICIES = "tests.cli.forging_policies"
 def _fuzz(
     policy: str, seconds: float, *more: str, env: dict[str, str] | None = None
 ) -> tuple[int, str, str, float]:
-    argv = [sys.executable, "-m", "junction.reference", "fuzz", "--policy", policy]
+    argv = [sys.executable, "-m", "junction", "fuzz", "--policy", policy]
     argv += ["--seconds", str(seconds), *more]
     started = time.monotonic()
     done = subprocess.run(

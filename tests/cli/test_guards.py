@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.reference.cli import simulate_checks
-from junction.reference.cli.main import main
 from junction.reference.simulator.memory import MemoryLimit, memory_limit
 from tests.cli.in_process import run_in_process
 
@@ -53,7 +53,7 @@ def _limited(argv: list[str], address_space: int) -> subprocess.CompletedProcess
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
     return subprocess.run(
-        [sys.executable, "-m", "junction.reference", *argv],
+        [sys.executable, "-m", "junction", *argv],
         env=ENV,
         capture_output=True,
         text=True,
@@ -103,7 +103,7 @@ def test_an_out_of_memory_the_estimates_missed_is_one_line() -> None:
 
 def _kernel_sweep(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "junction.reference.cli.kernel_sweep", *argv],
+        [sys.executable, "-m", "junction", "kernel-sweep", *argv],
         env=ENV,
         capture_output=True,
         text=True,

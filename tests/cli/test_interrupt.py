@@ -1,9 +1,9 @@
 """Ctrl-C on the entry points the fuzz and simulate tests do not cover: exit 130, one line.
 
-``python -m junction.reference.cli.kernel_sweep`` and ``python -m junction.audit``
-go through ``terminal.interruptible`` like ``python -m junction.reference``;
-each is started for real, interrupted mid-run, and must end with status 130,
-"interrupted" as its last line, no traceback and nothing on stdout.
+``junction kernel-sweep`` and ``junction audit findings`` go through
+``terminal.interruptible`` like every subcommand; each is started for real,
+interrupted mid-run, and must end with status 130, "interrupted" as its last
+line, no traceback and nothing on stdout.
 """
 
 from __future__ import annotations
@@ -23,23 +23,23 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = WALL_CLOCK
 
 
-def _interrupt(module: str, *argv: str, after: float) -> tuple[int, str, str]:
-    """Start ``module``, interrupt it ``after`` seconds into its run, return its ending.
+def _interrupt(*argv: str, loads: str, after: float) -> tuple[int, str, str]:
+    """Start ``junction ARGV``, interrupt it ``after`` seconds into its run, return its ending.
 
-    A signal that lands inside the module's imports (torch takes seconds on a
-    loaded machine) is not the command's to handle, so the wait starts with
-    the time this machine takes to import it now, measured in throwaway runs.
+    A signal that lands inside the imports of ``loads``, the module that runs
+    it (torch takes seconds on a loaded machine), is not the run's, so the
+    wait starts with the time this machine takes to import it now, measured
+    in throwaway runs.
     """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    entry = f"{module}.__main__" if module == "junction.audit" else module
     timings = []
     for _ in range(2):  # the first may also compile the bytecode the command will reuse
         start = time.monotonic()
-        subprocess.run([sys.executable, "-c", f"import {entry}"], cwd=ROOT, env=env, check=True)
+        subprocess.run([sys.executable, "-c", f"import {loads}"], cwd=ROOT, env=env, check=True)
         timings.append(time.monotonic() - start)
     loading = min(timings)
     process = subprocess.Popen(
-        [sys.executable, "-m", module, *argv],
+        [sys.executable, "-m", "junction", *argv],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -54,7 +54,9 @@ def _interrupt(module: str, *argv: str, after: float) -> tuple[int, str, str]:
 
 def test_ctrl_c_in_the_kernel_sweep_exits_130_with_one_line() -> None:
     pytest.importorskip("torch")
-    code, out, err = _interrupt("junction.reference.cli.kernel_sweep", "--bound", "6", after=4.0)
+    code, out, err = _interrupt(
+        "kernel-sweep", "--bound", "6", loads="junction.reference.cli.kernel_sweep", after=4.0
+    )
     assert code == 130, err
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
     assert "bound reached" not in out  # the summary line of a finished kernel sweep
@@ -67,15 +69,15 @@ def test_ctrl_c_in_the_kernel_sweep_exits_130_with_one_line() -> None:
 # first, and the signal goes out when that line arrives: it then lands in
 # the real re-run of the counterexamples, every time.
 _ANNOUNCED_AUDIT = """
-import runpy, sys
+import sys
 from junction.audit.vllm import findings
+from junction.command import main
 real = findings.findings_markdown
 def announced():
     print("auditing", file=sys.stderr, flush=True)
     return real()
 findings.findings_markdown = announced
-sys.argv = ["python -m junction.audit", "findings"]
-runpy.run_module("junction.audit", run_name="__main__", alter_sys=True)
+sys.exit(main(["audit", "findings"]))
 """
 
 

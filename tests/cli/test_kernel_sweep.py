@@ -1,4 +1,4 @@
-"""``python -m junction.reference.cli.kernel_sweep`` rejects bad usage in one line, exit 2.
+"""``junction kernel-sweep`` rejects bad usage in one line, exit 2.
 
 A bound below 1 once ran an empty sweep and reported success; a device torch
 does not know (``nosuch``) or this machine lacks (``cuda`` without CUDA)
@@ -14,9 +14,15 @@ import sys
 import pytest
 import torch
 
-from junction.reference.cli.kernel_sweep import main as sweep
+from junction.command import dispatch
 
-PROG = "python -m junction.reference.cli.kernel_sweep"
+PROG = "junction kernel-sweep"
+
+
+def sweep(argv: list[str]) -> int:
+    return dispatch(["kernel-sweep", *argv])
+
+
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 
 BAD_USAGE = [
@@ -63,7 +69,7 @@ def test_triton_on_cpu_needs_the_interpreter(
 @pytest.mark.parametrize("argv", [["--bound", "0"], ["--device", "nosuch"]])
 def test_the_process_prints_no_traceback(argv: list[str]) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "junction.reference.cli.kernel_sweep", *argv],
+        [sys.executable, "-m", "junction", "kernel-sweep", *argv],
         capture_output=True,
         text=True,
         timeout=120,

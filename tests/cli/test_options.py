@@ -1,7 +1,7 @@
 """Every flag of the ``junction`` subcommands is declared in one place.
 
-Building every subcommand's parser with ``add_argument`` recording its caller
-gives each flag's declaration sites (file and line); a flag two subcommands
+Declaring every subcommand's options (its ``--help``) with ``add_argument``
+recording its caller gives each flag's declaration sites (file and line); a flag two subcommands
 share comes from one group of ``reference/cli/options.py``, so it has one.
 """
 
@@ -10,17 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from junction.audit.__main__ import main as audit
-from junction.audit.vllm.suite.__main__ import main as vllm_suite
-from junction.reference.cli.kernel_sweep import main as kernel_sweep
-from junction.reference.cli.main import main as reference
+from junction.command import COMMANDS, Group, dispatch
 
 Sites = dict[str, set[str]]
 
@@ -43,10 +40,19 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sites]:
         yield sites
 
 
-def built(main: Callable[[list[str]], int], capsys: pytest.CaptureFixture[str]) -> None:
-    """Build ``main``'s parsers (``--help`` builds them all, then exits 0)."""
+def every_subcommand() -> Iterator[list[str]]:
+    """The command line naming each subcommand (``audit findings`` for a group's)."""
+    for row in COMMANDS:
+        if isinstance(row, Group):
+            yield from ([row.name, command.name] for command in row.commands)
+        else:
+            yield [row.name]
+
+
+def built(path: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Declare the options of ``junction PATH`` (its ``--help`` does, then exits 0)."""
     with pytest.raises(SystemExit) as ended:
-        main(["--help"])
+        dispatch([*path, "--help"])
     assert ended.value.code == 0
     capsys.readouterr()
 
@@ -59,10 +65,8 @@ def test_every_flag_of_every_subcommand_is_declared_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with recorded(monkeypatch) as sites:
-        built(reference, capsys)
-        built(kernel_sweep, capsys)
-        built(audit, capsys)
-        built(vllm_suite, capsys)
+        for path in every_subcommand():
+            built(path, capsys)
     assert {"--trace", "--seed", "--jobs", "--bound", "--seconds", "--policy"} <= set(sites)
     assert not twice(sites), f"flags declared in more than one place: {twice(sites)}"
 

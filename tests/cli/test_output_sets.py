@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.reference.cli import outputs
-from junction.reference.cli.main import main
 from tests.cli.in_process import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +153,7 @@ def test_end_to_end_simulate_into_sys_exits_2_at_once(tmp_path: Path) -> None:
         pytest.skip("needs a /sys whose mode bits say writable (root on Linux)")
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "junction.reference", "simulate", "--out", "/sys/kernel/x"],
+        [sys.executable, "-m", "junction", "simulate", "--out", "/sys/kernel/x"],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,

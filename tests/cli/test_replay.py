@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from junction.reference.cli.main import main
+from junction.command import dispatch as main
 from junction.reference.harness import run_conformance
 from tests.quality.mutants import StateOnePastLookup
 
@@ -68,7 +68,7 @@ def test_a_file_that_is_not_a_counterexample_exits_2_with_one_line(
     saved.write_text(text)
     ended = run_in_process(main, ["replay", str(saved)], capsys)
     assert ended.code == 2 and ended.out == ""
-    assert ended.last_line.startswith(f"replay: error: {saved}: {message}")
+    assert ended.last_line.startswith(f"junction replay: error: {saved}: {message}")
 
 
 def test_an_unknown_policy_exits_2(

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.reference.cli import simulate_checks
-from junction.reference.cli.main import main
 from junction.reference.simulator.memory import MemoryLimit
 from tests.cli.in_process import run_in_process
 
-PREFIX = "python -m junction.reference simulate: error: "
+PREFIX = "junction simulate: error: "
 SMALL = ["--sessions", "2", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
 SMALL += ["--interval", "64", "--intervals", "64", "--no-plot"]
 LINES = [

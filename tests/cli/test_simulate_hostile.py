@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.reference.cli import simulate as simulate_cli
 from junction.reference.cli import simulate_checks
-from junction.reference.cli.main import main
 from junction.reference.simulator import memory
 from junction.reference.simulator.memory import (
     FALLBACK_LIMIT,
@@ -53,7 +53,7 @@ def old_set(folder: Path) -> dict[str, bytes]:
     return files(folder)
 
 
-PREFIX = "python -m junction.reference simulate: error: "
+PREFIX = "junction simulate: error: "
 
 
 @pytest.mark.parametrize(
@@ -305,7 +305,7 @@ def test_a_folder_used_before_holds_exactly_the_new_set(
 
 def run_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "junction.reference", "simulate", *argv],
+        [sys.executable, "-m", "junction", "simulate", *argv],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.core import GroupSpec, HybridGeometry
-from junction.reference.cli.main import main
 from junction.reference.simulator.pool import PoolSize, working_set
 from junction.reference.simulator.workload import Workload
 from junction.reference.workloads.sessions import Arrival
 from tests.cli.in_process import run_in_process
 
-PREFIX = "python -m junction.reference simulate: error: "
+PREFIX = "junction simulate: error: "
 SMALL = ["--sessions", "2", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
 SMALL += ["--interval", "64", "--intervals", "64", "--no-plot"]
 

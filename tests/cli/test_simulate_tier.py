@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from junction.reference.cli.main import main
+from junction.command import dispatch as main
 from junction.reference.simulator.instances import route
 from junction.reference.workloads.sessions import Arrival
 from tests.cli.in_process import run_in_process
 
 SMALL = ["--sessions", "4", "--turns", "2", "--system-prompt", "64", "--geometry", "full+swa"]
 SMALL += ["--interval", "64", "--intervals", "none", "--no-plot", "--jobs", "1"]
-PREFIX = "python -m junction.reference simulate: error: "
+PREFIX = "junction simulate: error: "
 
 
 def simulate(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""``python -m junction.reference sweep``: one grid, the same bytes whatever runs it.
+"""``junction sweep``: one grid, the same bytes whatever runs it.
 
 The sweep's files and tables must not depend on where its runs ran: the
 tests run one small grid with ``--jobs 1`` (in-process), ``--jobs 2``
@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from junction.reference.cli.main import main as reference
+from junction.command import dispatch as reference
 from junction.reference.simulator.memory import SimulationSize, builtin_prompt_tokens, memory_limit
 from tests.groups import WALL_CLOCK
 from tests.simulator.ray_support import require_ray
 
 ROOT = Path(__file__).resolve().parents[2]
-PROG = "python -m junction.reference sweep"
+PROG = "junction sweep"
 GRID = [
     "sweep",
     *("--sessions", "5", "--turns", "3", "--system-prompt", "200", "--concurrency", "3"),
@@ -183,7 +183,7 @@ def test_ctrl_c_ends_the_workers_and_exits_130(tmp_path: Path) -> None:
         *("--out", str(tmp_path)),
     ]
     process = subprocess.Popen(
-        [sys.executable, "-m", "junction.reference", *argv],
+        [sys.executable, "-m", "junction", *argv],
         cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
         stdout=subprocess.PIPE,

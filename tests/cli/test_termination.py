@@ -54,7 +54,7 @@ def _signal_mid_run(
     seconds, signal it, wait for it."""
     token = secrets.token_hex(8)
     env = {**os.environ, "PYTHONPATH": str(ROOT), MARK: token}
-    command = [sys.executable, "-m", "junction.reference", *argv]
+    command = [sys.executable, "-m", "junction", *argv]
     process = subprocess.Popen(
         command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.reference.cli import simulate as simulate_cli
-from junction.reference.cli.main import main
 from junction.reference.simulator.parallel import RunSpec, TraceSource
 from junction.reference.workloads.trace import TraceError
 from junction.reference.workloads.tracefile import read_trace_text, text_digest

@@ -1,7 +1,7 @@
 """Every result docs/results.md shows is what a command wrote, and every figure is recomputed.
 
 * a fenced block after ``<!-- output: PATH -->`` is PATH verbatim
-  (``make results`` copies them in: ``junction.reference.cli.results``);
+  (``make results`` copies them in: ``junction results``);
 * the workload the prose describes is the one ``docs/demo/simulate.json``
   records;
 * the figures the prose derives from the demo table (ratios, differences,

@@ -68,9 +68,9 @@ echo "check-install: mypy --strict on a user file importing the installed juncti
 if "$work/venv/bin/python" -m pip list --disable-pip-version-check | grep -Ei '^(torch|vllm|triton) '; then
     fail "the reference extra pulled torch, Triton or vLLM"
 fi
-"$work/venv/bin/python" -m junction.reference fuzz --policy junction --promise replay --seconds 5 --seed 0 \
+"$work/venv/bin/junction" fuzz --policy junction --promise replay --seconds 5 --seed 0 \
     > /dev/null 2>&1 \
-    || fail "python -m junction.reference fuzz with the reference extra"
+    || fail "junction fuzz with the reference extra"
 echo "check-install: .[reference] installs hypothesis and rich (no torch) and runs the harness: ok"
 # The checkout's tracked files minus the package's own folders: `junction`
 # can then only resolve to the installed copy.

@@ -1,4 +1,4 @@
-"""``python -m junction.reference hbm``: the table, the JSON and the plot."""
+"""``junction hbm``: the table, the JSON and the plot."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from junction.reference.cli.main import main
+from junction.command import dispatch as main
 
 
 def test_replay_prints_the_table_and_writes_every_point(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from junction.reference.cli.main import main
+from junction.command import dispatch as main
 from junction.reference.replay.models import (
     CATALOG,
     GIB,

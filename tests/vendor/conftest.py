@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from junction.reference.cli.main import main as reference
+from junction.command import dispatch as reference
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from junction.reference.cli.main import main as reference
+from junction.command import dispatch as reference
 
 ROOT = Path(__file__).resolve().parents[2]
 # vLLM #50409: the last cacheable position one token too far.

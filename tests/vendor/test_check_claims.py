@@ -13,8 +13,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from junction.command import dispatch as reference
 from junction.reference import vendoring
-from junction.reference.cli.main import main as reference
 
 
 def _check(target: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

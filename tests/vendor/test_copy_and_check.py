@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from junction.command import dispatch as reference
 from junction.reference import vendoring
-from junction.reference.cli.main import main as reference
 
 from .conftest import edit_line
 
@@ -150,7 +150,7 @@ def test_refusals_exit_2_with_one_line(
     before = sorted(p.name for p in vendored.parent.iterdir())
     code, out, err = run(capsys, command, str(target))
     assert code == 2 and not out
-    assert err.count("\n") == 1 and err.startswith(f"python -m junction.reference vendor {command}")
+    assert err.count("\n") == 1 and err.startswith(f"junction vendor {command}")
     assert str(target) in err and message in err
     assert sorted(p.name for p in vendored.parent.iterdir()) == before  # nothing written
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from junction.reference.cli.main import main as reference
+from junction.command import dispatch as reference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _verify(target: Path, *more: str) -> tuple[int, str, str, float]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "junction.reference", "vendor", "verify", str(target), *more],
+        [sys.executable, "-m", "junction", "vendor", "verify", str(target), *more],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,

@@ -1,54 +1,14 @@
-"""``python -m junction.audit.vllm.suite``: vLLM 0.33.0's own tests with the core swapped in.
-
-Prints the passed and failed counts of the tests exercising the three
-decisions, then every test that did not pass with its reason, grouped.
-Exits 0 only when the suite's rule holds (:mod:`.suite`); 1 otherwise, or
-with one line when a run could not be made; 2 for a usage error. ``--cache``
-holds the sdist, the unpacked tests, the offline model configuration and
-the reports (reused). Without vLLM installed it prints why and exits 0, as
-the audit's tests skip, unless ``--require-vllm`` (CI) makes that 1. It is
-part of ``make verify``.
-"""
+"""The vLLM suite's report: the counts, then every test that did not pass, grouped."""
 
 from __future__ import annotations
 
-import argparse
 import collections
-import sys
-from pathlib import Path
 
-from junction.reference.cli import options, terminal
+from junction.upstream.vllm_0_33.env import PINNED_VERSION
 
-from ..env import PINNED_VERSION, vllm_missing_reason
-from .suite import ACCEPTED, SuiteResult, Verdict, run_suite
-from .workspace import prepare
+from .suite import ACCEPTED, SuiteResult, Verdict
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m junction.audit.vllm.suite", description=__doc__
-    )
-    parser.add_argument("--cache", type=Path, default=Path(".vllm-suite"), metavar="DIR")
-    options.add_jobs(parser, default=2, note=": test processes side by side")
-    parser.add_argument(
-        "--require-vllm", action="store_true", help="a missing vLLM exits 1 instead of skipping"
-    )
-    args = parser.parse_args(argv)
-    if (missing := vllm_missing_reason()) is not None:
-        required = args.require_vllm
-        print(
-            f"vllm-suite: {'--require-vllm is given but ' if required else 'skipped: '}{missing}",
-            file=sys.stderr,
-        )
-        return 1 if required else 0
-    try:
-        workspace = prepare(args.cache)
-        result = run_suite(workspace, args.cache / "reports", args.jobs)
-    except (RuntimeError, OSError) as error:
-        print(f"vllm-suite: {error}", file=sys.stderr)
-        return 1
-    print(render(result))
-    return 0 if result.ok else 1
+__all__ = ["render"]
 
 
 def render(result: SuiteResult) -> str:
@@ -77,7 +37,3 @@ def render(result: SuiteResult) -> str:
         else f"\nthe suite's rule is broken by {broken} tests (audit/vllm/suite/suite.py)"
     )
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(terminal.interruptible(main))
