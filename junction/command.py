@@ -6,9 +6,9 @@ runs it (``run(args, parser)``). The tree is built once with the
 program name ``junction``; a subcommand's options are declared when that
 subcommand is parsed, so ``junction --help`` imports none of them and
 ``junction NAME --help`` only NAME's options module, which never imports an
-extra: help works on any install. A subcommand whose extra is missing ends
-with one line naming it, exit 2. Ctrl-C ends any subcommand with status 130
-and one line.
+optional package the demo install lacks (torch, vLLM): every help works
+there. A subcommand whose extra is missing ends with one line naming it,
+exit 2. Ctrl-C ends any subcommand with status 130 and one line.
 """
 
 from __future__ import annotations
