@@ -57,7 +57,7 @@ __all__ = [
 STAMP_NAME = "VENDORED.json"
 STAMP_FORMAT = 1
 _NOTE = (
-    "Written by `python -m junction.reference vendor`. This folder is a copy of "
+    "Written by `junction vendor`. This folder is a copy of "
     "junction's core: `vendor check` reports any change to it, `vendor update` refreshes it."
 )
 

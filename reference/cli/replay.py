@@ -1,4 +1,4 @@
-"""``python -m junction.reference replay FILE [--policy NAME]``: re-run saved counterexamples.
+"""``junction replay FILE [--policy NAME]``: re-run saved counterexamples.
 
 FILE holds what ``fuzz`` printed or wrote: one scenario (the JSON printed
 under a violation) or a ``fuzz --json`` report, whose every counterexample
@@ -24,7 +24,7 @@ from junction.reference.engine.policy import PolicyError
 from junction.reference.harness import Scenario, replay
 from junction.reference.policies.registry import resolve_policy
 
-__all__ = ["add_parser", "scenarios_in"]
+__all__ = ["add_options", "run", "scenarios_in"]
 
 
 class NotAScenario(JunctionError, ValueError):
@@ -54,13 +54,12 @@ def scenarios_in(path: Path) -> list[Scenario]:
         ) from None
 
 
-def _run(args: argparse.Namespace) -> int:
-    prog = "replay"
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         scenarios = scenarios_in(args.file)
         policy = resolve_policy(args.policy)
     except (NotAScenario, PolicyError) as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     status = 0
     for scenario in scenarios:
@@ -79,15 +78,8 @@ def _run(args: argparse.Namespace) -> int:
     return status
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``replay`` on ``python -m junction.reference``'s subcommands."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "replay",
-        help="re-run a saved counterexample (or a fuzz --json report) on a policy",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``replay``'s options on its parser."""
+    parser.description = __doc__
     parser.add_argument("file", type=Path, metavar="FILE", help="a scenario or fuzz report (JSON)")
     options.add_policy(parser, repeatable=False)
-    parser.set_defaults(run=_run)
-    return parser
