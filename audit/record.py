@@ -2,7 +2,7 @@
 
 Each engine's subpackage (``audit/vllm/``, ``audit/sglang/``) defines its
 ``ENGINE`` record in its ``__init__``, and :data:`audit.engines.ENGINES`
-lists them; ``python -m junction.audit findings`` and ``engines``, the
+lists them; ``junction audit findings`` and ``engines``, the
 tests' ``--require-NAME`` options and their skip rule read every row, so an
 engine is added in its own subpackage plus one row
 (docs/architecture.md, "Walk-through: adding an audited engine").

@@ -16,13 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
-import junction.audit.__main__ as audit_cli
 import pytest
-from junction.reference.cli.main import main
 
 from junction.audit import engines
 from junction.audit.pins import Pin, public_version
 from junction.audit.record import AuditedEngine
+from junction.command import dispatch as main
 from junction.core import InvalidArgument
 from junction.reference.harness import findings
 from junction.reference.policies import registry
@@ -35,6 +34,12 @@ from junction.reference.workloads.tracefile import TraceFormat, detect_format
 from tests import conftest
 from tests.audit.installed import skip_missing_engines
 from tests.cli.in_process import run_in_process
+
+
+def audit(argv: list[str]) -> int:
+    """``junction audit ARGV``."""
+    return main(["audit", *argv])
+
 
 SMALL = ["--sessions", "3", "--turns", "2", "--system-prompt", "200", "--jobs", "1"]
 
@@ -195,21 +200,19 @@ def added_engine(monkeypatch: pytest.MonkeyPatch) -> AuditedEngine:
 def test_adding_an_audited_engine_is_one_record_and_one_row(
     added_engine: AuditedEngine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    listed = run_in_process(audit_cli.main, ["engines"], capsys)
+    listed = run_in_process(audit, ["engines"], capsys)
     assert listed.code == 0
     version = added_engine.pin.version
     toy_row = f"toy: Toy {version} (extra `audit-toy`, tests tests/audit/toy/, --require-toy): "
     assert listed.out.splitlines()[-1] == toy_row + "installed"
-    helped = run_in_process(audit_cli.main, ["findings", "--help"], capsys)
+    helped = run_in_process(audit, ["findings", "--help"], capsys)
     assert "{vllm,sglang,toy}" in helped.out  # --engine's choices
     out = tmp_path / "findings.md"
     out.write_text("# policies\n")
-    written = run_in_process(
-        audit_cli.main, ["findings", "--engine", "toy", "--write", str(out)], capsys
-    )
+    written = run_in_process(audit, ["findings", "--engine", "toy", "--write", str(out)], capsys)
     assert (written.code, written.out) == (0, f"wrote the Toy audit section of {out}\n")
     assert out.read_text() == "# policies\n\n" + _toy_findings()
-    # The policy findings (python -m junction.reference findings) keep its section.
+    # The policy findings (junction findings) keep its section.
     kept = out.read_text().split("\n", 1)[1]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(findings, "findings_markdown", lambda *a: "# new policies\n")
