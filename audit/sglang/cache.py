@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry, JunctionError
+from junction.core import GroupKind, HybridGeometry, InvalidArgument, JunctionError
 from junction.reference.errors import PoolExhausted
 
 from .env import publish_server_args, sglang
@@ -127,8 +127,8 @@ class SglangCache:
         self.layout = layout = layout_of(geometry)
         page = layout.page_size
         if mamba_chunk < 1 or mamba_chunk % page:
-            raise ValueError(
-                f"mamba_chunk={mamba_chunk}: must be a positive multiple of the page {page}"
+            raise InvalidArgument(
+                "mamba_chunk", mamba_chunk, f"must be a positive multiple of the page {page}"
             )
         self.core = core
         self.modules = m = sglang()

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupKind, HitReconciliation, HybridGeometry
+from junction.core import GroupKind, HitReconciliation, HybridGeometry, InvalidArgument
 from junction.reference.errors import PoolExhausted
 from junction.reference.harness.verdict import RequestState
 
@@ -96,7 +96,8 @@ class VllmEngine:
 
     def __init__(self, geometry: HybridGeometry, *, num_blocks: int = 8192) -> None:
         if len(geometry.groups) < 2:
-            raise ValueError("the audit drives vLLM's hybrid coordinator: give two groups or more")
+            rule = "the audit drives vLLM's hybrid coordinator: give two groups or more"
+            raise InvalidArgument("geometry", geometry, rule)
         v = vllm()
         self.geometry = geometry
         self.manager = v.manager.KVCacheManager(
@@ -109,10 +110,12 @@ class VllmEngine:
         )
         coordinator = self.manager.coordinator
         if bool(coordinator.enable_partial_hash_hits) != geometry.partial_hits:
-            raise ValueError(
-                f"{geometry}: vLLM turns partial hits "
+            raise InvalidArgument(
+                "geometry",
+                geometry,
+                "vLLM turns partial hits "
                 f"{'on' if coordinator.enable_partial_hash_hits else 'off'} "
-                "(build it with audit.vllm.specs.vllm_geometry)"
+                "(build it with audit.vllm.specs.vllm_geometry)",
             )
         self.block_pool = coordinator.block_pool
         self.has_mamba = any(g.kind is GroupKind.MAMBA for g in geometry.groups)
