@@ -117,7 +117,8 @@ def next_turn_probe(scenario: Scenario, run: Run) -> tuple[int, ...]:
         return scenario.probe
     transcript = run.prefills[0].transcript
     if not transcript:
-        raise ValueError("the next-turn promise needs the subject's transcript of the first prompt")
+        rule = "the next-turn promise needs the subject's transcript of the first prompt"
+        raise InvalidArgument("transcript", transcript, rule)
     return (*transcript, *scenario.probe)
 
 
