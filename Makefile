@@ -32,7 +32,7 @@ AUDIT_EXTRAS = $(shell $(PYTHON) -c "import tomllib; \
 audit_packages = $(shell $(PYTHON) -c "import tomllib; \
 	print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['$(1)']))")
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray,peer]"
 	$(foreach extra,$(AUDIT_EXTRAS),$(PY) -m pip install --quiet --no-deps $(call audit_packages,$(extra)) &&) true
@@ -44,7 +44,7 @@ $(AUDIT_EXTRAS:%=%-setup): %-setup: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps $(call audit_packages,$*)
 
 # The demo's install: a subset of the full one, so a full setup also stamps it.
-$(DEMO_STAMP): pyproject.toml
+$(DEMO_STAMP): pyproject.toml setup.py
 	@echo "make demo: installing .[demo] into $(VENV) (attrs, hypothesis, rich, matplotlib; no torch, no vLLM)"
 	@start=$$(date +%s); \
 	$(PYTHON) -m venv $(VENV) && \
@@ -192,9 +192,10 @@ sweep: $(STAMP)
 	$(JUNCTION) sweep --out out/sweep $(ARGS)
 
 # Mutation testing of core/ (config in pyproject.toml [tool.mutmut]) with one
-# worker, a small Hypothesis profile and exhaustive bound 2 ([tool.mutmut]); not part of
-# verify/CI (slow: see BENCHMARKS.md). Starts from scratch, then prints the
-# score and every mutant not killed (explained in docs/mutmut-survivors.md).
+# worker, a small Hypothesis profile and exhaustive bound 2 ([tool.mutmut]); not
+# part of verify/CI (slow: docs/mutmut-survivors.md says how long). Starts from
+# scratch, then prints the score and every mutant not killed (each explained in
+# docs/mutmut-survivors.md).
 mutmut: $(STAMP)
 	rm -rf mutants
 	HYPOTHESIS_PROFILE=mutmut $(VENV)/bin/mutmut run --max-children 1
