@@ -211,7 +211,7 @@ def findings_markdown(examples: int = 150, seed: int = 0, progress: Progress | N
         f"{examples} examples per promise and scope. Each violation comes with its "
         "shrunk counterexample; replay one with "
         "`replay(Scenario.from_json(json.loads(text)), resolve_policy(name))` "
-        "(`junction.reference.harness`, `junction.reference.policies.registry`). The default "
+        "(`junction.reference.harness`, `junction.reference.policies`). The default "
         "`junction` policy keeps every promise on the same runs (`make zoo`, `tests/engine`).",
         "",
         "These are findings about vLLM's *formulas* as our policies reproduce them, "
