@@ -8,7 +8,7 @@ engine is added in its own subpackage plus one row
 (docs/architecture.md, "Walk-through: adding an audited engine").
 
 The record imports nothing of its engine and nothing of the harness: the
-drop-in, loaded in every vLLM process, reads ``audit.vllm.env``, whose
+drop-in, loaded in every vLLM process, reads ``upstream.vllm_0_33`` (not this
 package holds vLLM's record, so the findings section is a function that
 imports its module when called.
 """
@@ -21,8 +21,7 @@ from collections.abc import Callable
 import attrs
 
 from junction.core import InvalidArgument
-
-from .pins import Pin
+from junction.upstream import Pin
 
 __all__ = ["AuditedEngine"]
 

@@ -1,15 +1,17 @@
-"""The core swapped into a running vLLM 0.33.0: :func:`install`, :func:`uninstall`, and
+"""The core swapped into a running vLLM: :func:`install`, :func:`uninstall`, and
 :func:`swapped_in`.
 
 Installing replaces the four class attributes through which vLLM makes the
 three retention decisions (the chunk split, the two reachable-block masks,
 the coordinator's lookup) with adapters (:mod:`.split`, :mod:`.mask`,
 :mod:`.lookup`) that translate vLLM's arguments onto the core and its answer
-back, so every instance, existing or future, decides through the core. A call
-the core cannot express raises :class:`UnsupportedOption`; nothing falls back
-to vLLM's code. Installing is idempotent, :func:`uninstall` restores exactly
-what it took, a reload of vLLM's modules is detected; install from one thread
-before the engine starts (docs/design/dropin-install.md).
+back, so every instance, existing or future, decides through the core. What
+the adapters know of vLLM is its release's package in :mod:`junction.upstream`
+(vLLM 0.33.0's), picked by the installed version. A call the core cannot
+express raises :class:`UnsupportedOption`; nothing falls back to vLLM's code.
+Installing is idempotent, :func:`uninstall` restores exactly what it took, a
+reload of vLLM's modules is detected; install from one thread before the
+engine starts (docs/design/dropin-install.md).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..audit.vllm.env import vllm
+from junction.upstream import vllm_release
+
+from . import bindings
 from .errors import Decision, UnsupportedOption
 from .lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
 from .mask import core_mask
@@ -57,10 +61,10 @@ def _live(module: Any) -> Any:
 
 
 def decision_points(mode: Mode | str = Mode.CORRECTED) -> dict[tuple[type, str], Any]:
-    """Each replaced class attribute of vLLM 0.33.0, on the classes vLLM's
-    modules hold now, mapped to its core adapter in ``mode``."""
+    """Each replaced class attribute of the installed vLLM, on the classes
+    vLLM's modules hold now, mapped to its core adapter in ``mode``."""
     lookup = _LOOKUPS[Mode.of(mode)]
-    v = vllm()
+    v = vllm_release().vllm()
     managers = _live(v.managers)
     return {
         (_live(v.scheduler).Scheduler, "_mamba_block_aligned_split"): core_split,
@@ -88,11 +92,12 @@ def installed_mode() -> Mode | None:
 
 
 def install(mode: Mode | str = Mode.CORRECTED) -> None:
-    """Swap the core into vLLM 0.33.0 in ``mode`` (``"corrected"`` or
+    """Swap the core into the installed vLLM in ``mode`` (``"corrected"`` or
     ``"identical"``, :mod:`.modes`); idempotent, and installing another mode
-    switches. Raises ``InvalidArgument`` for another mode and ``VllmMissing``
-    without vLLM. A stale installation (classes vLLM no longer runs) is put
-    back first."""
+    switches. Raises ``InvalidArgument`` for another mode, ``VllmMissing``
+    without vLLM and ``RuntimeError`` for a release :mod:`junction.upstream`
+    has no package of. A stale installation (classes vLLM no longer runs) is
+    put back first; the adapters bind afresh."""
     mode = Mode.of(mode)
     if installed_mode() is mode:
         return
@@ -109,6 +114,7 @@ def uninstall() -> None:
         (cls, name), original = _originals.popitem()
         setattr(cls, name, original)
     _mode.clear()
+    bindings.forget()
 
 
 @contextlib.contextmanager

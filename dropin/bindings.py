@@ -12,15 +12,16 @@ test process a few hundred).
 
 A caller builds the key itself, flat (the ids of the objects, then the
 settings), so a call's lookup is one tuple and one ``dict.get``: the
-adapters run on every engine step.
+adapters run on every engine step. A binding is built from the vLLM release
+installed when it was made, so installing forgets them all (:func:`forget`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityCache"]
+__all__ = ["IdentityCache", "forget"]
 
 T = TypeVar("T")
 Key = tuple[object, ...]
@@ -37,13 +38,27 @@ class IdentityCache(Generic[T]):
         self._values: dict[Key, T] = {}
         self._held: dict[Key, tuple[object, ...]] = {}
         self.find: Callable[[Key], T | None] = self._values.get
+        _caches.append(self)
+
+    def clear(self) -> None:
+        """Forget every binding."""
+        self._values.clear()
+        self._held.clear()
 
     def keep(self, key: Key, objects: tuple[object, ...], value: T) -> T:
         """Keep ``value`` under ``key``, which holds the ids of ``objects``
         (held alive by the entry, so their ids stay theirs) and settings."""
         if len(self._values) >= self._limit:
-            self._values.clear()
-            self._held.clear()
+            self.clear()
         self._values[key] = value
         self._held[key] = objects
         return value
+
+
+_caches: list[IdentityCache[Any]] = []  # every cache made (one per adapter)
+
+
+def forget() -> None:
+    """Forget every binding of every cache (the next call binds afresh)."""
+    for cache in _caches:
+        cache.clear()

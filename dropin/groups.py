@@ -1,29 +1,27 @@
-"""vLLM's KV-cache specs as core groups, for the mask and lookup adapters.
+"""vLLM's KV-cache groups as core groups, for the mask and lookup adapters.
 
-Only the three group kinds the core models translate, and the manager class
-decides, not the spec: subclasses of vLLM's managers (chunked-local,
-circular-buffer, sink attention) decide differently, so any other manager is
-an option the core cannot express. HiSparse's host-tier manager is full
-attention for the decisions (it inherits the lookup unchanged; only where its
-blocks live differs). Translations are cached: the same few frozen specs are
-asked about on every step (docs/design/dropin-translations.md).
+The installed release's package translates (``core_group`` of
+:mod:`junction.upstream`'s release: only the three kinds the core models, by
+manager class); a group of no core kind is an option the core cannot
+express, refused here. An adapter translates once per binding
+(docs/design/dropin-translations.md).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from junction.core import GroupSpec
+from junction.upstream import VllmRelease
 
-from ..audit.vllm.env import vllm
 from .errors import Decision, UnsupportedOption
 
 __all__ = ["core_group"]
 
 
-@functools.cache
-def core_group(decision: Decision, manager_cls: type, spec: Any, block_size: int) -> GroupSpec:
+def core_group(
+    release: VllmRelease, decision: Decision, manager_cls: type, spec: Any, block_size: int
+) -> GroupSpec:
     """The core group of a vLLM group whose blocks hold ``block_size`` tokens, or
     :class:`UnsupportedOption` naming its manager.
 
@@ -33,11 +31,7 @@ def core_group(decision: Decision, manager_cls: type, spec: Any, block_size: int
     (vLLM's managers use that block for hashing, lookup and masks), while
     Mamba state is replicated and keeps the spec's block.
     """
-    managers = vllm().managers
-    if manager_cls in (managers.FullAttentionManager, managers.HiSparseSourceManager):
-        return GroupSpec.full(block_size)
-    if manager_cls is managers.SlidingWindowManager:
-        return GroupSpec.sliding_window(block_size, spec.sliding_window)
-    if manager_cls is managers.MambaManager:
-        return GroupSpec.mamba(block_size)
-    raise UnsupportedOption(decision, "kv_cache_manager", manager_cls.__name__)
+    group = release.core_group(manager_cls, spec, block_size)
+    if group is None:
+        raise UnsupportedOption(decision, "kv_cache_manager", manager_cls.__name__)
+    return group

@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from junction.core import GroupMask, InvalidArgument
+import attrs
 
-from ..audit.vllm.env import vllm
+from junction.core import GroupKind, GroupMask, InvalidArgument
+from junction.upstream import vllm_release
+
 from .bindings import IdentityCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
@@ -94,12 +96,12 @@ def _group_mask(
     retention_interval: int | None,
     dcp_world_size: int,
 ) -> GroupMask:
-    # A sliding window's block is sharded under decode-context parallelism;
-    # a Mamba state is replicated (vLLM's Mamba mask reads the spec's block).
-    block = kv_cache_spec.block_size
-    if manager_cls is not vllm().managers.MambaManager:
-        block *= dcp_world_size
-    group = core_group(Decision.MASK, manager_cls, kv_cache_spec, block)
+    release = vllm_release()
+    group = core_group(release, Decision.MASK, manager_cls, kv_cache_spec, kv_cache_spec.block_size)
+    if group.kind is not GroupKind.MAMBA:
+        # A sliding window's block is sharded under decode-context parallelism;
+        # a Mamba state is replicated (vLLM's Mamba mask reads the spec's block).
+        group = attrs.evolve(group, block_size=group.block_size * dcp_world_size)
     try:
         return GroupMask(alignment_tokens, group, use_eagle, retention_interval)
     except InvalidArgument as error:

@@ -3,11 +3,12 @@
 ``corrected`` (the default) answers with the core's reconciliation, exact by
 first principles: it fixes vLLM 0.33.0's documented lookup departures
 (docs/findings.md, findings 8 to 11; docs/dropin.md lists each with its cost).
-``identical`` answers exactly as vLLM 0.33.0 does, departures included, by
-the audit's restatement of vLLM's lookup (``audit.vllm.lookup_model`` with every
-quirk on) over the core's finders, as the ``vllm-0.33`` compatibility policy
-does for the split and the mask: a user can adopt the drop-in with no change
-in behaviour first and switch to ``corrected`` later. The split and the mask
+``identical`` answers exactly as the installed vLLM does, departures included,
+by the restatement of its lookup in its release's package
+(``upstream.vllm_0_33.lookup_model`` with every quirk on) over the core's
+finders, as the ``vllm-0.33`` compatibility policy does for the split and the
+mask: a user can adopt the drop-in with no change in behaviour first and
+switch to ``corrected`` later. The split and the mask
 are vLLM's forms of the core's decisions in both modes (they agree with vLLM
 on every call).
 """

@@ -5,7 +5,7 @@ between that install and an import of its unified radix cache on CPU: its
 multimodal configs import ``torchvision`` (whose wheel links CUDA), for
 which a stub stands in, and its components read the scheduler's runtime
 context, for which a ``ServerArgs`` of a dummy model is published with the
-Mamba chunk size preset. Why one loader, on first use (as ``audit.vllm.env``):
+Mamba chunk size preset. Why one loader, on first use (as ``upstream.vllm_0_33.env``):
 the rest of the project, and ``mypy``, must not need SGLang; a missing
 install is a reason tests print when they skip, another version an error.
 """
@@ -23,7 +23,7 @@ import types
 import warnings
 from typing import Any
 
-from ..pins import EngineMissing, Pin
+from junction.upstream import EngineMissing, Pin
 
 __all__ = [
     "PIN",

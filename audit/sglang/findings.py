@@ -19,10 +19,10 @@ from junction.reference.harness import Promise, Scenario, Violation, check
 from junction.reference.harness.engine_subject import EngineSubject
 from junction.reference.harness.verdict import KeptTooMany, KeptUnneeded, ShortOfFullAttention
 from junction.reference.policies.builtin import JunctionPolicy
+from junction.upstream.vllm_0_33.env import PINNED_VERSION as VLLM_VERSION
+from junction.upstream.vllm_0_33.specs import vllm_geometry
 
 from ..sections import counterexample_paragraph, table_cell
-from ..vllm.env import PINNED_VERSION as VLLM_VERSION
-from ..vllm.specs import vllm_geometry
 from ..vllm.subject import VllmSubject
 from . import ENGINE
 from .cache import TreeCore

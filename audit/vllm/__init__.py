@@ -11,8 +11,9 @@ drop-in and :mod:`.suite` vLLM's own tests with the core swapped in.
 
 from __future__ import annotations
 
+from junction.upstream.vllm_0_33.env import PIN
+
 from ..record import AuditedEngine
-from .env import PIN
 
 __all__ = ["ENGINE"]
 

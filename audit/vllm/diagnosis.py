@@ -3,7 +3,7 @@
 A violation the promise checks find on vLLM's code is one of the findings in
 docs/findings.md, or new; the audit's tests require every violation to be
 explained, so an unknown defect fails them with its scenario. Lookup
-departures are diagnosed exactly (the one ``audit.vllm.lookup_model`` flag that
+departures are diagnosed exactly (the one ``upstream.vllm_0_33.lookup_model`` flag that
 alone reproduces vLLM's answer); the other findings are rules on the
 scenario's shape and the typed problem (``harness.verdict``), with their
 reasons in :mod:`audit.vllm.findings`.
@@ -16,8 +16,8 @@ import attrs
 from junction.core import GroupKind, HybridGeometry, floor_to, replay_boundary
 from junction.reference.harness import Promise, Scenario, Violation
 from junction.reference.harness.verdict import MissedPosition, OffGrid
+from junction.upstream.vllm_0_33.lookup_model import Quirks, model_reconcile
 
-from .lookup_model import Quirks, model_reconcile
 from .subject import POLICY, VllmRun, VllmSubject
 
 __all__ = ["LOOKUP_QUIRKS", "diagnose", "lookup_departures"]

@@ -21,10 +21,10 @@ import attrs
 from junction.core import GroupKind, HitReconciliation, HybridGeometry, InvalidArgument
 from junction.reference.errors import PoolExhausted
 from junction.reference.harness.verdict import RequestState
+from junction.upstream.vllm_0_33.env import vllm
+from junction.upstream.vllm_0_33.specs import kv_cache_config
 
-from .env import vllm
 from .lookup import GroupView, core_reconcile, pool_views
-from .specs import kv_cache_config
 from .split import SchedulerStandIn, make_request
 
 __all__ = [
@@ -115,7 +115,7 @@ class VllmEngine:
                 geometry,
                 "vLLM turns partial hits "
                 f"{'on' if coordinator.enable_partial_hash_hits else 'off'} "
-                "(build it with audit.vllm.specs.vllm_geometry)",
+                "(build it with upstream.vllm_0_33.specs.vllm_geometry)",
             )
         self.block_pool = coordinator.block_pool
         self.has_mamba = any(g.kind is GroupKind.MAMBA for g in geometry.groups)

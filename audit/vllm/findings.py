@@ -18,11 +18,11 @@ import attrs
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, check
+from junction.upstream.vllm_0_33.env import PINNED_VERSION
 
 from ..sections import counterexample_paragraph, table_cell
 from . import ENGINE
 from .diagnosis import diagnose
-from .env import PINNED_VERSION
 from .mask_findings import mask_findings_markdown
 from .split_findings import split_findings_markdown
 from .subject import VllmSubject
@@ -321,7 +321,7 @@ def findings_markdown() -> str:
         "| `HybridKVCacheCoordinator.find_longest_cache_hit` via "
         "`KVCacheManager.get_computed_blocks` | `core.reconcile_hits` over the same pool | "
         "four departures below; vLLM equals our restatement of it "
-        "(`audit/vllm/lookup_model.py`) with exactly those four switched on |",
+        "(`upstream/vllm_0_33/lookup_model.py`) with exactly those four switched on |",
         "",
         "Lookup is not a policy decision, so the four lookup departures are findings about "
         "vLLM (the last four rows below); their counterexamples are `reconciliation` "

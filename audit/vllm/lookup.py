@@ -1,40 +1,33 @@
-"""What each group of a real vLLM block pool has cached, as core's finders see it.
+"""What each group of a real vLLM block pool has cached, as core's finders and the oracle see it.
 
 To compare vLLM's ``find_longest_cache_hit`` with ``core.reconcile_hits``
 both must read the same cache, so this turns vLLM's block pool and one
-request's hash chain into core finders (and the oracle's cached sets).
-Block ``i`` of group ``g`` is cached iff the pool holds unit hash
-``(i + 1) * s - 1`` for ``g`` (vLLM keys a block by its last hash unit).
-With partial hits full attention matches whole blocks, then the deepest
-registered unit of the first block it misses; Mamba serves any registered
-unit; sliding windows always read whole blocks, as in vLLM.
+request's hash chain into core finders and views (and the oracle's cached
+sets), read through the release's readers
+(:mod:`junction.upstream.vllm_0_33.readers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from junction.core import (
     Finder,
-    GroupKind,
-    GroupLookup,
     GroupSpec,
     HitReconciliation,
     HybridGeometry,
     group_finder,
-    next_grid_point,
     reconcile_hits,
 )
 from junction.reference.oracle.first_principles import OracleGroup, oracle_reconcile
+from junction.upstream.vllm_0_33.readers import GroupReader, group_readers
 
 __all__ = [
-    "GroupReader",
     "GroupView",
     "core_reconcile",
-    "group_readers",
     "oracle_groups",
     "oracle_reconcile_view",
     "pool_finders",
@@ -54,86 +47,6 @@ class GroupView:
     spec: GroupSpec
     cached: frozenset[int]
     registered: frozenset[int]
-
-
-@attrs.frozen
-class GroupReader:
-    """How one group's finder reads a vLLM pool, fixed per engine.
-
-    ``spec`` is the finder's spec (unit-sized when the group looks up hash
-    units) and ``lookup`` its bound :class:`core.GroupLookup`; finder index
-    ``i`` is the chain's hash unit ``(i + 1) * scale - 1``, except for a
-    full-attention group read by unit, where ``covered_block`` (its block in
-    hash units, else 0) selects the covered-unit reading.
-    """
-
-    group_id: int
-    spec: GroupSpec
-    lookup: GroupLookup
-    scale: int
-    covered_block: int
-
-    def predicate(
-        self, block_pool: Any, block_hashes: Sequence[Any], found: dict[int, Any] | None = None
-    ) -> tuple[Callable[[int], bool], int]:
-        """``is_cached`` over one request's chain, and how many indices exist.
-
-        One pool call per question and no intermediate frames: this is the
-        lookup's hot loop (vLLM's coordinator calls the pool directly). Each
-        answer the pool gives is kept in ``found`` under its hash unit, so a
-        caller that then collects the blocks need not ask again."""
-        get, ids, units = block_pool.get_cached_block, [self.group_id], len(block_hashes)
-        seen: dict[int, Any] = {} if found is None else found
-        if self.covered_block:
-            block_units = self.covered_block
-
-            def covered(index: int) -> bool:
-                for unit in range(index, min(next_grid_point(index, block_units), units)):
-                    seen[unit] = answer = get(block_hashes[unit], ids)
-                    if answer is not None:
-                        return True
-                return False
-
-            return covered, units
-        scale, count = self.scale, units // self.scale
-        if scale == 1:  # a block is a hash unit: no index arithmetic per question
-
-            def unit_cached(index: int) -> bool:
-                if index >= count:
-                    return False
-                seen[index] = answer = get(block_hashes[index], ids)
-                return answer is not None
-
-            return unit_cached, count
-
-        def cached(index: int) -> bool:
-            # A lookup of M = N - 1 tokens may ask past the hashed chain.
-            if index >= count:
-                return False
-            unit = (index + 1) * scale - 1
-            seen[unit] = answer = get(block_hashes[unit], ids)
-            return answer is not None
-
-        return cached, count
-
-
-def group_readers(geometry: HybridGeometry) -> tuple[GroupReader, ...]:
-    """Every group's :class:`GroupReader` (an engine builds them once)."""
-    unit, alignment = geometry.hash_block_size, geometry.alignment_tokens
-    readers = []
-    for group_id, group in enumerate(geometry.groups):
-        spec, scale, covered_block = group, group.block_size // unit, 0
-        drafts = group.eagle_group  # a unit-sized spec stays an EAGLE group or not
-        if alignment < group.block_size and group.kind is GroupKind.FULL:
-            spec, scale, covered_block = GroupSpec.full(unit, eagle_group=drafts), 1, scale
-        elif alignment < group.block_size and group.kind is GroupKind.MAMBA:
-            spec, scale = GroupSpec.mamba(unit, eagle_group=drafts), 1
-        elif alignment < group.block_size:
-            raise ValueError(f"{group}: vLLM gives sliding-window groups no hash-unit hits")
-        readers.append(
-            GroupReader(group_id, spec, GroupLookup(spec, alignment), scale, covered_block)
-        )
-    return tuple(readers)
 
 
 def reader_finders(

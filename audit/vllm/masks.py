@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from junction.core import GroupSpec, HybridGeometry
-
-from .specs import manager_class, vllm_spec
+from junction.upstream.vllm_0_33.specs import manager_class, vllm_spec
 
 __all__ = ["vllm_block_mask", "vllm_group_mask"]
 

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from junction.core import HybridGeometry
-
-from .env import vllm
-from .specs import kv_cache_config
+from junction.upstream.vllm_0_33.env import vllm
+from junction.upstream.vllm_0_33.specs import kv_cache_config
 
 __all__ = ["build_scheduler", "make_request", "model_output", "serve", "step"]
 

@@ -3,13 +3,14 @@
 A real ``Scheduler`` needs a full engine configuration, so the method is
 called unbound on :class:`SchedulerStandIn`, which carries exactly the
 attributes it reads (``__slots__``: reading anything else raises), with a
-real ``vllm.v1.request.Request``, each set as vLLM's constructors set it:
-``cache_config.block_size`` is the Mamba block, ``block_size`` ``L``,
-``hash_block_size`` ``H``; ``mamba_partial_cache_hit`` is align mode with
-``H < L`` and partial hits; ``use_eagle_block_drop`` is EAGLE without
-lookahead hashes; the split's three settings come from a
-:class:`VllmSplitOptions`, ``mamba_shared_prefix_checkpoint`` only with
-partial hits and an EAGLE group.
+real ``vllm.v1.request.Request``, each set as vLLM's constructors set it
+(``upstream.vllm_0_33.scheduler.SplitSettings``, which the ``vllm-0.33``
+policy reads too): ``cache_config.block_size`` is the Mamba block,
+``block_size`` ``L``, ``hash_block_size`` ``H``; ``mamba_partial_cache_hit``
+is align mode with ``H < L`` and partial hits; ``use_eagle_block_drop`` is
+EAGLE without lookahead hashes; the split's three settings come from a
+``VllmSplitOptions``, ``mamba_shared_prefix_checkpoint`` only with partial
+hits and an EAGLE group.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from junction.core import HybridGeometry
-from junction.reference.policies.vllm import VLLM_DEFAULT_SPLIT, VllmSplitOptions
-
-from .env import vllm
+from junction.upstream.vllm_0_33.env import vllm
+from junction.upstream.vllm_0_33.scheduler import (
+    VLLM_DEFAULT_SPLIT,
+    SplitSettings,
+    VllmSplitOptions,
+)
 
 __all__ = ["SchedulerStandIn", "make_request", "vllm_split"]
 
@@ -52,26 +56,20 @@ class SchedulerStandIn:
         long_prefill_token_threshold: int = 0,
         options: VllmSplitOptions = VLLM_DEFAULT_SPLIT,
     ) -> None:
-        self.cache_config = SimpleNamespace(block_size=geometry.mamba_block_size)
+        settings = SplitSettings.configured(geometry, options)
+        self.cache_config = SimpleNamespace(block_size=settings.mamba_block_size)
         self.scheduler_config = SimpleNamespace(
             long_prefill_token_threshold=long_prefill_token_threshold
         )
-        self.block_size = geometry.scheduler_block_size
-        self.hash_block_size = geometry.hash_block_size
-        self.mamba_partial_cache_hit = (
-            geometry.hash_block_size < geometry.scheduler_block_size and geometry.partial_hits
-        )
-        lookahead = options.num_hash_lookahead_tokens
-        self.use_eagle_block_drop = geometry.use_eagle and not lookahead
-        self.num_hash_lookahead_tokens = lookahead
-        alignment = options.prefill_checkpoint_alignment
+        self.block_size = settings.block_size
+        self.hash_block_size = settings.hash_block_size
+        self.mamba_partial_cache_hit = settings.mamba_partial_cache_hit
+        self.use_eagle_block_drop = settings.use_eagle_block_drop
+        self.num_hash_lookahead_tokens = settings.num_hash_lookahead_tokens
+        alignment = settings.mamba_prefill_checkpoint_alignment
         self.mamba_has_prefill_checkpoint_blocks = alignment is not None
         self.mamba_prefill_checkpoint_alignment = alignment
-        self.mamba_shared_prefix_checkpoint = (
-            options.enable_mamba_shared_prefix_checkpoint
-            and self.mamba_partial_cache_hit
-            and self.use_eagle_block_drop
-        )
+        self.mamba_shared_prefix_checkpoint = settings.mamba_shared_prefix_checkpoint
         self.max_num_scheduled_tokens = max_num_scheduled_tokens
 
     def split(

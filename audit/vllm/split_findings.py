@@ -20,9 +20,9 @@ import attrs
 
 from junction.core import GroupSpec, HybridGeometry, PrefillCheckpoints, mamba_block_aligned_split
 from junction.reference.oracle.first_principles import oracle_last_cacheable_position
-from junction.reference.policies.vllm import VllmSplitOptions
+from junction.upstream.vllm_0_33.scheduler import VllmSplitOptions
+from junction.upstream.vllm_0_33.specs import vllm_geometry
 
-from .specs import vllm_geometry
 from .split import SchedulerStandIn, make_request
 
 __all__ = ["SPLIT_FINDINGS", "SplitFinding", "SplitObservation", "split_findings_markdown"]

@@ -21,9 +21,9 @@ from junction.reference.errors import PoolExhausted
 from junction.reference.harness import Hits, Prefill, Promise, RequestState, Resume, Scenario
 from junction.reference.oracle.first_principles import OracleGroup
 from junction.reference.policies.vllm import VllmPolicy
+from junction.upstream.vllm_0_33.env import vllm
 
 from .engine import Lookup, VllmEngine
-from .env import vllm
 from .lookup import oracle_groups
 from .split import vllm_split
 

@@ -9,16 +9,17 @@
   last cacheable position puts the only state one token past every lookup
   (vLLM #50409).
 
-Both model vLLM's default configuration unless a :class:`VllmSplitOptions`
+Both model vLLM's default configuration unless a ``VllmSplitOptions``
 says otherwise, and reuse ``core``'s mask and split (they *are* vLLM 0.33's):
-what differs is which positions they are handed, on which grid.
+what differs is which positions they are handed, on which grid. What vLLM
+0.33.0's scheduler derives (its replayed boundaries, its split's settings) is
+read from vLLM 0.33.0's package, ``junction.upstream.vllm_0_33.scheduler``,
+which the audit's stand-in scheduler reads too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import attrs
 
 from junction.core import (
     GroupSpec,
@@ -30,51 +31,16 @@ from junction.core import (
     segment_boundaries,
 )
 from junction.reference.engine.policy import RequestView
+from junction.upstream.vllm_0_33.scheduler import (
+    VLLM_DEFAULT_SPLIT,
+    SplitSettings,
+    VllmSplitOptions,
+    replay_boundaries,
+)
 
 from .bound import chunk_splitter, group_mask
 
-__all__ = [
-    "VLLM_DEFAULT_SPLIT",
-    "VllmPR47782Policy",
-    "VllmPolicy",
-    "VllmSplitOptions",
-    "vllm_replay_boundaries",
-]
-
-
-def vllm_replay_boundaries(
-    num_prompt_tokens: int, scheduler_block_size: int, use_eagle: bool
-) -> tuple[int, ...]:
-    """vLLM 0.33's ``replay_boundaries``: ``P - 1``; with EAGLE one block below
-    the resend's and the extension's last aligned positions."""
-    if not use_eagle:
-        return (num_prompt_tokens - 1,)
-    block = scheduler_block_size
-    resend = floor_to(num_prompt_tokens - 1, block)
-    extension = floor_to(num_prompt_tokens, block)
-    return tuple(sorted({max(resend - block, 0), max(extension - block, 0)}))
-
-
-@attrs.frozen
-class VllmSplitOptions:
-    """vLLM 0.33.0's three scheduler settings of the split, as vLLM names them.
-
-    ``num_hash_lookahead_tokens`` (``>= 0``): vLLM's scheduler then turns the
-    EAGLE block drop off. ``enable_mamba_shared_prefix_checkpoint``: the exact
-    junction stop, which vLLM narrows to partial hits (``H < L``) under EAGLE.
-    ``prefill_checkpoint_alignment`` (``None`` = no internal prefill
-    checkpoint blocks): the backend writes the prefill's checkpoint inside a
-    chunk, on the hash unit with partial hits, else on ``L``; the split keys
-    it on the prefill's end, as vLLM's scheduler does
-    (``PrefillCheckpoints.keyed_on_prefill_end``).
-    """
-
-    num_hash_lookahead_tokens: int = 0
-    enable_mamba_shared_prefix_checkpoint: bool = False
-    prefill_checkpoint_alignment: int | None = None
-
-
-VLLM_DEFAULT_SPLIT = VllmSplitOptions()
+__all__ = ["VllmPR47782Policy", "VllmPolicy", "VllmSplitOptions"]
 
 
 class VllmPolicy:
@@ -104,7 +70,7 @@ class VllmPolicy:
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
     ) -> tuple[int, ...]:
         boundaries = list(
-            vllm_replay_boundaries(
+            replay_boundaries(
                 request.num_prompt_tokens, geometry.scheduler_block_size, geometry.use_eagle
             )
         )
@@ -150,21 +116,18 @@ class VllmPolicy:
         num_new_tokens: int,
         max_prefill_tokens: int,
     ) -> int:
-        options = self.split_options
-        lookahead = options.num_hash_lookahead_tokens
-        # Lookahead hashes prove the boundary token: vLLM drops no EAGLE block then.
-        eagle = geometry.use_eagle and not lookahead
-        partial = geometry.partial_hits and geometry.hash_block_size < geometry.scheduler_block_size
-        alignment = options.prefill_checkpoint_alignment
-        unit = geometry.hash_block_size if partial else geometry.scheduler_block_size
+        settings = SplitSettings.configured(geometry, self.split_options)
+        partial = settings.mamba_partial_cache_hit
+        alignment = settings.mamba_prefill_checkpoint_alignment
+        unit = settings.hash_block_size if partial else settings.block_size
         splitter = chunk_splitter(
-            geometry.mamba_block_size,
-            geometry.hash_block_size,
-            eagle,
+            settings.mamba_block_size,
+            settings.hash_block_size,
+            settings.use_eagle_block_drop,
             geometry.partial_hits,
             max_prefill_tokens,
-            lookahead,
-            options.enable_mamba_shared_prefix_checkpoint and partial and eagle,
+            settings.num_hash_lookahead_tokens,
+            settings.mamba_shared_prefix_checkpoint,
             None if alignment is None else PrefillCheckpoints(alignment, unit, True),
         )
         return splitter.split(

@@ -4,7 +4,7 @@ A configuration is groups (one full-attention group first, then sliding
 window and/or Mamba groups; every Mamba group shares one block size, as
 vLLM's single ``cache_config.block_size`` forces), a hash unit dividing every
 block, EAGLE on or off and a retention interval (``None``, 0 or a multiple of
-``L``). Partial hits are not drawn: :func:`audit.vllm.specs.vllm_geometry` asks
+``L``). Partial hits are not drawn: :func:`upstream.vllm_0_33.specs.vllm_geometry` asks
 vLLM whether it turns them on. Sizes stay small so counterexamples shrink to
 readable ones.
 """
@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from junction.audit.vllm.engine import VllmEngine
-from junction.audit.vllm.specs import vllm_geometry
 from junction.core import GroupKind, GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, scenarios
+from junction.upstream.vllm_0_33.specs import vllm_geometry
 
 block_sizes = st.sampled_from([1, 2, 4, 8, 3, 6])
 windows = st.integers(1, 24)

@@ -26,7 +26,8 @@ from junction.audit.vllm.engine import RequestState
 from junction.audit.vllm.masks import vllm_block_mask
 from junction.audit.vllm.split import vllm_split
 from junction.core import GroupKind, HybridGeometry
-from junction.reference.policies.vllm import VllmPolicy, VllmSplitOptions
+from junction.reference.policies.vllm import VllmPolicy
+from junction.upstream.vllm_0_33.scheduler import VllmSplitOptions
 
 from .strategies import (
     PromptRun,

@@ -30,8 +30,6 @@ from hypothesis import given, settings
 
 from junction import dropin
 from junction.audit.vllm.engine import VllmEngine
-from junction.audit.vllm.env import vllm
-from junction.audit.vllm.specs import manager_class, vllm_geometry, vllm_spec
 from junction.audit.vllm.split import SchedulerStandIn, make_request
 from junction.core import (
     GroupSpec,
@@ -40,6 +38,8 @@ from junction.core import (
     reachable_block_mask,
 )
 from junction.dropin import Decision, UnsupportedOption
+from junction.upstream.vllm_0_33.env import vllm
+from junction.upstream.vllm_0_33.specs import manager_class, vllm_geometry, vllm_spec
 
 from .strategies import PromptRun, examples, prompt_runs
 

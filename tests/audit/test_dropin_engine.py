@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from junction import dropin
-from junction.audit.vllm.env import vllm
 from junction.audit.vllm.scheduler_differential import (
     Finding,
     Layout,
@@ -29,6 +28,7 @@ from junction.audit.vllm.scheduler_differential import (
 )
 from junction.audit.vllm.scheduler_differential.connector import vllm_failure
 from junction.dropin import lookup
+from junction.upstream.vllm_0_33.env import vllm
 
 REQUESTS = 40
 

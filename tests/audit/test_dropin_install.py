@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from junction.audit.pins import Pin
-from junction.audit.vllm.env import PINNED_VERSION
+from junction.upstream.pins import Pin
+from junction.upstream.vllm_0_33.env import PINNED_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ _RELOAD = textwrap.dedent(
     """
     import importlib, sys
     from junction import dropin
-    from junction.audit.vllm.env import vllm
+    from junction.upstream.vllm_0_33.env import vllm
 
     v = vllm()
     for module in (v.scheduler, v.coordinator, v.managers):

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from junction import dropin
-from junction.audit.vllm.env import vllm
 from junction.audit.vllm.scheduler import build_scheduler, make_request, serve
-from junction.audit.vllm.specs import vllm_geometry
 from junction.core import GroupSpec, HybridGeometry
+from junction.upstream.vllm_0_33.env import vllm
+from junction.upstream.vllm_0_33.specs import vllm_geometry
 
 PROMPT = tuple(range(100, 140))  # 40 tokens: two hash units and a partial one
 

@@ -4,7 +4,7 @@ Lookup is not a policy decision, so a disagreement is a finding about vLLM
 (docs/findings.md). The property makes that airtight: on every lookup of
 real runs (each admission, then each prompt again), vLLM's answer equals our
 restatement of its lookup with its four departures switched on
-(``audit.vllm.lookup_model``), and the restatement with them off equals
+(``upstream.vllm_0_33.lookup_model``), and the restatement with them off equals
 ``core.reconcile_hits``. So every disagreement is one of the recorded
 departures, and nothing else hides behind them; and the departures that can
 act on the geometry (``departures``) alone give vLLM's answer.
@@ -17,7 +17,12 @@ from hypothesis import given, settings
 
 from junction.audit.vllm.diagnosis import lookup_departures
 from junction.audit.vllm.findings import FINDINGS, Finding
-from junction.audit.vllm.lookup_model import ALL_QUIRKS, NO_QUIRKS, departures, model_reconcile
+from junction.upstream.vllm_0_33.lookup_model import (
+    ALL_QUIRKS,
+    NO_QUIRKS,
+    departures,
+    model_reconcile,
+)
 
 from .strategies import PromptRun, examples, prompt_runs
 

@@ -26,11 +26,11 @@ from junction.audit.vllm.findings import (
     Finding,
     findings_markdown,
 )
-from junction.audit.vllm.specs import vllm_geometry
 from junction.audit.vllm.subject import VllmSubject
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.harness import Promise, Scenario, Violation, check
 from junction.reference.harness.verdict import LookupMismatch, OffGrid, ResumeWithoutState
+from junction.upstream.vllm_0_33.specs import vllm_geometry
 
 from .strategies import violations_are_findings, vllm_scenarios
 

@@ -27,8 +27,6 @@ import inspect
 
 import pytest
 
-from junction.audit.vllm.env import vllm
-from junction.audit.vllm.specs import vllm_geometry
 from junction.audit.vllm.split import SchedulerStandIn, make_request
 from junction.audit.vllm.split_findings import SPLIT_FINDINGS, SplitFinding
 from junction.core import (
@@ -37,7 +35,9 @@ from junction.core import (
     last_cacheable_position,
     mamba_block_aligned_split,
 )
-from junction.reference.policies.vllm import VllmSplitOptions
+from junction.upstream.vllm_0_33.env import vllm
+from junction.upstream.vllm_0_33.scheduler import VllmSplitOptions
+from junction.upstream.vllm_0_33.specs import vllm_geometry
 
 # b = H = L = 4, backend tiles of 8; P = 21 and 8 accepted output tokens (N = 29).
 GEOMETRY = vllm_geometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)

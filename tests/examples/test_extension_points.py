@@ -19,7 +19,6 @@ import attrs
 import pytest
 
 from junction.audit import engines
-from junction.audit.pins import Pin, public_version
 from junction.audit.record import AuditedEngine
 from junction.command import dispatch as main
 from junction.core import InvalidArgument
@@ -31,6 +30,7 @@ from junction.reference.simulator.parallel import TraceSource
 from junction.reference.workloads import tracefile
 from junction.reference.workloads.trace import TraceError, TraceRequest, decode_line
 from junction.reference.workloads.tracefile import TraceFormat, detect_format
+from junction.upstream.pins import Pin, public_version
 from tests import conftest
 from tests.audit.installed import skip_missing_engines
 from tests.cli.in_process import run_in_process

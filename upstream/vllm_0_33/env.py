@@ -1,15 +1,15 @@
 """Loading vLLM 0.33.0 on a CPU-only machine, or saying why it is not there.
 
-The audit drives vLLM's own code, installed without its GPU-only
-dependencies (``make audit-setup``: ``pip install --no-deps`` of the pins in
-the ``audit`` extra). Importing it is slow (several seconds), so it happens
-once, on first use, and never at import time of ``audit``: the rest of the
-project, and ``mypy``, must not need vLLM.
+vLLM is installed without its GPU-only dependencies (``make audit-setup``:
+``pip install --no-deps`` of the pins in the ``audit`` extra). Importing it is
+slow (several seconds), so it happens once, on first use, and never at import
+time: the rest of the project, and ``mypy``, must not need vLLM.
 
-Why one loader: every adapter reaches vLLM through :func:`vllm`, which either
-returns the handful of modules the audit reads or raises :class:`VllmMissing`
-with the reason tests print when they skip. A vLLM of another version is not
-"missing": the audit's facts are about 0.33.0, so it is an error.
+Why one loader: the drop-in and the audit reach vLLM through :func:`vllm`,
+which either returns the handful of modules they read or raises
+:class:`VllmMissing` with the reason tests print when they skip. A vLLM of
+another version is not "missing": what this package knows is about 0.33.0,
+so it is an error.
 """
 
 from __future__ import annotations
@@ -22,21 +22,18 @@ import types
 import warnings
 from typing import Any
 
-from ..pins import EngineMissing, Pin
+from ..pins import Pin
+from ..releases import VllmMissing
 
-__all__ = ["PIN", "PINNED_VERSION", "VllmMissing", "VllmModules", "vllm", "vllm_missing_reason"]
+__all__ = ["PIN", "PINNED_VERSION", "VllmModules", "load_modules", "vllm", "vllm_missing_reason"]
 
 PINNED_VERSION = "0.33.0"
 PIN = Pin("vllm", "vLLM", PINNED_VERSION, "audit")
 
 
-class VllmMissing(EngineMissing):
-    """vLLM is not installed; the message says how to install it."""
-
-
 class VllmModules(types.SimpleNamespace):
-    """The vLLM modules the audit reads (attributes typed ``Any``: vLLM ships
-    incomplete types, so the adapters convert at their boundary)."""
+    """The vLLM modules the drop-in and the audit read (attributes typed
+    ``Any``: vLLM ships incomplete types, so their users convert at the boundary)."""
 
     interface: Any  # vllm.v1.kv_cache_interface
     managers: Any  # vllm.v1.core.single_type_kv_cache_manager
@@ -51,7 +48,7 @@ class VllmModules(types.SimpleNamespace):
 
 
 def vllm_missing_reason() -> str | None:
-    """Why the audit cannot run here, or ``None`` when vLLM is installed."""
+    """Why vLLM 0.33.0 cannot be loaded here, or ``None`` when vLLM is installed."""
     return PIN.missing_reason()
 
 
@@ -62,6 +59,13 @@ def vllm() -> VllmModules:
     Raises ``RuntimeError`` when another vLLM version is installed.
     """
     PIN.require(VllmMissing)
+    return load_modules()
+
+
+@functools.cache
+def load_modules() -> VllmModules:
+    """vLLM's modules, imported once, whatever its version: :func:`vllm` once
+    the pin is checked (a release whose modules are 0.33.0's checks its own)."""
     # Quiet: vLLM logs its platform detection; requests warns about an
     # optional charset detector nobody here needs.
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")

@@ -30,7 +30,7 @@ from junction.core import (
     lcm,
 )
 
-from .lookup import group_readers
+from .readers import group_readers
 
 __all__ = [
     "ALL_QUIRKS",
@@ -41,11 +41,12 @@ __all__ = [
     "VllmLookup",
     "departures",
     "model_reconcile",
+    "vllm_lookup",
 ]
 
 
 class CacheView(Protocol):
-    """What :func:`model_reconcile` reads of one group (``audit.vllm.lookup.GroupView``):
+    """What :func:`model_reconcile` reads of one group (the audit's ``GroupView``):
     the cached indices of the chain in the units of the group's reader spec,
     and the registered hash units."""
 
@@ -96,6 +97,14 @@ def departures(geometry: HybridGeometry) -> Quirks:
             g.kind is GroupKind.FULL and g.block_size > alignment for g in geometry.groups
         ),
     )
+
+
+def vllm_lookup(geometry: HybridGeometry) -> VllmLookup | None:
+    """vLLM 0.33.0's own lookup on ``geometry``, every departure included;
+    ``None`` where none can act (:func:`departures`): its answer is the core's."""
+    if departures(geometry) == NO_QUIRKS:
+        return None
+    return VllmLookup(geometry, ALL_QUIRKS)
 
 
 Probe = Callable[[int], bool]
@@ -187,7 +196,7 @@ class VllmLookup:
     ``identical`` mode asks on every lookup).
 
     A call's probes are per group, in the geometry's order, over the chain in
-    the units of the group's reader spec (``audit.vllm.lookup.group_readers``):
+    the units of the group's reader spec (:func:`.readers.group_readers`):
     whether index ``i`` is cached, and whether hash unit ``i`` is registered
     (read only for full attention read by hash units; ``None`` elsewhere).
     """
@@ -287,6 +296,6 @@ def model_reconcile(
     quirks: Quirks = ALL_QUIRKS,
 ) -> tuple[int, int, int]:
     """``(h, ℓ, J)`` of vLLM's lookup as restated, with the chosen departures,
-    over views read from ``geometry``'s readers (``audit.vllm.lookup.pool_views``)."""
+    over views read through ``geometry``'s readers (:func:`.readers.group_readers`)."""
     probes = [(view.cached.__contains__, view.registered.__contains__) for view in views]
     return _bound_lookup(geometry, quirks).hit_lengths(probes, max_hit_length, hashed_tokens)

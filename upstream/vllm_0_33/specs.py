@@ -1,4 +1,10 @@
-"""Core's groups as real vLLM 0.33.0 KV-cache specs, and the geometry vLLM implies.
+"""vLLM 0.33.0's KV-cache specs and core's groups, each way, and the geometry vLLM implies.
+
+A vLLM group becomes a core group by its manager class (:func:`core_group`),
+not its spec: subclasses of vLLM's managers (chunked-local, circular-buffer,
+sink attention) decide differently, so any other manager has no core kind.
+HiSparse's host-tier manager is full attention for the decisions (it
+inherits the lookup unchanged; only where its blocks live differs).
 
 A :class:`core.GroupSpec` becomes the spec vLLM's managers are built from:
 ``FullAttentionSpec``, ``SlidingWindowSpec`` (window ``W``) or ``MambaSpec``
@@ -27,6 +33,8 @@ from junction.core import GroupKind, GroupSpec, HybridGeometry
 from .env import vllm
 
 __all__ = [
+    "core_group",
+    "group_of",
     "kv_cache_config",
     "manager_class",
     "vllm_geometry",
@@ -67,6 +75,25 @@ def manager_class(group: GroupSpec) -> Any:
     if group.kind is GroupKind.SLIDING_WINDOW:
         return managers.SlidingWindowManager
     return managers.MambaManager
+
+
+def core_group(manager_cls: type, spec: Any, block_size: int) -> GroupSpec | None:
+    """The core group of a vLLM 0.33.0 group whose manager is ``manager_cls``
+    over ``spec``, its blocks ``block_size`` tokens (the caller states the
+    effective block); ``None`` for a manager of no core kind."""
+    return group_of(vllm().managers, manager_cls, spec, block_size)
+
+
+def group_of(managers: Any, manager_cls: type, spec: Any, block_size: int) -> GroupSpec | None:
+    """:func:`core_group` over ``managers``, a module of vLLM 0.33.0's manager
+    classes (``VllmModules.managers``)."""
+    if manager_cls in (managers.FullAttentionManager, managers.HiSparseSourceManager):
+        return GroupSpec.full(block_size)
+    if manager_cls is managers.SlidingWindowManager:
+        return GroupSpec.sliding_window(block_size, spec.sliding_window)
+    if manager_cls is managers.MambaManager:
+        return GroupSpec.mamba(block_size)
+    return None
 
 
 def kv_cache_config(

@@ -9,7 +9,7 @@ one and the drop-in in the other, compared after every step
 call of the shipped scheduler to the drop-in's adapter on the same pool. A
 lookup where they differ is judged by the first-principles oracle: the
 drop-in's answer must be the oracle's, and vLLM's must be one of its
-documented departures (``audit.vllm.lookup_model``, docs/findings.md), which
+documented departures (``upstream.vllm_0_33.lookup_model``, docs/findings.md), which
 names the finding. One of vLLM's own documented failures
 (:class:`VllmFailure`) ends a run; anything else is an :class:`Unclassified`
 difference.
@@ -29,10 +29,10 @@ from junction.core import GroupKind, HybridGeometry, JunctionError
 from junction.dropin.lookup import core_find_longest_cache_hit, vllm_find_longest_cache_hit
 from junction.dropin.mask import core_mask
 from junction.dropin.split import core_split
+from junction.upstream.vllm_0_33.env import vllm
+from junction.upstream.vllm_0_33.lookup_model import Quirks, model_reconcile
 
-from ..env import vllm
 from ..lookup import oracle_reconcile_view, pool_views
-from ..lookup_model import Quirks, model_reconcile
 from ..scheduler import make_request, model_output
 from . import connector as external
 from .connector import Connector, Loads, VllmFailure

@@ -22,8 +22,8 @@ import sys
 import time
 
 from junction.dropin import Mode
+from junction.upstream import VllmMissing
 
-from ..env import VllmMissing
 from . import Finding, Report, layouts, run_layout
 
 

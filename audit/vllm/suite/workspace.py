@@ -27,7 +27,7 @@ from pathlib import Path
 
 import attrs
 
-from ..env import PINNED_VERSION
+from junction.upstream.vllm_0_33.env import PINNED_VERSION
 
 __all__ = ["SDIST_SHA256", "TEST_FILES", "Workspace", "prepare"]
 

@@ -1,11 +1,11 @@
-"""An engine the audit drives, pinned to the version its findings are about.
+"""An upstream engine pinned to the release what Junction knows of it is about.
 
 vLLM and SGLang are each installed ``--no-deps`` from an extra of their own
 (``make audit-setup``, ``make audit-sglang-setup``) and imported on first use
-(``audit.vllm.env``, ``audit.sglang.env``). Before importing anything both
-loaders ask the same two questions: is the engine installed (if not: the
+(``upstream.vllm_0_33.env``, ``audit.sglang.env``). Before importing anything
+both loaders ask the same two questions: is the engine installed (if not: the
 reason the tests print when they skip, naming the make target), and is it the
-pinned version (another version is an error, not "missing": the findings are
+pinned version (another version is an error, not "missing": what is known is
 about the pinned one). Rejected: each loader asking on its own (two copies of
 the same check and messages, differing only in the names).
 """
@@ -60,6 +60,6 @@ class Pin:
         found = importlib.metadata.version(self.distribution)
         if public_version(found) != self.version:
             raise RuntimeError(
-                f"the audit is written against {self.name} {self.version}, found {found}: "
+                f"Junction is written against {self.name} {self.version}, found {found}: "
                 f"run `make {self.extra}-setup`"
             )
