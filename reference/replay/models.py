@@ -1,7 +1,8 @@
 """A model's KV-cache memory as vLLM 0.33.0 lays it out, from its ``config.json``.
 
-The file is read through its transformers config class (its defaults fill
-what the file leaves out; nothing is fetched). From it, as vLLM's own
+The file is read by its family's reader (``configs``: its transformers config
+class's defaults fill what the file leaves out, without importing
+transformers; every field read is checked). From it, as vLLM's own
 calculators do (tensor parallel 1, cache dtype ``auto``): the bytes per
 token of each attention layer, the bytes of each state layer's state, the
 block (16 tokens, or with state layers the smallest multiple of 16 whose
@@ -15,32 +16,33 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from junction.core import GroupSpec, JunctionError, cdiv
+from junction.core import GroupSpec, cdiv
 
-__all__ = ["GIB", "MemoryModel", "ModelConfigError", "load_model_config", "memory_model"]
+from .configs import ModelConfigError, ModelShape, read_config
+
+__all__ = [
+    "CATALOG",
+    "GIB",
+    "MemoryModel",
+    "ModelConfigError",
+    "catalog_model",
+    "load_model_config",
+    "memory_model",
+    "shape_layout",
+]
 
 GIB = 2**30
 KERNEL_BLOCK = 16  # FlashAttention's kernel block (MultipleOf(16)) and vLLM's default
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
-_STATE_FAMILIES = ("qwen3_next", "nemotron_h")
 # The catalog: catalog/NAME.json, package data (its README records each file's source).
 CATALOG_DIRECTORY = Path(__file__).resolve().parent / "catalog"
 CATALOG = tuple(sorted(path.stem for path in CATALOG_DIRECTORY.glob("*.json")))
-
-
-class ModelConfigError(JunctionError, ValueError):
-    """A model config the memory model cannot read: one line naming the file and the field."""
-
-    def __init__(self, source: str, field: str, problem: str) -> None:
-        super().__init__(f"{source}: {field}: {problem}")
-        self.source, self.field, self.problem = source, field, problem
 
 
 @attrs.frozen
@@ -100,7 +102,9 @@ class MemoryModel:
         specs = [GroupSpec.full(size)] * full
         if window:
             if self.window is None:
-                raise ModelConfigError(self.name, "sliding_window", "missing for sliding layers")
+                raise ModelConfigError(
+                    self.name, "sliding_window", None, "needed by sliding layers"
+                )
             specs += [GroupSpec.sliding_window(size, self.window)] * window
         return (*specs, *[GroupSpec.mamba(size)] * state)
 
@@ -132,118 +136,36 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _positive(source: str, config: Any, field: str) -> int:
-    value = getattr(config, field, None)
-    if type(value) is not int or value < 1:
-        raise ModelConfigError(source, field, f"must be a positive int, got {value!r}")
-    return value
-
-
-def _dtype_bytes(source: str, config: Any) -> int:
-    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "bfloat16"
-    name = str(dtype).removeprefix("torch.")
-    if name not in _DTYPE_BYTES:
-        raise ModelConfigError(source, "dtype", f"{dtype!r} is not one of {sorted(_DTYPE_BYTES)}")
-    return _DTYPE_BYTES[name]
-
-
-def _state_bytes(source: str, config: Any, dtype: int) -> int:
-    family = config.model_type
-    if family == "qwen3_next":
-        kernel = _positive(source, config, "linear_conv_kernel_dim")
-        key_heads = _positive(source, config, "linear_num_key_heads")
-        value_heads = _positive(source, config, "linear_num_value_heads")
-        key_dim = _positive(source, config, "linear_key_head_dim")
-        value_dim = _positive(source, config, "linear_value_head_dim")
-        conv = (kernel - 1) * (2 * key_heads * key_dim + value_heads * value_dim)
-        return dtype * (conv + value_heads * key_dim * value_dim)
-    if family == "nemotron_h":
-        kernel = _positive(source, config, "conv_kernel")
-        heads = _positive(source, config, "mamba_num_heads")
-        head_dim = _positive(source, config, "mamba_head_dim")
-        groups = _positive(source, config, "n_groups")
-        state = _positive(source, config, "ssm_state_size")
-        conv = (kernel - 1) * (heads * head_dim + 2 * groups * state)
-        return dtype * (conv + heads * head_dim * state)
-    raise ModelConfigError(
-        source,
-        "model_type",
-        f"{family!r} has state layers the memory model does not size "
-        f"(it sizes {', '.join(_STATE_FAMILIES)})",
+def shape_layout(name: str, shape: ModelShape) -> MemoryModel:
+    """The memory model of a resolved config: vLLM 0.33.0's page and block from its sizes."""
+    dtype = _DTYPE_BYTES[shape.dtype]
+    kinds = shape.layer_types
+    windowed, state = kinds.count("sliding_attention"), kinds.count("linear_attention")
+    kv_bytes = 2 * shape.kv_heads * shape.head_dim * dtype
+    state_bytes = dtype * shape.state.elements() if state and shape.state is not None else 0
+    block = KERNEL_BLOCK
+    if state_bytes:
+        # vLLM's Platform._align_hybrid_block_size: the smallest multiple of the
+        # kernel block whose attention page holds one state.
+        block = max(KERNEL_BLOCK, KERNEL_BLOCK * cdiv(state_bytes, KERNEL_BLOCK * kv_bytes))
+    return MemoryModel(
+        name=name,
+        full_layers=kinds.count("full_attention"),
+        window_layers=windowed,
+        window=shape.sliding_window if windowed else None,
+        state_layers=state,
+        kv_heads=shape.kv_heads,
+        head_dim=shape.head_dim,
+        dtype_bytes=dtype,
+        state_bytes=state_bytes,
+        block_size=block,
     )
-
-
-def _config_error(name: str, family: str, error: Exception) -> ModelConfigError:
-    """transformers' refusal of a config as one line naming the field it names."""
-    text = str(error)
-    named = re.match(r"Validation error for field '([^']+)':\s*(.*)", text, re.DOTALL)
-    if named:
-        return ModelConfigError(name, named[1], named[2].strip().splitlines()[0])
-    problem = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    field = "model_type" if isinstance(error, ValueError) and family in text else "config"
-    return ModelConfigError(name, field, problem or type(error).__name__)
 
 
 def memory_model(name: str, fields: Mapping[str, Any]) -> MemoryModel:
     """The memory model of a config's fields (a parsed ``config.json``), named ``name``
     in errors; raises :class:`ModelConfigError` naming the field at fault."""
-    import transformers  # the audit extra; only here
-
-    family = fields.get("model_type")
-    if not isinstance(family, str):
-        raise ModelConfigError(name, "model_type", f"must be a string, got {family!r}")
-    try:
-        rest = {key: value for key, value in fields.items() if key != "model_type"}
-        config = transformers.AutoConfig.for_model(family, **rest)
-    except Exception as error:
-        raise _config_error(name, family, error) from None
-    config = config.get_text_config()
-    layers = _positive(name, config, "num_hidden_layers")
-    heads = _positive(name, config, "num_attention_heads")
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    if type(kv_heads) is not int or kv_heads < 1:
-        raise ModelConfigError(
-            name, "num_key_value_heads", f"must be a positive int, got {kv_heads!r}"
-        )
-    head_dim = getattr(config, "head_dim", None)
-    if head_dim is None:
-        head_dim = _positive(name, config, "hidden_size") // heads
-    if type(head_dim) is not int or head_dim < 1:
-        raise ModelConfigError(name, "head_dim", f"must be a positive int, got {head_dim!r}")
-    dtype = _dtype_bytes(name, config)
-    kinds = list(getattr(config, "layer_types", None) or [])
-    if kinds and len(kinds) != layers:
-        raise ModelConfigError(
-            name, "layer_types", f"has {len(kinds)} entries for {layers} num_hidden_layers"
-        )
-    window = getattr(config, "sliding_window", None)
-    if not kinds:
-        sliding = window is not None and getattr(config, "use_sliding_window", True)
-        kinds = ["sliding_attention" if sliding else "full_attention"] * layers
-    full = sum(kind in ("full_attention", "attention") for kind in kinds)
-    windowed = kinds.count("sliding_attention")
-    state = kinds.count("linear_attention")
-    if not full + windowed:
-        raise ModelConfigError(name, "layer_types", "no attention layer: nothing to look up")
-    if windowed and (type(window) is not int or window < 1):
-        raise ModelConfigError(name, "sliding_window", f"must be a positive int, got {window!r}")
-    kv_bytes = 2 * kv_heads * head_dim * dtype
-    state_bytes = _state_bytes(name, config, dtype) if state else 0
-    block = KERNEL_BLOCK
-    if state_bytes:
-        block = max(KERNEL_BLOCK, KERNEL_BLOCK * cdiv(state_bytes, KERNEL_BLOCK * kv_bytes))
-    return MemoryModel(
-        name=name,
-        full_layers=full,
-        window_layers=windowed,
-        window=window if windowed else None,
-        state_layers=state,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        dtype_bytes=dtype,
-        state_bytes=state_bytes,
-        block_size=block,
-    )
+    return shape_layout(name, read_config(name, fields))
 
 
 def load_model_config(path: Path) -> MemoryModel:
@@ -252,16 +174,17 @@ def load_model_config(path: Path) -> MemoryModel:
     try:
         fields = json.loads(path.read_text())
     except OSError as error:
-        raise ModelConfigError(source, "file", error.strerror or str(error)) from None
+        raise ModelConfigError(source, "file", source, error.strerror or str(error)) from None
     except json.JSONDecodeError as error:
-        raise ModelConfigError(source, "json", f"{error.msg} at line {error.lineno}") from None
+        rule = f"must be JSON ({error.msg} at line {error.lineno})"
+        raise ModelConfigError(source, "json", type(error).__name__, rule) from None
     if not isinstance(fields, dict):
-        raise ModelConfigError(source, "json", "must be an object")
+        raise ModelConfigError(source, "json", type(fields).__name__, "must be an object")
     return memory_model(source, fields)
 
 
 def catalog_model(name: str) -> MemoryModel:
     """The memory model of the catalog's ``name`` (one of :data:`CATALOG`)."""
     if name not in CATALOG:
-        raise ModelConfigError(name, "model", f"not in the catalog ({', '.join(CATALOG)})")
+        raise ModelConfigError(name, "model", name, f"must be one of {', '.join(CATALOG)}")
     return attrs.evolve(load_model_config(CATALOG_DIRECTORY / f"{name}.json"), name=name)
