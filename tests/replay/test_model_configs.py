@@ -236,7 +236,11 @@ def test_the_command_refuses_it_in_one_line_with_status_2(tmp_path: Path, name: 
     config = _write(tmp_path, fields)
     argv = [sys.executable, "-m", "junction", "hbm", "--model-config", str(config)]
     done = subprocess.run(
-        [*argv, "--requests", "5", "--hbm", "8"], capture_output=True, text=True, timeout=120
+        [*argv, "--requests", "5", "--hbm", "8"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 2, done
     assert done.stdout == ""
