@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from junction.core import HybridGeometry
-from junction.reference.cli import options
+from junction.reference.cli import options, terminal
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses
 from junction.reference.replay.models import (
@@ -276,16 +276,18 @@ def _replay(plan: Plan, args: argparse.Namespace) -> Replayed:
         for v in variants
         for pool in sorted(plan.sizes)
     ]
-    results = replay_in_parallel(
-        geometry,
-        requests,
-        points,
-        args.jobs,
-        max_num_batched_tokens=args.budget,
-        long_prefill_token_threshold=args.chunk,
-        flops=plan.flops,
-        uses=uses,
-    )
+    with terminal.progress("replay", len(requests) * len(points)) as advance:
+        results = replay_in_parallel(
+            geometry,
+            requests,
+            points,
+            args.jobs,
+            progress=advance,  # request-points
+            max_num_batched_tokens=args.budget,
+            long_prefill_token_threshold=args.chunk,
+            flops=plan.flops,
+            uses=uses,
+        )
     return Replayed(len(requests), variants, results, time.perf_counter() - started)
 
 
@@ -329,6 +331,7 @@ def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Parse (:func:`_plan`), compute (:func:`_replay`), render (tables, ``--json``, ``--plot``)."""
+    started = time.perf_counter()
     plan = _plan(args)
     if isinstance(plan, str):
         print(f"{parser.prog}: error: {plan}", file=sys.stderr)
@@ -354,4 +357,5 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 f"{parser.prog}: error: --plot needs matplotlib (the demo extra)", file=sys.stderr
             )
             return 2
+    print(f"{parser.prog}: ran in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

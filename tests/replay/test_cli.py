@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,15 @@ def test_jobs_share_the_points_and_change_no_number(tmp_path: Path) -> None:
     assert main([*argv, "--json", str(one)]) == 0
     assert main([*argv, "--jobs", "2", "--json", str(two)]) == 0
     assert json.loads(one.read_text()) == json.loads(two.read_text())
+
+
+def test_progress_and_the_run_time_go_to_standard_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "points.json"
+    assert main(["hbm", "--requests", "40", "--pools", "600", "--json", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "160/160" in printed.err  # 40 requests x 4 variants, every one told
+    assert re.search(r"junction hbm: ran in \d+\.\d s\n$", printed.err), printed.err
+    assert "160/160" not in printed.out and "ran in" not in printed.out
+    assert len(json.loads(out.read_text())["points"]) == 4
