@@ -6,12 +6,14 @@ included); the table gives each promise's verdict, and a violation prints
 its shrunk counterexample as a replayable scenario; ``--seed`` replays a
 run. The policy's code runs in a contained worker that only answers policy
 calls, and every check runs here (``run_conformance(..., isolated=True)``,
-docs/fuzzing.md),
-so nothing the policy does can forge a verdict. A call past
-``--call-seconds`` is ``timeout``, an exception of any kind ``error``, a
-promise that judged no example ``unchecked``. Exit 0 when every promise was
-checked and held; 1 otherwise, naming the first failure; 2 for bad arguments
-or a policy that cannot be loaded. ``--json`` is written whole at the end.
+docs/fuzzing.md), so nothing the policy does can forge a verdict. An example
+running at the deadline is judged, its calls waited for up to
+``--seconds`` + ``--call-seconds`` + 1 s. A call past ``--call-seconds`` is
+``timeout``, an exception of any kind ``error``, a promise that judged no
+example ``unchecked``, one kept on fewer than ``--min-examples`` ``too few``.
+Exit 0 when every promise was checked and held; 1 otherwise, naming the
+first failure; 2 for bad arguments or a policy that cannot be loaded.
+``--json`` is written whole at the end.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from junction.reference.cli import options, outputs, terminal
-from junction.reference.cli.arguments import finite_seconds
+from junction.reference.cli.arguments import finite_seconds, int_at_least
 from junction.reference.engine.policy import PolicyError
 from junction.reference.harness import (
     ConformanceReport,
@@ -33,6 +35,7 @@ from junction.reference.harness import (
     Verdict,
     run_conformance,
 )
+from junction.reference.harness.runner import MIN_EXAMPLES
 
 __all__ = ["add_options", "run"]
 
@@ -42,6 +45,7 @@ _MARKS = {
     Verdict.ERROR: " ERROR",
     Verdict.TIMEOUT: " TIMEOUT",
     Verdict.UNCHECKED: " unchecked",
+    Verdict.TOO_FEW: " too few",
 }
 
 
@@ -69,6 +73,7 @@ def _fuzz(args: argparse.Namespace) -> ConformanceReport:
             isolated=True,
             seconds=args.seconds,
             call_seconds=args.call_seconds,
+            min_examples=args.min_examples,
             seed=args.seed,
             promises=promises,
             # A signal that reached a policy call of the harness's own (the dense bound's,
@@ -83,7 +88,11 @@ def _fuzz(args: argparse.Namespace) -> ConformanceReport:
 
 def _headline(report: ConformanceReport) -> str:
     """One line naming the first failure (an unchecked promise last) and how many failed."""
-    failed = sorted(report.violated, key=lambda v: v.status is Verdict.UNCHECKED)
+    # A found failure first, then ``too few``, an unchecked promise last.
+    last = (Verdict.TOO_FEW, Verdict.UNCHECKED)
+    failed = sorted(
+        report.violated, key=lambda v: last.index(v.status) + 1 if v.status in last else 0
+    )
     first = failed[0]
     more = f" (and {len(failed) - 1} more; see the table)" if len(failed) > 1 else ""
     return f"fuzz: {first.promise.value} {first.status.value}: {first.message}{more}"
@@ -95,6 +104,7 @@ def _json(report: ConformanceReport, seconds: float) -> dict[str, Any]:
         "seed": report.seed,
         "seconds": seconds,
         "call_seconds": report.call_seconds,
+        "min_examples": report.min_examples,
         "passed": report.passed,
         "verdicts": [
             {
@@ -105,6 +115,7 @@ def _json(report: ConformanceReport, seconds: float) -> dict[str, Any]:
                 "seconds": round(v.seconds, 3),
                 "message": v.message,
                 "counterexample": v.counterexample.to_json() if v.counterexample else None,
+                "flaky": v.flaky,
             }
             for v in report.verdicts
         ],
@@ -151,6 +162,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         type=finite_seconds,
         default=10.0,
         help="limit for one policy call; longer is a timeout verdict (default 10)",
+    )
+    parser.add_argument(
+        "--min-examples",
+        type=int_at_least(1),
+        default=MIN_EXAMPLES,
+        help=f"examples a promise must judge to be kept, else 'too few' (default {MIN_EXAMPLES})",
     )
     options.add_seed(parser)
     parser.add_argument(

@@ -48,11 +48,13 @@ class PolicyTimeout(PolicyError):
     worker is stopped at the limit, so no in-process policy raises it)."""
 
 
-class PolicyOutOfTime(PolicyError):
-    """A call a proxy did not make: the run's time was spent before it began.
+class PolicyOutOfTime(PolicyTimeout):
+    """The run's hard limit came while an example was running: the call in flight was
+    stopped there, or one due after it was not made.
 
-    Not the policy's failure, so never a verdict on it: the harness abandons
-    the example in progress, unjudged, and ends the run as the deadline does.
+    A timeout of the example in flight, which is judged, never dropped
+    (except while a failure already found shrinks: that failure stands);
+    the run ends there, as the deadline ends it.
     """
 
 

@@ -28,7 +28,8 @@ class PromiseVerdict:
     counts the examples judged.
     ``seconds_to_counterexample`` is the wall time from the start of the run
     to the first failing example, before shrinking; ``seconds`` the time this
-    promise's checks took.
+    promise's checks took. ``flaky``: the counterexample failed once and not
+    when Hypothesis replayed it (the policy's answers changed).
     """
 
     promise: Promise
@@ -39,6 +40,7 @@ class PromiseVerdict:
     violation: Violation | None = None
     error: str = ""
     seconds_to_counterexample: float | None = None
+    flaky: bool = False
 
     @property
     def statement(self) -> str:
@@ -47,12 +49,16 @@ class PromiseVerdict:
     @property
     def message(self) -> str:
         """What went wrong, for people: the violation rendered, or the policy error."""
-        return str(self.violation) if self.violation is not None else self.error
+        text = str(self.violation) if self.violation is not None else self.error
+        if self.flaky:
+            text += " (flaky: it did not fail again when replayed)"
+        return text
 
 
 @attrs.frozen
 class ConformanceReport:
-    """Every promise's verdict; ``call_seconds``: the per-call limit it ran under, if any.
+    """Every promise's verdict; ``call_seconds``: the per-call limit it ran under, if any;
+    ``min_examples``: the examples a promise had to judge to be kept.
 
     In-process runs have no per-call limit; the ``fuzz`` command's worker
     process does (``--call-seconds``), and its report says so.
@@ -62,6 +68,7 @@ class ConformanceReport:
     seed: int
     verdicts: tuple[PromiseVerdict, ...]
     call_seconds: float | None = None
+    min_examples: int = 1
 
     @property
     def passed(self) -> bool:
@@ -69,12 +76,13 @@ class ConformanceReport:
 
     @property
     def violated(self) -> tuple[PromiseVerdict, ...]:
-        """The verdicts that are violated or error."""
+        """The verdicts that failed: every one but ``kept``."""
         return tuple(v for v in self.verdicts if v.status.failed)
 
     def table(self) -> str:
         limit = "" if self.call_seconds is None else f", {self.call_seconds:g} s per policy call"
         lines = [f"policy {self.policy!r}, seed {self.seed}{limit}"]
+        lines.append(f"  kept only on at least {self.min_examples} examples per promise")
         lines.append(f"  {'promise':<16}{'verdict':<10}{'examples':>9}{'seconds':>9}")
         for v in self.verdicts:
             lines.append(

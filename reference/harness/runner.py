@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 import attrs
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Flaky, Unsatisfiable
 
 from junction.core import HybridGeometry, InvalidArgument
 from junction.reference.engine.engine import Engine
@@ -49,7 +49,9 @@ from .strategies import scenarios
 from .subject import Subject
 from .verdict import Verdict, Violation
 
-__all__ = ["OnExample", "OnProgress", "OnVerdict", "replay", "run_conformance"]
+__all__ = ["MIN_EXAMPLES", "OnExample", "OnProgress", "OnVerdict", "replay", "run_conformance"]
+
+MIN_EXAMPLES = 10  # examples a promise must judge to be kept, unless the caller names another
 
 OnProgress = Callable[[Promise, int, Verdict], None]
 OnExample = Callable[[Promise, int, Scenario], None]
@@ -100,22 +102,33 @@ class _Progress:
     error: str = ""
     status: Verdict = Verdict.KEPT
     exhausted: bool = False  # Hypothesis found no valid example in its last batch
+    flaky: bool = False  # the failure found did not fail again when Hypothesis replayed it
 
-    def verdict(self, running_since: float | None = None) -> PromiseVerdict:
-        """The verdict so far (``running_since``: when the batch now running began)."""
+    def verdict(self, minimum: int, running_since: float | None = None) -> PromiseVerdict:
+        """The verdict so far: kept on fewer than ``minimum`` examples is ``too few``
+        (``running_since``: when the batch now running began)."""
         spent = self.spent
         if running_since is not None:
             spent += time.perf_counter() - running_since
-        unchecked = self.status is Verdict.KEPT and not self.examples
+        status, error = self.status, self.error
+        if status is Verdict.KEPT and not self.examples:
+            status, error = Verdict.UNCHECKED, _UNCHECKED
+        elif status is Verdict.KEPT and self.examples < minimum:
+            status = Verdict.TOO_FEW
+            error = (
+                f"judged on {self.examples} examples, fewer than {minimum} "
+                "(min_examples; --min-examples)"
+            )
         return PromiseVerdict(
             self.promise,
-            Verdict.UNCHECKED if unchecked else self.status,
+            status,
             self.examples,
             spent,
             self.scenario,
             self.violation,
-            _UNCHECKED if unchecked else self.error,
+            error,
             self.first_failure,
+            self.flaky,
         )
 
 
@@ -124,7 +137,8 @@ class _Hooks:
     deadline: Callable[[], bool]  # the time is spent, or the caller said stop
     on_example: OnExample | None
     on_verdict: OnVerdict | None
-    # A proxy found the time spent mid-example (PolicyOutOfTime): the run is over, even
+    minimum: int  # examples a promise must judge to be kept
+    # A proxy met its hard limit mid-example (PolicyOutOfTime): the run is over, even
     # without ``seconds``, since every later call would be refused the same way.
     ended: bool = False
 
@@ -165,9 +179,11 @@ def _run_batch(
         status = Verdict.VIOLATED
         try:
             violation, error = check(scenario, subject), ""
-        except PolicyOutOfTime:  # the example is abandoned: no evidence either way
+        except PolicyOutOfTime as out_of_time:
             hooks.ended = True
-            raise _OutOfTime from None
+            if progress.scenario is not None:  # shrinking a failure found: that one stands
+                raise _OutOfTime from None
+            violation, error, status = None, str(out_of_time), Verdict.TIMEOUT  # judged
         except PolicyError as policy_error:
             violation, error = None, str(policy_error)
             status = Verdict.TIMEOUT if isinstance(policy_error, PolicyTimeout) else Verdict.ERROR
@@ -181,13 +197,17 @@ def _run_batch(
         progress.scenario, progress.violation, progress.error = scenario, violation, error
         progress.status = status
         if hooks.on_verdict is not None:  # each smaller failure while shrinking, too
-            hooks.on_verdict(progress.verdict(batch_started))
+            hooks.on_verdict(progress.verdict(hooks.minimum, batch_started))
         raise _Found
 
     try:
         run()
     except (_Found, _OutOfTime):
         pass
+    except Flaky:  # it failed, then passed on replay: the failing example found is the verdict
+        if progress.scenario is None:
+            raise
+        progress.flaky = True
     except Unsatisfiable:  # ``where`` leaves no geometry in scope, or all were invalid
         progress.exhausted = True
         if not progress.examples:
@@ -203,6 +223,7 @@ def run_conformance(
     call_seconds: float | None = None,
     examples: int = 100,
     seconds: float | None = None,
+    min_examples: int | None = None,
     seed: int = 0,
     promises: Iterable[Promise | str] | None = None,
     engine_factory: EngineFactory = Engine,
@@ -229,17 +250,25 @@ def run_conformance(
     early rounds favour small inputs). Without ``seconds`` each promise runs
     ``examples`` examples; with ``seconds`` the rounds go on until the time
     is spent, and no example starts after it (a batch, or a shrink, in
-    progress stops there; a failure already found is kept). A promise that
-    judged no example (none ran in time, none was in scope, every one was
-    invalid) is ``unchecked``, which fails the run: never a pass. A
+    progress stops there; a failure already found is kept). An example
+    running at the deadline is judged: an isolated policy's calls each
+    still get ``call_seconds``, up to a hard limit ``seconds`` +
+    ``call_seconds`` + 1 s, where the example is a ``timeout``. A promise
+    that judged no example (none ran in time, none was in scope, every one
+    was invalid) is ``unchecked``, and one kept on fewer than
+    ``min_examples`` (default :data:`MIN_EXAMPLES`; without ``seconds`` at
+    most ``examples``) is ``too few``: each fails the run, never a pass. A
     promise stops at its first violation, which Hypothesis shrinks to a
-    minimal :class:`Scenario`; ``fail_fast`` stops every promise then. The
+    minimal :class:`Scenario` (a failure that does not fail again on
+    replay is still the verdict, ``flaky`` set); ``fail_fast`` stops every
+    promise then. The
     same ``seed`` replays the same examples in the same order. ``where``
     narrows the geometries (e.g. an engine without partial hits:
     ``lambda g: not g.partial_hits``). ``stop()`` answering True ends the run
     as the time running out does (an isolated policy's worker that is gone
     does too), and so does a :class:`PolicyOutOfTime` from a proxy policy:
-    the example it interrupts is abandoned, unjudged.
+    the example it interrupts is a ``timeout``, unless it was shrinking a
+    failure already found.
     ``eviction`` is the engine's eviction policy (``None``: its default,
     LRU); only the safety promise's scenarios fill the pool, so it is the
     one it changes.
@@ -256,12 +285,18 @@ def run_conformance(
 
     Raises :class:`PolicyError` if the policy cannot be loaded or does not
     implement the protocol, ``ValueError`` for an unknown promise name, and
-    :class:`InvalidArgument` for a live policy with ``isolated=True``, or
-    ``call_seconds`` without it (a call in this process cannot be stopped).
+    :class:`InvalidArgument` for a live policy with ``isolated=True``,
+    ``call_seconds`` without it (a call in this process cannot be stopped),
+    or a ``min_examples`` that is not an int >= 1.
     """
+    if min_examples is None:
+        min_examples = MIN_EXAMPLES if seconds is not None else min(MIN_EXAMPLES, examples)
+    if type(min_examples) is not int or min_examples < 1:
+        raise InvalidArgument("min_examples", min_examples, "must be an int >= 1")
     run = functools.partial(
         _run,
         examples=examples,
+        minimum=min_examples,
         seed=seed,
         promises=promises,
         engine_factory=engine_factory,
@@ -274,7 +309,7 @@ def run_conformance(
     )
     if isolated:
         limits = Limits(seconds, CALL_SECONDS if call_seconds is None else call_seconds)
-        return _isolated(policy, limits, run, stop, seed, promises)
+        return _isolated(policy, limits, run, stop, seed, promises, min_examples)
     if call_seconds is not None:
         rule = "a limit per call needs isolated=True: a call in this process cannot be stopped"
         raise InvalidArgument("call_seconds", call_seconds, rule)
@@ -290,6 +325,7 @@ def _isolated(
     stop: Callable[[], bool] | None,
     seed: int,
     promises: Iterable[Promise | str] | None,
+    minimum: int,
 ) -> ConformanceReport:
     """``run`` on the policy ``spec`` loaded in a worker; the deadline counts from here."""
     if not isinstance(spec, str):
@@ -300,7 +336,7 @@ def _isolated(
     deadline = time.monotonic() + (math.inf if limits.seconds is None else limits.seconds)
     with remote_policy(spec, limits, deadline) as remote:
         if remote is None:
-            return _unchecked(spec, seed, promises, limits)
+            return _unchecked(spec, seed, promises, limits, minimum)
         left = None if limits.seconds is None else max(deadline - time.monotonic(), 0.0)
         report = run(
             remote,
@@ -313,7 +349,7 @@ def _isolated(
 
 
 def _unchecked(
-    spec: str, seed: int, promises: Iterable[Promise | str] | None, limits: Limits
+    spec: str, seed: int, promises: Iterable[Promise | str] | None, limits: Limits, minimum: int
 ) -> ConformanceReport:
     """Every promise asked for ``unchecked``: the time ran out while the policy loaded."""
     problem = (
@@ -324,13 +360,14 @@ def _unchecked(
         PromiseVerdict(Promise.named(p), Verdict.UNCHECKED, 0, 0.0, error=problem)
         for p in (tuple(Promise) if promises is None else promises)
     )
-    return ConformanceReport(spec, seed, verdicts, limits.call_seconds)
+    return ConformanceReport(spec, seed, verdicts, limits.call_seconds, minimum)
 
 
 def _run(
     policy: Policy,
     *,
     examples: int,
+    minimum: int,
     seconds: float | None,
     seed: int,
     promises: Iterable[Promise | str] | None,
@@ -365,7 +402,7 @@ def _run(
             return True
         return seconds is not None and time.perf_counter() - started >= seconds
 
-    hooks = _Hooks(deadline, on_example, on_verdict)
+    hooks = _Hooks(deadline, on_example, on_verdict, minimum)
     for round_ in range(10**9):
         if fail_fast and any(state[p].status.failed for p in chosen):
             break
@@ -388,7 +425,8 @@ def _run(
             if on_progress is not None:
                 on_progress(promise, progress.examples, progress.status)
             if on_verdict is not None:
-                on_verdict(progress.verdict())
+                on_verdict(progress.verdict(minimum))
             if (fail_fast and progress.status.failed) or hooks.out_of_time():
                 break
-    return ConformanceReport(name, seed, tuple(state[p].verdict() for p in chosen))
+    verdicts = tuple(state[p].verdict(minimum) for p in chosen)
+    return ConformanceReport(name, seed, verdicts, min_examples=minimum)

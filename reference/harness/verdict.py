@@ -56,10 +56,12 @@ class Verdict(enum.Enum):
     # No example was judged: the time ran out first, ``where`` left none in the
     # promise's scope, or every one was invalid. Never a pass.
     UNCHECKED = "unchecked"
+    # Kept on every example judged, but on fewer than the run's minimum: never a pass.
+    TOO_FEW = "too few"
 
     @property
     def failed(self) -> bool:
-        return self in (Verdict.VIOLATED, Verdict.ERROR, Verdict.TIMEOUT, Verdict.UNCHECKED)
+        return self is not Verdict.KEPT
 
 
 def _positions(value: Iterable[int]) -> tuple[int, ...]:

@@ -4,10 +4,12 @@
 can import and yields a :class:`RemotePolicy`, whose methods ask the worker
 for each answer and check it into plain values before the engine sees it:
 the worker sends answers, never verdicts. Each limit is a typed error the
-harness turns into a verdict: a call past ``call_seconds`` or running
-:data:`GRACE` past the deadline is a :class:`PolicyTimeout`; a call that
-would begin after the deadline is not made (:class:`PolicyOutOfTime`); a
-worker that dies or sends a malformed message is a :class:`PolicyError`.
+harness turns into a verdict: a call past ``call_seconds`` is a
+:class:`PolicyTimeout`. An example running at the deadline goes on, each
+call still allowed ``call_seconds``, up to the hard limit (the deadline +
+``call_seconds`` + :data:`GRACE`): a call in flight there, or due after it,
+is a :class:`PolicyOutOfTime`, the timeout of that example; a worker that
+dies or sends a malformed message is a :class:`PolicyError`.
 The worker and every process it started are killed then, and on leaving.
 Why this split and no pickle: docs/design/fuzz-isolation.md.
 """
@@ -39,7 +41,7 @@ from ._geometry import geometry_json, group_json
 
 __all__ = ["CALL_SECONDS", "GRACE", "Limits", "RemotePolicy", "remote_policy"]
 
-GRACE = 1.0  # seconds past the deadline a call in flight may take to answer
+GRACE = 1.0  # seconds past the deadline + call_seconds before the hard limit
 CALL_SECONDS = 10.0  # the limit of one call when the caller names none
 
 _BRIEF = reprlib.Repr()
@@ -65,6 +67,11 @@ class Limits:
         """The run's limit as messages name it: ``fuzz``'s option, ``--seconds 2``."""
         return f"--seconds {math.inf if self.seconds is None else self.seconds:g}"
 
+    @property
+    def hard_named(self) -> str:
+        """The hard limit as messages name it: ``--seconds 2 + --call-seconds 1 + 1 s``."""
+        return f"{self.named} + --call-seconds {self.call_seconds:g} + {GRACE:g} s"
+
 
 class RemotePolicy:
     """The worker's policy as the engine calls it (a ``Policy``): each answer crossed the wire.
@@ -74,8 +81,8 @@ class RemotePolicy:
     per token; a mask as ``None`` or a list of exactly the blocks' ``bool``;
     a split or a checkpoint as an ``int``. A policy's own exception comes
     back as text and is a :class:`PolicyError`; a call past its limit a
-    :class:`PolicyTimeout`; a call due after the run's deadline is not sent
-    (:class:`PolicyOutOfTime`); a worker that ended or broke the format a
+    :class:`PolicyTimeout`; a call in flight at the hard limit, or due
+    after it, a :class:`PolicyOutOfTime`; a worker that ended or broke the format a
     :class:`PolicyError` after which :attr:`gone` is set and every call
     fails at once.
     """
@@ -85,7 +92,9 @@ class RemotePolicy:
         self.fixed_boundaries = loaded.fixed_boundaries
         self.writes_prefill_checkpoints = loaded.writes_prefill_checkpoints
         self.keeps_decode_checkpoints = loaded.keeps_decode_checkpoints
-        self._worker, self._limits, self._deadline = worker, limits, deadline
+        self._worker, self._limits = worker, limits
+        # The hard limit: an example the deadline found running may finish by then.
+        self._hard = deadline + limits.call_seconds + GRACE
         self._ids = itertools.count(1)
         self._geometries: dict[HybridGeometry, int] = {}
         self.gone: PolicyError | None = None
@@ -104,9 +113,11 @@ class RemotePolicy:
         """Send one request; ``(kind, payload)`` of its answer's one field (``value`` etc.)."""
         if self.gone is not None:
             raise self.gone
-        if time.monotonic() >= self._deadline:
-            problem = f"not asked: the run's time ({self._limits.named}) was spent"
-            raise PolicyOutOfTime(self.name, describe(), problem)
+        if time.monotonic() >= self._hard:
+            problem = (
+                f"not asked: its example was running at the hard limit ({self._limits.hard_named})"
+            )
+            raise self._end(PolicyOutOfTime(self.name, describe(), problem))
         key = next(self._ids)
         message = {
             "id": key,
@@ -127,7 +138,7 @@ class RemotePolicy:
             message["define"] = geometry_json(geometry)
         message["geometry"] = geometry_id
         started = time.monotonic()
-        deadline = min(started + self._limits.call_seconds, self._deadline + GRACE)
+        deadline = min(started + self._limits.call_seconds, self._hard)
         try:
             self._worker.send(message, deadline)
             answer = self._worker.receive(deadline)
@@ -136,9 +147,10 @@ class RemotePolicy:
                 problem = f"did not return within {self._limits.call_seconds:g} s (--call-seconds)"
             else:
                 problem = (
-                    f"still running at the deadline ({self._limits.named}), "
+                    f"still running at the hard limit ({self._limits.hard_named}), "
                     f"{time.monotonic() - started:.1f} s after it was called"
                 )
+                raise self._end(PolicyOutOfTime(self.name, describe(), problem)) from None
             raise self._end(PolicyTimeout(self.name, describe(), problem)) from None
         except _ChannelClosed:
             status = self._worker.exit_status()

@@ -155,25 +155,30 @@ class OutOfTimeAfter(JunctionPolicy):
         ("decode_checkpoints", 0, ["next_turn"]),
     ],
 )
-def test_a_call_refused_for_time_ends_the_run_and_judges_nothing_of_its_example(
+def test_a_call_refused_for_time_ends_the_run_and_its_example_is_a_timeout(
     question: str, calls: int, promises: list[str]
 ) -> None:
-    # No ``seconds``: the refusal alone must end the run, and the example it cut
-    # short is neither a timeout nor an error of the policy's, nor counted.
+    # No ``seconds``: the refusal (the proxy's hard limit) alone must end the run,
+    # and the example it cut short is judged, a timeout, never dropped.
     policy = OutOfTimeAfter(question, calls)
     started: list[tuple[Promise, int]] = []
     report = run_conformance(
         policy,
         examples=10_000,
         promises=promises,
+        min_examples=1,
         on_example=lambda promise, ordinal, _: started.append((promise, ordinal)),
     )
     assert policy.calls == -1, "the run went on after the refusal"
     cut_short, ordinal = started[-1]
     for verdict in report.verdicts:
-        judged = ordinal - 1 if verdict.promise is cut_short else verdict.examples
-        assert verdict.examples == judged < 10_000, verdict
-        assert verdict.status is (Verdict.KEPT if judged else Verdict.UNCHECKED), verdict
+        if verdict.promise is cut_short:
+            assert verdict.status is Verdict.TIMEOUT and verdict.examples == ordinal, verdict
+            assert verdict.counterexample is not None
+            assert "not asked: the run's time was spent" in verdict.error
+            continue
+        assert verdict.examples < 10_000, verdict
+        assert verdict.status is (Verdict.KEPT if verdict.examples else Verdict.UNCHECKED)
 
 
 class FalselyFixed(JunctionPolicy):

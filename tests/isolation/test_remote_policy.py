@@ -36,20 +36,28 @@ def test_the_worker_asks_the_optional_prefill_checkpoint_question() -> None:
         assert not CheckedPolicy(plain).writes_prefill_checkpoints
 
 
-def test_a_call_due_after_the_deadline_is_not_asked_nor_held_against_the_policy(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("late", "status", "gone"),
+    [(5, Verdict.KEPT, False), (15, Verdict.TIMEOUT, True)],
+)
+def test_a_call_due_after_the_deadline_is_asked_until_the_hard_limit_then_a_timeout(
+    monkeypatch: pytest.MonkeyPatch, late: float, status: Verdict, gone: bool
 ) -> None:
-    # Under load an example can run past the deadline and its grace: the policy
-    # had no time to answer the next call, so it must not be a timeout of its.
+    # An example the deadline finds running is judged: its calls are asked up to the
+    # hard limit (here 30 + 10 + 1 s); one due after it is the timeout of its example,
+    # counted, and the worker is stopped.
     real = time.monotonic
     limits = Limits(30.0, 10.0)
     with remote_policy("junction", limits, real() + 30) as remote:
         assert isinstance(remote, RemotePolicy)
-        monkeypatch.setattr(time, "monotonic", lambda: real() + 60)  # the run's time is spent
-        report = run_conformance(remote, examples=5, promises=["replay"])
+        monkeypatch.setattr(time, "monotonic", lambda: real() + 30 + late)
+        report = run_conformance(remote, examples=5, promises=["replay"], min_examples=1)
         (verdict,) = report.verdicts
-        assert verdict.status is Verdict.UNCHECKED and verdict.examples == 0, verdict
-        assert remote.gone is None  # nothing was sent, so the worker was not stopped
+        assert verdict.status is status and verdict.examples == (5 if not gone else 1), verdict
+        assert (remote.gone is not None) is gone
+        if gone:
+            assert "not asked: its example was running at the hard limit" in verdict.error
+            assert "(--seconds 30 + --call-seconds 10 + 1 s)" in verdict.error
 
 
 def CheckpointsInside() -> JunctionPolicy:
