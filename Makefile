@@ -237,7 +237,7 @@ vllm-suite: $(STAMP)
 # mode: any difference). The fast slice is tests/audit/test_dropin_engine.py.
 # 5 to 7 min on one core (docs/dropin.md).
 vllm-engine: $(STAMP)
-	$(PY) -m junction.audit.vllm.scheduler_differential --seeds 4 --requests 300
+	$(JUNCTION) audit vllm-engine --seeds 4 --requests 300
 
 # vLLM 0.33.0's scheduler loop (schedule + update_from_output) with the drop-in
 # in each mode against vLLM as shipped, timed through pyperf; then, where

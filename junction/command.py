@@ -144,6 +144,13 @@ COMMANDS: tuple[Command | Group, ...] = (
                 "junction.audit.vllm.suite.cli:run",
                 REFERENCE,
             ),
+            Command(
+                "vllm-engine",
+                "vLLM 0.33.0's scheduler as shipped against the drop-in, every layout",
+                "junction.audit.vllm.scheduler_differential.cli:add_options",
+                "junction.audit.vllm.scheduler_differential.cli:run",
+                REFERENCE,
+            ),
         ),
     ),
     Command(

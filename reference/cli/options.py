@@ -42,6 +42,7 @@ __all__ = [
     "add_out",
     "add_policy",
     "add_pools",
+    "add_requests",
     "add_scheduling",
     "add_seconds",
     "add_seed",
@@ -75,11 +76,15 @@ def add_trace(
         help=f"a JSONL trace to replay, {kinds}, plain or gzip (docs/trace-format.md)"
         f"{', repeatable' if repeatable else ''}{note}",
     )
+    add_requests(
+        parser, meaning="with --trace: only the first N requests of each trace (file order)"
+    )
+
+
+def add_requests(parser: Container, *, meaning: str, default: int | None = None) -> None:
+    """``--requests N`` (N >= 1): how many requests a run takes; ``meaning`` says which."""
     parser.add_argument(
-        "--requests",
-        type=int_at_least(1),
-        metavar="N",
-        help="with --trace: only the first N requests of each trace (file order)",
+        "--requests", type=int_at_least(1), default=default, metavar="N", help=meaning
     )
 
 

@@ -1,5 +1,5 @@
-"""``python -m junction.audit.vllm.scheduler_differential``: vLLM's real scheduler as
-shipped against the drop-in, every layout, seeds and modes (``make vllm-engine``).
+"""``junction audit vllm-engine``: vLLM's real scheduler as shipped against the
+drop-in, every layout, seeds and modes (``make vllm-engine``).
 
 Prints one line per layout (summed over the seeds) and the totals: requests,
 steps, steps compared while the two schedulers' states were equal, the shadow's
@@ -12,7 +12,7 @@ tokens vLLM's KV connector answered (``ext``, connector layouts) and the runs
 a documented failure of vLLM's own ended (``vfail``; docs/dropin.md). Exit
 status 0 when every run ended with only classified differences (none in
 ``identical`` mode), 1 when one raised (the layout, seed and error are
-printed), 2 when vLLM is not installed.
+printed), 2 when vLLM is not installed (one line naming the extra).
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ import sys
 import time
 
 from junction.dropin import Mode
+from junction.reference.cli import options
 from junction.upstream import VllmMissing
 
 from . import Finding, Report, layouts, run_layout
+
+__all__ = ["add_options", "run"]
 
 
 def _positive(text: str) -> int:
@@ -34,20 +37,23 @@ def _positive(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m junction.audit.vllm.scheduler_differential", description=__doc__
-    )
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Declare ``audit vllm-engine``'s options (no vLLM needed: help works without it)."""
+    parser.description = __doc__
     parser.add_argument("--seeds", type=_positive, default=4, metavar="N")
-    parser.add_argument("--requests", type=_positive, default=300, metavar="N")
+    options.add_requests(
+        parser, meaning="seeded multi-turn requests per layout and seed (default 300)", default=300
+    )
     parser.add_argument("--mode", choices=[*(mode.value for mode in Mode), "both"], default="both")
     parser.add_argument("--layout", default="", metavar="TEXT", help="only layouts naming TEXT")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     modes = list(Mode) if args.mode == "both" else [Mode(args.mode)]
     try:
         chosen = [layout for layout in layouts() if args.layout in layout.name]
     except VllmMissing as missing:
-        print(f"{parser.prog}: {missing}", file=sys.stderr)
+        print(f"{parser.prog}: error: {missing}", file=sys.stderr)
         return 2
     failed = 0
     for mode in modes:
@@ -116,7 +122,3 @@ def _row(report: Report) -> str:
         + f" {report.tokens_saved:>6} {report.hits_vllm:>10} {report.hits_dropin:>10}"
         + f" {report.external_vllm:>7} {sum(report.vllm_failures.values()):>5}"
     )
-
-
-if __name__ == "__main__":
-    sys.exit(main())
