@@ -1,6 +1,6 @@
 """The parallel sweep: one grid of 8 runs with ``--jobs 1``, ``--jobs 2`` and ``--ray auto``.
 
-Each mode is the command a user types (``python -m junction.reference sweep``,
+Each mode is the command a user types (``junction sweep``,
 a fresh process, start-up included), run ``--rounds`` times, the modes
 alternating within each round so that a load spike on the machine falls on
 all of them alike. Prints each mode's median wall time, its speed-up over
@@ -35,7 +35,7 @@ RAY_START = (
 def grid(sessions: int, out: Path) -> list[str]:
     """8 runs: 2 geometries x (pinned and unpinned at R = 0 and 256)."""
     return [
-        *(sys.executable, "-m", "junction.reference", "sweep"),
+        *(sys.executable, "-m", "junction", "sweep"),
         *("--sessions", str(sessions), "--policy", "junction", "--policy", "interval"),
         *("--intervals", "0,256", "--out", str(out)),
     ]
