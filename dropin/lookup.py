@@ -392,6 +392,8 @@ def _bind(coordinator: Any) -> _BoundLookup:
 
 
 def _bound(coordinator: Any) -> _BoundLookup:
+    """The coordinator's configuration, validated (:class:`UnsupportedOption`
+    for what the core cannot express) and bound under the installed release."""
     release = vllm_release()
     groups = coordinator.kv_cache_config.kv_cache_groups
     managers = coordinator.single_type_managers
