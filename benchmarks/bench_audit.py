@@ -5,7 +5,7 @@ replaces, timed in one run, alternating, so machine noise hits both alike;
 the ratio is core time / vLLM time (below 1.0: core is faster). The core
 side is the per-call API an engine uses: what is fixed per engine or group
 is bound once, outside the timing (``core.ChunkSplitter``, ``core.GroupMask``,
-``core.HitReconciler`` with ``audit.vllm.lookup.group_readers``), and each timed
+``core.HitReconciler`` with ``upstream.vllm_0_33.readers.group_readers``), and each timed
 call checks what changes per call. Before timing, each case asserts that the
 bound call, the free function and vLLM give the same answer.
 
@@ -33,8 +33,7 @@ from collections.abc import Callable
 import attrs
 
 from junction.audit.vllm.engine import VllmEngine
-from junction.audit.vllm.lookup import group_readers, pool_finders, reader_finders
-from junction.audit.vllm.specs import manager_class, vllm_geometry, vllm_spec
+from junction.audit.vllm.lookup import pool_finders, reader_finders
 from junction.audit.vllm.split import SchedulerStandIn, make_request
 from junction.core import (
     ChunkSplitter,
@@ -46,6 +45,8 @@ from junction.core import (
     reachable_block_mask,
     reconcile_hits,
 )
+from junction.upstream.vllm_0_33.readers import group_readers
+from junction.upstream.vllm_0_33.specs import manager_class, vllm_geometry, vllm_spec
 
 BLOCK = 16
 

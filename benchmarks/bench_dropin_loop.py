@@ -45,11 +45,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from junction import dropin
-from junction.audit.vllm.env import vllm
 from junction.audit.vllm.scheduler import build_scheduler, make_request, model_output
 from junction.audit.vllm.scheduler_differential import Layout, Request, layouts, workload
 from junction.dropin import Mode
 from junction.dropin import lookup as dropin_lookup
+from junction.upstream.vllm_0_33.env import vllm
 
 LAYOUTS = (
     "full16+mamba16 R=0",
