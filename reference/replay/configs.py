@@ -239,7 +239,6 @@ def _shape(
     defaults: _Attention,
     window: int | None,
     state: GatedDeltaNetState | Mamba2State | None = None,
-    outer: _Fields | None = None,
 ) -> ModelShape:
     """The shape of a family's resolved fields: a cache to look up, a window where one slides."""
     if not any(kind in (_FULL, _SLIDING) for kind in kinds):
@@ -258,7 +257,7 @@ def _shape(
         kv_heads=kv_heads,
         head_dim=head_dim,
         sliding_window=window if sliding else None,
-        dtype=_dtype(fields, outer),
+        dtype=_dtype(fields),
         state=state if _STATE in kinds else None,
     )
 
@@ -283,21 +282,9 @@ def _plain(
         else:
             slides = window is not None and fields.switch("use_sliding_window", True)
             kinds = [_SLIDING if slides else _FULL] * layers
-        window = _window_used(fields, family, window)
         return _shape(fields, family, kinds, "layer_types", defaults, window)
 
     return read
-
-
-def _window_used(fields: _Fields, family: str, window: int | None) -> int | None:
-    """Gemma 3's bidirectional attention halves the window (``Gemma3TextConfig.__post_init__``)."""
-    if (
-        family == "gemma3_text"
-        and window is not None
-        and fields.switch("use_bidirectional_attention", False)
-    ):
-        return window // 2 + 1
-    return window
 
 
 def _every(period: int, first: str, last: str, layers: int) -> list[str]:
@@ -409,12 +396,22 @@ def _gpt_oss_kinds(fields: _Fields, layers: int, window: int | None) -> list[str
     return _every(2, _SLIDING, _FULL, layers)  # GptOssConfig.__post_init__: alternating
 
 
-_GEMMA3_TEXT = _plain(
+_GEMMA3_LAYERS = _plain(
     # Gemma3TextConfig: 26 layers, 8 heads, num_key_value_heads 4, head_dim 256,
     # hidden_size 2304, sliding_window 4096.
     _Attention(layers=26, heads=8, kv_heads=4, head_dim=256, hidden=2304, window=4096),
     _gemma3_kinds,
 )
+
+
+def _read_gemma3_text(fields: _Fields, family: str) -> ModelShape:
+    # Gemma3TextConfig.__post_init__: bidirectional attention (use_bidirectional_attention,
+    # default False) makes the window sliding_window // 2 + 1.
+    bidirectional = fields.switch("use_bidirectional_attention", False)
+    shape = _GEMMA3_LAYERS(fields, family)
+    if bidirectional and shape.sliding_window is not None:
+        return attrs.evolve(shape, sliding_window=shape.sliding_window // 2 + 1)
+    return shape
 
 
 def _read_gemma3(fields: _Fields, family: str) -> ModelShape:
@@ -425,7 +422,7 @@ def _read_gemma3(fields: _Fields, family: str) -> ModelShape:
     if not isinstance(text, dict):
         raise fields.error("text_config", text, "must be an object (a Gemma3TextConfig's fields)")
     inner = _Fields(fields.source, text, "text_config.")
-    shape = _GEMMA3_TEXT(inner, "gemma3_text")
+    shape = _read_gemma3_text(inner, "gemma3_text")
     return attrs.evolve(shape, model_type=family, dtype=_dtype(inner, fields))
 
 
@@ -434,7 +431,7 @@ READERS: dict[str, Callable[[_Fields, str], ModelShape]] = {
     # hidden_size 2880, sliding_window 128.
     "gpt_oss": _plain(_Attention(36, 64, 8, 64, 2880, window=128), _gpt_oss_kinds),
     "gemma3": _read_gemma3,
-    "gemma3_text": _GEMMA3_TEXT,
+    "gemma3_text": _read_gemma3_text,
     # LlamaConfig: 32 layers, 32 heads, num_key_value_heads None, head_dim None
     # (both may be null), hidden_size 4096; no sliding_window field.
     "llama": _plain(
