@@ -74,6 +74,7 @@ def _fuzz(args: argparse.Namespace) -> ConformanceReport:
             seconds=args.seconds,
             call_seconds=args.call_seconds,
             min_examples=args.min_examples,
+            policy_path=args.policy_path,
             seed=args.seed,
             promises=promises,
             # A signal that reached a policy call of the harness's own (the dense bound's,
@@ -150,6 +151,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 1
 
 
+def _folder(text: str) -> str:
+    """An existing folder, for ``--policy-path``."""
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"not a folder: {text!r}")
+    return str(Path(text).resolve())
+
+
 def add_options(parser: argparse.ArgumentParser) -> None:
     """Declare ``fuzz``'s options on its parser."""
     parser.description = __doc__
@@ -162,6 +170,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         type=finite_seconds,
         default=10.0,
         help="limit for one policy call; longer is a timeout verdict (default 10)",
+    )
+    parser.add_argument(
+        "--policy-path",
+        action="append",
+        default=[],
+        type=_folder,
+        metavar="DIR",
+        help="a folder the policy's worker imports from, and fuzz itself never "
+        "(repeatable; put a policy's folder here, not on PYTHONPATH)",
     )
     parser.add_argument(
         "--min-examples",

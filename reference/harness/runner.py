@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 from hypothesis import HealthCheck, Phase, given, settings
@@ -224,6 +224,7 @@ def run_conformance(
     examples: int = 100,
     seconds: float | None = None,
     min_examples: int | None = None,
+    policy_path: Sequence[str] = (),
     seed: int = 0,
     promises: Iterable[Promise | str] | None = None,
     engine_factory: EngineFactory = Engine,
@@ -241,7 +242,10 @@ def run_conformance(
     ``isolated=True`` runs the policy's code in a contained worker process
     (:mod:`junction.reference.isolation`) and every check here, so nothing
     the policy does can forge a verdict, hang the run or outlive it; the
-    policy must then be a spec. There, a call past ``call_seconds`` (default
+    policy must then be a spec, which the worker imports first from the
+    folders ``policy_path`` names (this process never does: a policy's
+    folder on ``PYTHONPATH`` runs its ``sitecustomize.py`` here). There, a
+    call past ``call_seconds`` (default
     10) is a ``timeout`` verdict, the policy's import counts against
     ``seconds``, and a load that the deadline interrupts leaves every promise
     ``unchecked``.
@@ -309,7 +313,8 @@ def run_conformance(
     )
     if isolated:
         limits = Limits(seconds, CALL_SECONDS if call_seconds is None else call_seconds)
-        return _isolated(policy, limits, run, stop, seed, promises, min_examples)
+        where_from = tuple(str(p) for p in policy_path)
+        return _isolated(policy, limits, run, stop, seed, promises, min_examples, where_from)
     if call_seconds is not None:
         rule = "a limit per call needs isolated=True: a call in this process cannot be stopped"
         raise InvalidArgument("call_seconds", call_seconds, rule)
@@ -326,6 +331,7 @@ def _isolated(
     seed: int,
     promises: Iterable[Promise | str] | None,
     minimum: int,
+    policy_path: Sequence[str],
 ) -> ConformanceReport:
     """``run`` on the policy ``spec`` loaded in a worker; the deadline counts from here."""
     if not isinstance(spec, str):
@@ -334,7 +340,7 @@ def _isolated(
         )
         raise InvalidArgument("policy", spec, rule)
     deadline = time.monotonic() + (math.inf if limits.seconds is None else limits.seconds)
-    with remote_policy(spec, limits, deadline) as remote:
+    with remote_policy(spec, limits, deadline, policy_path) as remote:
         if remote is None:
             return _unchecked(spec, seed, promises, limits, minimum)
         left = None if limits.seconds is None else max(deadline - time.monotonic(), 0.0)

@@ -10,6 +10,7 @@ worker met while loading.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -36,13 +37,20 @@ def one_line(value: object, limit: int = MAX_TEXT) -> str | None:
 class Worker:
     """The worker process and its two pipes (this side non-blocking), with deadlines."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(
+        self, spec: str, path: Sequence[str] = (), cpu_seconds: float | None = None
+    ) -> None:
+        """Start the worker on ``spec``, importing first from ``path`` (its alone)."""
         to_worker, requests = os.pipe()
         answers, from_worker = os.pipe()
         args = [str(to_worker), str(from_worker), spec]
         try:
             self.process = python_module(
-                "junction.reference.isolation._worker", args, (to_worker, from_worker)
+                "junction.reference.isolation._worker",
+                args,
+                (to_worker, from_worker),
+                path=path,
+                cpu_seconds=cpu_seconds,
             )
         finally:
             os.close(to_worker)

@@ -47,7 +47,7 @@ def run_in_child(module: str, args: Sequence[str], seconds: float) -> ChildResul
     deadline = time.monotonic() + seconds
     results, sender = os.pipe()
     try:
-        child = python_module(module, [str(sender), *args], (sender,))
+        child = python_module(module, [str(sender), *args], (sender,), cpu_seconds=seconds + 5)
     finally:
         os.close(sender)
     os.set_blocking(results, False)

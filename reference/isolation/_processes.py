@@ -4,7 +4,9 @@ A policy that forks keeps the caller's pipes open and its children outlive
 the run; one that calls ``setsid`` leaves the process group too. So
 :class:`Contained` starts a child in a session and process group of its own,
 with ``/dev/null`` as its standard streams and no descriptor but the ones
-named, and marks it and its descendants with a token.
+named, confined (:mod:`._confine`: namespaces, no new privileges, resource
+limits, this process hidden from it), and marks it and its descendants with
+a token.
 :meth:`Contained.kill` sends SIGKILL to its group, then to every process
 still carrying the token or orphaned under this one (a child subreaper where
 Linux allows), until none is found. SIGKILL without SIGTERM first: these
@@ -24,6 +26,8 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from ._confine import confinement, hide, unhide
 
 __all__ = ["MARK", "Contained", "python_module"]
 
@@ -98,25 +102,36 @@ class Contained:
     """
 
     def __init__(
-        self, argv: Sequence[str], pass_fds: Sequence[int] = (), env: dict[str, str] | None = None
+        self,
+        argv: Sequence[str],
+        pass_fds: Sequence[int] = (),
+        env: dict[str, str] | None = None,
+        cpu_seconds: float | None = None,
     ) -> None:
         _become_subreaper()
         self._before = _children()
         self._token = secrets.token_hex(12)
         environment = dict(os.environ if env is None else env)
         environment[MARK] = self._token
-        self.process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-            pass_fds=tuple(pass_fds),
-            start_new_session=True,
-            env=environment,
-        )
+        hide()
+        try:
+            self.process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                pass_fds=tuple(pass_fds),
+                start_new_session=True,
+                env=environment,
+                preexec_fn=confinement(cpu_seconds),
+            )
+        except BaseException:
+            unhide()
+            raise
         self.pid = self.process.pid
         self._group = True  # whether the process group may still have members
+        self._hidden = True  # whether this process still hides from the child
 
     def poll(self) -> int | None:
         """The child's exit status once it ended (negative: the signal), else ``None``."""
@@ -145,6 +160,9 @@ class Contained:
             time.sleep(0.01)
         with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL: it ends
             self.process.wait(timeout=1.0)
+        if self._hidden:
+            self._hidden = False
+            unhide()
 
     def _sweep(self, token: bytes) -> bool:
         """One round of SIGKILL; whether anything was still alive."""
@@ -170,12 +188,21 @@ class Contained:
         return alive
 
 
-def python_module(module: str, args: Sequence[str], pass_fds: Sequence[int]) -> Contained:
+def python_module(
+    module: str,
+    args: Sequence[str],
+    pass_fds: Sequence[int],
+    path: Sequence[str] = (),
+    cpu_seconds: float | None = None,
+) -> Contained:
     """``python -m module *args``, contained, with ``pass_fds`` as its only descriptors.
 
-    The child imports what this process can: its ``sys.path`` becomes the
-    child's ``PYTHONPATH``, not just the environment's.
+    The child imports what this process can, and first from ``path`` (the
+    folders only the child may import from): they and this process's
+    ``sys.path`` become the child's ``PYTHONPATH``, not just the
+    environment's. ``cpu_seconds`` caps its CPU time.
     """
-    path = os.pathsep.join(p or os.getcwd() for p in sys.path)
-    env = {**os.environ, "PYTHONPATH": path}
-    return Contained([sys.executable, "-m", module, *args], pass_fds=pass_fds, env=env)
+    folders = [*(os.path.abspath(p) for p in path), *(p or os.getcwd() for p in sys.path)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(folders)}
+    argv = [sys.executable, "-m", module, *args]
+    return Contained(argv, pass_fds=pass_fds, env=env, cpu_seconds=cpu_seconds)

@@ -352,14 +352,18 @@ def _load(worker: Worker, spec: str, deadline: float) -> Loaded | PolicyError | 
 
 
 @contextmanager
-def remote_policy(spec: str, limits: Limits, deadline: float) -> Iterator[RemotePolicy | None]:
+def remote_policy(
+    spec: str, limits: Limits, deadline: float, path: Sequence[str] = ()
+) -> Iterator[RemotePolicy | None]:
     """The policy ``spec`` (a registered name or ``module:attribute``) loaded in a new worker.
 
+    ``path``: folders the worker imports from first, and this process never.
     Yields ``None`` when ``deadline`` (``time.monotonic``; ``math.inf``: none)
     passed while loading. Raises :class:`PolicyError` when the policy cannot
     be loaded. On leaving, the worker and everything it started are killed.
     """
-    worker = Worker(spec)
+    cpu = None if limits.seconds is None else limits.seconds + limits.call_seconds + GRACE + 5
+    worker = Worker(spec, path, cpu)
     try:
         loaded = _load(worker, spec, deadline)
         if isinstance(loaded, PolicyError):

@@ -23,6 +23,7 @@ from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError
 from junction.reference.policies.registry import resolve_policy
 
+from ._confine import enter_pid_namespace
 from ._frames import _ChannelClosed, read_frame, write_frame
 from ._geometry import geometry_from_json, group_from_json
 
@@ -163,6 +164,7 @@ def main(argv: list[str]) -> int:
     """The worker's entry point: load the policy named ``argv[2]``, then serve."""
     read_fd, write_fd, spec = int(argv[0]), int(argv[1]), argv[2]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent alone answers a Ctrl-C
+    enter_pid_namespace()  # the policy runs as its namespace's init, or here
     try:
         policy, loaded = _load(spec)
     except PolicyError as error:

@@ -143,6 +143,15 @@ class AnswersMakeExamplesInvalid(VllmPolicy):
 
 
 # -- processes ------------------------------------------------------------------
+def _own_pid() -> int:
+    """This process's pid as the test's ``/proc`` shows it (a worker in a PID namespace
+    has another number inside it)."""
+    try:
+        return int(os.readlink("/proc/self"))
+    except OSError:
+        return os.getpid()
+
+
 def _record(pid: int) -> None:
     with open(os.environ["FORGING_PIDS"], "a", encoding="utf-8") as pids:
         pids.write(f"{pid}\n")
@@ -150,7 +159,7 @@ def _record(pid: int) -> None:
 
 def _sleeper() -> None:
     """In a forked child: record this pid and sleep with every inherited descriptor open."""
-    _record(os.getpid())
+    _record(_own_pid())
     time.sleep(600)
     os._exit(0)
 
@@ -183,7 +192,7 @@ class IgnoresSigtermAndHangs(JunctionPolicy):
     def __init__(self) -> None:
         super().__init__()
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        _record(os.getpid())
+        _record(_own_pid())
         if os.fork() == 0:
             _sleeper()
 

@@ -1,0 +1,110 @@
+"""The worker shares nothing with ``fuzz``'s parent that turns a violation into a pass.
+
+Each attack of ``attacks.py`` runs in a policy's import, on the real command:
+a ``sitecustomize.py`` and a ``rich.py`` beside the policy, tracing the
+parent, opening its standard output and memory, stopping it, and a child
+that leaves the session with a clean environment, forks on and rewrites the
+report after the run. The run must fail (exit 1), within ``--seconds`` +
+``--call-seconds`` + 5 s, leave no process behind and its report intact.
+Linux only: what other platforms contain is stated in docs/fuzzing.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.groups import WALL_CLOCK
+from tests.isolation import attacks
+
+ROOT = Path(__file__).resolve().parents[2]
+SECONDS, CALL_SECONDS, SLACK = 4.0, 2.0, 5.0
+pytestmark = [
+    WALL_CLOCK,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux containment"),
+]
+
+
+def _fuzz(*argv: str) -> tuple[int, str, str]:
+    limit = SECONDS + CALL_SECONDS + SLACK
+    started = time.monotonic()
+    limits = ["--seconds", str(SECONDS), "--call-seconds", str(CALL_SECONDS)]
+    done = subprocess.run(
+        [sys.executable, "-m", "junction", "fuzz", *limits, "--promise", "replay", *argv],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # the caller's own path only
+        capture_output=True,  # a child holding the output open blocks this
+        text=True,
+        timeout=limit + 30,
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed < limit, f"took {elapsed:.1f} s, more than {limit} s"
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout, done.stderr
+
+
+def _escapees() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and b"junction-escapee" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_policy_that_attacks_its_parent_still_fails_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "attacker.py").write_text(attacks.ATTACKER, encoding="utf-8")
+    log, report = tmp_path / "attacks.jsonl", tmp_path / "report.json"
+    monkeypatch.setenv("ATTACK_LOG", str(log))
+    monkeypatch.setenv("ATTACK_REPORT", str(report))
+    try:
+        code, out, _ = _fuzz(
+            "--policy", "attacker:Policy", "--policy-path", str(policies), "--json", str(report)
+        )
+        assert code == 1, out
+        time.sleep(2)  # an escapee that survived rewrites the report by now
+        assert json.loads(report.read_text())["passed"] is False
+        assert not _escapees(), "a process the policy started outlived the run"
+    finally:
+        for pid in _escapees():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    outcomes = {line["attack"]: line for line in map(json.loads, log.read_text().splitlines())}
+    assert isinstance(outcomes["found"]["outcome"], int)  # the attacker found the parent
+    for attack in ("ptrace", "stdout", "memory", "environ", "stop"):
+        assert outcomes[attack]["outcome"] != "done", outcomes[attack]
+    limits = outcomes["limits"]
+    assert limits["no_new_privs"] == "1" and int(limits["capabilities"], 16) == 0, limits
+    assert 0 < limits["open_files"] <= 256 and limits["address_space"] > 0, limits
+    assert limits["cpu"] > 0, limits
+
+
+def test_modules_planted_beside_the_policy_run_in_the_worker_only(tmp_path: Path) -> None:
+    # sitecustomize runs at any interpreter's start-up, rich where fuzz draws its
+    # progress: on the parent's path either would exit 0 before any verdict.
+    (tmp_path / "sitecustomize.py").write_text(attacks.PLANTED, encoding="utf-8")
+    (tmp_path / "rich.py").write_text(attacks.PLANTED, encoding="utf-8")
+    (tmp_path / "violates.py").write_text(
+        "from junction.reference.policies.vllm import VllmPolicy as Policy\n", encoding="utf-8"
+    )
+    code, out, err = _fuzz("--policy", "violates:Policy", "--policy-path", str(tmp_path))
+    assert code == 1, out
+    assert err.strip().splitlines()[-1].startswith("fuzz: replay violated: ")
+
+
+def test_a_policy_path_that_is_no_folder_is_refused(tmp_path: Path) -> None:
+    code, out, err = _fuzz("--policy", "x:Policy", "--policy-path", str(tmp_path / "missing"))
+    assert code == 2 and out == ""
+    assert "argument --policy-path: not a folder: " in err
