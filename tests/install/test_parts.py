@@ -6,7 +6,7 @@ are ``test_install.py``'s); here: ``junction/`` links exactly the listed parts,
 each as ``junction/<part> -> ../<part>``; the import contracts name no
 ``junction.X`` that is neither a part nor a module of ``junction/`` itself, and
 the contract holding every module names every part; mutmut copies no part,
-and its plugin links every part but the mutated one.
+and its plugin links the checkout in beside the mutated part.
 """
 
 from __future__ import annotations
@@ -76,22 +76,28 @@ def test_the_import_contracts_name_only_parts_and_cover_every_part() -> None:
     assert not missing, f"parts in no layer of the whole-package contract: {missing}"
 
 
-def test_mutmut_copies_no_part_and_its_plugin_links_the_others(tmp_path: Path) -> None:
+def test_mutmut_copies_no_part_and_its_plugin_links_the_checkout_in(tmp_path: Path) -> None:
     mutmut = _pyproject()["tool"]["mutmut"]  # type: ignore[index]
     copied = {Path(path).parts[0] for path in mutmut["also_copy"]}
     assert not copied & set(PARTS), f"[tool.mutmut] also_copy copies parts: {copied & set(PARTS)}"
     checkout = tmp_path / "checkout"
-    (checkout / "junction").mkdir(parents=True)
-    shutil.copy2(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    for name in (*PARTS, "junction", "docs", ".git"):
+        (checkout / name).mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, checkout / name)
     (checkout / "junction" / "__init__.py").write_text("")
+    # What mutmut leaves: the mutated part under junction/, tests, pyproject, also_copy.
     mutants = checkout / "mutants"
     mutated = mutants / "junction" / PARTS[0]
     mutated.mkdir(parents=True)
+    (mutants / "docs").mkdir()
     shutil.copy2(ROOT / "pyproject.toml", mutants / "pyproject.toml")
     _link_namespace(mutants)
     assert parts(mutants) == PARTS
-    assert not mutated.is_symlink() and not (mutants / PARTS[0]).exists()
+    assert mutated.is_dir() and not mutated.is_symlink()
     for part in PARTS[1:]:
         assert os.readlink(mutants / "junction" / part) == os.path.join("..", part)
-        assert (mutants / part).resolve() == (checkout / part).resolve()
+    for name in (*PARTS, "README.md"):
+        assert (mutants / name).resolve() == (checkout / name).resolve(), name
+    assert not (mutants / "docs").is_symlink() and not (mutants / ".git").exists()
     assert (mutants / "junction" / "__init__.py").is_file()

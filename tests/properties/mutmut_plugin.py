@@ -6,13 +6,14 @@ bounded-exhaustive walk, which runs last (it is ~6x slower under mutmut's
 trampolines): examples, then the oracle properties, then the other
 properties (bad input, ...), then the exhaustive check.
 
-It also completes the ``junction`` namespace inside ``mutants/``, before any
-test imports ``junction``. mutmut mutates ``junction/core`` (``source_paths``:
-the name tests import it by, so its trampoline keys match) and writes that
-folder for real; every other part of the one list (``tests/parts.py``) is
-linked in as the checkout links it, ``junction/<part> -> ../<part>``, with
-``mutants/<part>`` a link to the checkout's unmutated folder; ``junction/``'s
-own modules are copied.
+It also makes ``mutants/`` read as the checkout, before any test imports
+``junction``. mutmut writes ``junction/core`` mutated (``source_paths``: the
+name tests import it by, so its trampoline keys match) and copies ``tests/``,
+``pyproject.toml`` and ``docs/`` (``also_copy``: the document checks walk it,
+and a walk does not follow links); every other top-level entry of the
+checkout is linked in, unmutated, and ``junction/`` gets its own modules and
+a link to each other part of the one list (``tests/parts.py``), as the
+checkout's ``junction/<part> -> ../<part>``.
 """
 
 from __future__ import annotations
@@ -27,18 +28,21 @@ from tests.parts import parts
 
 def _link_namespace(mutants: Path) -> None:
     checkout = mutants.parent
+    for entry in checkout.iterdir():
+        there = mutants / entry.name
+        if entry.name.startswith(".") or entry == mutants or there.exists() or there.is_symlink():
+            continue
+        there.symlink_to(entry, target_is_directory=entry.is_dir())
     namespace = mutants / "junction"
-    namespace.mkdir(exist_ok=True)
+    if namespace.is_symlink():  # linked above: mutmut wrote no folder of its own
+        return
     for entry in (checkout / "junction").iterdir():
         if entry.is_file() and not entry.is_symlink() and not (namespace / entry.name).exists():
             shutil.copy2(entry, namespace / entry.name)
     for part in parts(mutants):
         link = namespace / part
-        if link.exists() or link.is_symlink():  # the mutated part: mutmut's own folder
-            continue
-        if not (mutants / part).exists():
-            (mutants / part).symlink_to(checkout / part, target_is_directory=True)
-        link.symlink_to(Path("..") / part, target_is_directory=True)
+        if not link.exists() and not link.is_symlink():  # else the mutated part
+            link.symlink_to(Path("..") / part, target_is_directory=True)
 
 
 if Path.cwd().name == "mutants":
