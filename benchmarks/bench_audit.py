@@ -1,8 +1,9 @@
 """Core against vLLM 0.33.0, per call, side by side on identical inputs.
 
 For each decision the same inputs go to the core and to the vLLM function it
-replaces, timed in one run, alternating, so machine noise hits both alike;
-the ratio is core time / vLLM time (below 1.0: core is faster). The core
+replaces, each side timed through pyperf (``benchmarks.timing``), in one
+process (a worker's start-up would be mostly vLLM's import); the ratio is
+core time / vLLM time (below 1.0: core is faster). The core
 side is the per-call API an engine uses: what is fixed per engine or group
 is bound once, outside the timing (``core.ChunkSplitter``, ``core.GroupMask``,
 ``core.HitReconciler`` with ``upstream.vllm_0_33.readers.group_readers``), and each timed
@@ -13,7 +14,7 @@ bound call, the free function and vLLM give the same answer.
   (on ``audit.vllm.split.SchedulerStandIn`` with a real ``Request``);
 * mask: ``GroupMask.reachable_block_mask`` vs ``SlidingWindowManager`` /
   ``MambaManager.reachable_block_mask`` on real specs, 64 and 4,096 newly
-  full blocks (calls per repeat scaled down by the block count);
+  full blocks;
 * lookup: ``HitReconciler.reconcile`` with finders reading vLLM's block pool
   (built per call, as an engine would) vs
   ``HybridKVCacheCoordinator.find_longest_cache_hit``, on the same pool after
@@ -25,9 +26,6 @@ Needs vLLM (``make audit-setup``). Run: ``make bench-audit``
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import timeit
 from collections.abc import Callable
 
 import attrs
@@ -48,6 +46,8 @@ from junction.core import (
 from junction.upstream.vllm_0_33.readers import group_readers
 from junction.upstream.vllm_0_33.specs import manager_class, vllm_geometry, vllm_spec
 
+from .timing import runner, side_by_side
+
 BLOCK = 16
 
 
@@ -56,8 +56,6 @@ class Case:
     name: str
     core: Callable[[], object]
     vllm: Callable[[], object]
-    # Blocks a call covers: calls per repeat are scaled down by it past 64.
-    blocks: int = 64
 
 
 def _split_case(name: str, geometry: HybridGeometry, computed: int, junction: int) -> Case:
@@ -131,7 +129,7 @@ def _mask_case(
 
     assert ours() == theirs()
     assert ours() == reachable_block_mask(start, end, alignment, group, eagle, interval, boundaries)
-    return Case(f"mask {blocks} blocks, {name}", ours, theirs, blocks)
+    return Case(f"mask {blocks} blocks, {name}", ours, theirs)
 
 
 def _lookup_case(name: str, geometry: HybridGeometry, probe_shared: int) -> Case:
@@ -216,25 +214,9 @@ def cases() -> list[Case]:
     ]
 
 
-def per_call_us(call: Callable[[], object], number: int) -> float:
-    return timeit.timeit(call, number=number) / number * 1e6
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=21)
-    parser.add_argument("--number", type=int, default=2_000)
-    args = parser.parse_args()
-    print(f"median per call (us) over {args.repeats} alternating repeats x {args.number:,} calls")
-    print(f"  {'core':>8}  {'vLLM':>8}  {'ratio':>6}  case")
-    for case in cases():
-        ours, theirs = [], []
-        number = max(args.number * 64 // max(case.blocks, 64), 1)
-        for _ in range(args.repeats):
-            ours.append(per_call_us(case.core, number))
-            theirs.append(per_call_us(case.vllm, number))
-        mine, other = statistics.median(ours), statistics.median(theirs)
-        print(f"  {mine:8.2f}  {other:8.2f}  {mine / other:6.2f}  {case.name}")
+    made = runner(__spec__.name, in_process=True, processes=5)
+    side_by_side(made, ("core", "vLLM"), [(case.name, case.core, case.vllm) for case in cases()])
 
 
 if __name__ == "__main__":

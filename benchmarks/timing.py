@@ -3,8 +3,9 @@
 pyperf calibrates how many calls a value times, warms up, and spreads the
 values over worker processes (``--processes``; ``--fast`` and
 ``--rigorous`` as in pyperf). Each row of a table is one pyperf benchmark
-per side, whose calls are built once, outside the timing; the table gives
-each side's median and their ratio. A benchmark whose worker would spend
+per side, whose calls are built once, outside the timing, and timed in the
+thread's CPU time (a shared machine's other load does not add to it); the
+table gives each side's median and their ratio. A benchmark whose worker would spend
 most of its life importing vLLM or torch runs its values in one process
 instead (pyperf's ``--in-process``), which its docstring says.
 """
@@ -21,6 +22,7 @@ import pyperf
 Call = Callable[[], object]
 #: What a side's calls run inside, entered around each timed value (outside its time).
 Around = Callable[[], contextlib.AbstractContextManager[object]]
+Clock = Callable[[], float]
 
 
 def runner(
@@ -47,9 +49,12 @@ def runner(
     return made
 
 
-def time_calls(loops: int, call: Call, around: Around = contextlib.nullcontext) -> float:
-    """pyperf's time function: seconds of ``loops`` calls of ``call``, inside ``around()``."""
-    clock = time.perf_counter
+def time_calls(
+    loops: int, call: Call, around: Around = contextlib.nullcontext, clock: Clock = time.thread_time
+) -> float:
+    """pyperf's time function: seconds of ``loops`` calls of ``call``, inside
+    ``around()``, by ``clock``: by default this thread's CPU time, which the
+    other tenants of a shared machine do not add to."""
     with around():
         started = clock()
         for _ in range(loops):
@@ -62,14 +67,15 @@ def side_by_side(
     sides: tuple[str, str],
     rows: Iterable[tuple[str, Call, Call]],
     around: tuple[Around, Around] = (contextlib.nullcontext, contextlib.nullcontext),
+    clock: Clock = time.thread_time,
 ) -> None:
     """Time each row's two calls (each its own pyperf benchmark; the first
     side's inside ``around[0]()``, the second's inside ``around[1]()``; a
     row is built as it is timed), then, in the process that ran them all,
     print each side's median in microseconds and the ratio of the first to
-    the second."""
+    the second; ``clock`` as in :func:`time_calls`."""
     results = [
-        (name, *(made.bench_time_func(f"{name}: {side}", time_calls, call, context)
+        (name, *(made.bench_time_func(f"{name}: {side}", time_calls, call, context, clock)
                  for side, call, context in zip(sides, calls, around, strict=True)))
         for name, *calls in rows
     ]  # fmt: skip
