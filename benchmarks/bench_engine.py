@@ -3,19 +3,18 @@
 Runs an agent workload (one shared system prompt, sessions of several turns,
 10,000 requests by default) on full attention + sliding window + Mamba in
 align mode, and counts block-pool operations (allocations, frees, hit
-references, cachings, lookups: ``BlockPool.operations``). Prints operations,
-the time (wall clock, and this process's CPU time, which another process on
-a shared machine disturbs less), the rates, and the run's metrics, for each
-of ``--rounds`` runs (5 by default), then the median CPU rate; the runs must
-do exactly the same operations and steps with the same metrics. Run:
-``make bench-engine``; ``--profile`` prints the top of a cProfile of one run.
+references, cachings, lookups: ``BlockPool.operations``). Timed through
+pyperf (``benchmarks.timing``), in one process, in CPU time; every run must
+do exactly the same operations and steps with the same metrics. Prints the
+operations, the median CPU seconds and the rate. Run: ``make
+bench-engine``; ``--profile`` prints the top of a cProfile of one run.
 
 ``--trace N`` instead replays the first N requests of the committed Mooncake
 conversation trace (``examples/traces``), one at a time with their recorded
 output lengths, on the same geometry, and prints the engine's cost per
 million prompt tokens and per output token, and how much the process grew:
-what a whole-trace replay multiplies (145 million prompt tokens). The growth
-stays flat because a finished request releases its tokens.
+what a whole-trace replay multiplies. The growth stays flat because a
+finished request releases its tokens.
 """
 
 from __future__ import annotations
@@ -24,10 +23,9 @@ import argparse
 import cProfile
 import gzip
 import pstats
-import statistics
+import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from junction.core import GroupSpec, HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
@@ -36,6 +34,8 @@ from junction.reference.workloads.drive import run_workload
 from junction.reference.workloads.hash_prompts import PromptBuilder
 from junction.reference.workloads.mooncake import parse_hash_trace
 from junction.reference.workloads.sessions import agent_sessions
+
+from .timing import runner
 
 TRACE = Path(__file__).resolve().parents[1] / "examples/traces/mooncake-conversation.jsonl.gz"
 
@@ -61,8 +61,10 @@ def resident_mib() -> float:
     raise OSError("no VmRSS in /proc/self/status")
 
 
-def agents(args: argparse.Namespace) -> dict[str, Any]:
-    """One run of the agent workload; its operations, CPU time, steps and metrics."""
+def agents(args: argparse.Namespace) -> tuple[float, tuple[int, int, str]]:
+    """One run of the agent workload: this thread's CPU seconds in the
+    engine (the workload and the engine built outside them), and the run's
+    operations, steps and metrics."""
     arrivals = agent_sessions(
         0,
         sessions=args.requests // args.turns,
@@ -73,25 +75,17 @@ def agents(args: argparse.Namespace) -> dict[str, Any]:
         gap_steps=2,
     )
     engine = build(args.retention)
-    profiler = cProfile.Profile() if args.profile else None
-    started, cpu_started = time.perf_counter(), time.process_time()
-    if profiler:
-        profiler.enable()
+    started = time.thread_time()
     metrics = run_workload(engine, arrivals)
-    if profiler:
-        profiler.disable()
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    operations = engine.pool.operations
-    print(
-        f"{len(arrivals):,} requests, R={args.retention}: {operations:,} block operations in "
-        f"{elapsed:.1f} s = {operations / elapsed:,.0f} ops/s "
-        f"(CPU {cpu:.1f} s = {operations / cpu:,.0f} ops/s); {metrics.steps:,} steps, "
-        f"hit rate {metrics.token_hit_rate:.3f}, evictions {metrics.evictions:,}, "
-        f"preemptions {metrics.preemptions}"
-    )
-    if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(18)
-    return {"operations": operations, "cpu": cpu, "steps": metrics.steps, "metrics": repr(metrics)}
+    return time.thread_time() - started, (engine.pool.operations, metrics.steps, repr(metrics))
+
+
+def profile(args: argparse.Namespace) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    agents(args)
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(18)
 
 
 def trace(args: argparse.Namespace) -> None:
@@ -119,16 +113,27 @@ def trace(args: argparse.Namespace) -> None:
     )
 
 
-def rounds(args: argparse.Namespace) -> None:
-    """``--rounds`` runs of the agent workload; the median CPU rate. The runs must agree."""
-    runs = [agents(args) for _ in range(args.rounds)]
-    outcomes = {(r["operations"], r["steps"], r["metrics"]) for r in runs}
-    if len(outcomes) != 1:
-        raise SystemExit(f"the runs differ: {sorted(outcomes)}")
-    median = statistics.median(r["operations"] / r["cpu"] for r in runs)
+def timed(args: argparse.Namespace) -> None:
+    """The agent workload through pyperf; every run must agree with the first."""
+    outcomes: list[tuple[int, int, str]] = []
+
+    def runs(loops: int) -> float:
+        spent = 0.0
+        for _ in range(loops):
+            seconds, outcome = agents(args)
+            spent += seconds
+            outcomes.append(outcome)
+            if outcome != outcomes[0]:
+                raise SystemExit(f"the runs differ: {outcomes[0]} and {outcome}")
+        return spent
+
+    made = runner(__spec__.name, in_process=True, processes=3)
+    seconds = made.bench_time_func("agent workload", runs).median()
+    operations, steps, metrics = outcomes[0]
     print(
-        f"{args.requests:,} requests, {args.rounds} rounds, the same "
-        f"{runs[0]['operations']:,} operations in each run: median CPU rate {median:,.0f} ops/s"
+        f"{args.requests:,} requests, R={args.retention}: {operations:,} block operations, "
+        f"{steps:,} steps in each run; median CPU {seconds:.2f} s = "
+        f"{operations / seconds:,.0f} ops/s\n{metrics}"
     )
 
 
@@ -142,7 +147,6 @@ def main() -> None:
         default=0,
         help="retention interval R: none (dense), 0 or a multiple of 16 (default 0)",
     )
-    parser.add_argument("--rounds", type=int, default=5, help="runs of the agent workload")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
         "--trace",
@@ -151,13 +155,14 @@ def main() -> None:
         metavar="N",
         help="replay the first N requests of the Mooncake conversation trace instead",
     )
-    args = parser.parse_args()
+    args, rest = parser.parse_known_args()
+    sys.argv[1:] = rest  # pyperf's own options
     if args.trace:
         trace(args)
     elif args.profile:
-        agents(args)
+        profile(args)
     else:
-        rounds(args)
+        timed(args)
 
 
 if __name__ == "__main__":
