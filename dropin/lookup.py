@@ -152,7 +152,7 @@ def _core_lookup(
         pool = managers[group.group_id].block_pool
         run: list[Any] | None = [] if group.whole_blocks else None
         seen = first_seen if group is bound.first else {}
-        finders.append(_finder(group, pool, block_hashes, seen, run))
+        finders.append(group.reader.finder(pool, block_hashes, seen, run))
         pools.append(pool)
         runs.append(run)
         found.append(seen)
@@ -184,64 +184,6 @@ def _block_zero(
             if answer is not None:
                 return False
     return True
-
-
-def _finder(
-    group: _Group, pool: Any, block_hashes: Any, seen: dict[int, Any], run: list[Any] | None
-) -> Finder:
-    """The group's core finder over the pool. A full-attention group's finder
-    gets its cached run, read as vLLM's scan reads it (one pool call a whole
-    block; under partial hits, the deepest registered hash unit of the first
-    block not registered whole): a group read by whole blocks keeps the
-    run's blocks in ``run``, one read by hash units each answer in ``seen``.
-    Any other group reads through the reader's predicate (answers in ``seen``)."""
-    get, ids, reader = pool.get_cached_block, group.ids, group.reader
-    if run is not None:  # whole blocks: block i is hash unit (i + 1) * scale - 1
-        scale = reader.scale
-        count = len(block_hashes) // scale
-
-        def is_cached(index: int) -> bool:
-            return index < count and get(block_hashes[(index + 1) * scale - 1], ids) is not None
-
-        def block_run(limit: int) -> int:
-            # From what the run holds; a unit read already (block 0) is not asked again.
-            end = min(limit, count)
-            for index in range(len(run), end):
-                unit = (index + 1) * scale - 1
-                answer = seen[unit] if unit in seen else get(block_hashes[unit], ids)
-                if answer is None:
-                    return index
-                run.append(answer[0])
-            return end
-
-        return reader.lookup.finder(is_cached, block_run)
-    covered, units = reader.predicate(pool, block_hashes, seen)
-    if reader.spec.kind is not GroupKind.FULL:
-        return reader.lookup.finder(covered)
-    block_units = reader.covered_block
-
-    def covered_run(limit: int) -> int:
-        # Hash unit u is covered iff a unit in [u, its block's end) is
-        # registered: a block registered at its last unit is covered whole;
-        # in the first that is not, the run ends past its deepest registration.
-        start = 0
-        while start < limit:
-            end = min(start + block_units, units)
-            deepest = end - 1
-            while deepest >= start:
-                if deepest in seen:  # read already (block 0)
-                    answer = seen[deepest]
-                else:
-                    seen[deepest] = answer = get(block_hashes[deepest], ids)
-                if answer is not None:
-                    break
-                deepest -= 1
-            if deepest < start + block_units - 1:  # the run ends in this block
-                return min(deepest + 1, limit)
-            start += block_units
-        return limit
-
-    return reader.lookup.finder(covered, covered_run)
 
 
 def _registration(pool: Any, ids: list[int], block_hashes: Any, found: dict[int, Any]) -> Probe:

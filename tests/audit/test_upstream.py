@@ -167,7 +167,6 @@ def installs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callab
     (tmp_path / "vllm_9_99" / "__init__.py").write_text(_TOY, encoding="utf-8")
     monkeypatch.setattr(junction.upstream, "__path__", [*junction.upstream.__path__, str(tmp_path)])
     monkeypatch.setattr(releases, "VLLM_RELEASES", (*VLLM_RELEASES, "vllm_9_99"))
-    vllm_0_33.vllm()  # vLLM's modules, loaded under the real version
     real = importlib.metadata.version
 
     def install(version: str) -> None:

@@ -15,7 +15,14 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupKind, GroupLookup, GroupSpec, HybridGeometry, next_grid_point
+from junction.core import (
+    Finder,
+    GroupKind,
+    GroupLookup,
+    GroupSpec,
+    HybridGeometry,
+    next_grid_point,
+)
 
 __all__ = ["GroupReader", "group_readers"]
 
@@ -79,6 +86,71 @@ class GroupReader:
             return answer is not None
 
         return cached, count
+
+    def finder(
+        self,
+        block_pool: Any,
+        block_hashes: Sequence[Any],
+        found: dict[int, Any],
+        run: list[Any] | None = None,
+    ) -> Finder:
+        """The group's core finder over one request's chain, reading the pool as
+        vLLM's scan reads it.
+
+        A full-attention group's finder gets its cached run (``core.CachedRun``):
+        read by whole blocks (``run`` a list: one pool call a block) the run's
+        blocks are kept in ``run``; read by hash units, the run ends past the
+        deepest registered unit of the first block not registered whole. Any
+        other group reads through :meth:`predicate`. Each answer read by unit is
+        kept in ``found`` under its hash unit, and a unit found there already is
+        not asked again."""
+        get, ids = block_pool.get_cached_block, [self.group_id]
+        if run is not None:  # whole blocks: block i is hash unit (i + 1) * scale - 1
+            scale = self.scale
+            count = len(block_hashes) // scale
+
+            def is_cached(index: int) -> bool:
+                return index < count and get(block_hashes[(index + 1) * scale - 1], ids) is not None
+
+            def block_run(limit: int) -> int:
+                # From what the run holds; a unit read already (block 0) is not asked again.
+                end = min(limit, count)
+                for index in range(len(run), end):
+                    unit = (index + 1) * scale - 1
+                    answer = found[unit] if unit in found else get(block_hashes[unit], ids)
+                    if answer is None:
+                        return index
+                    run.append(answer[0])
+                return end
+
+            return self.lookup.finder(is_cached, block_run)
+        covered, units = self.predicate(block_pool, block_hashes, found)
+        if self.spec.kind is not GroupKind.FULL:
+            return self.lookup.finder(covered)
+        block_units = self.covered_block
+
+        def covered_run(limit: int) -> int:
+            # Hash unit u is covered iff a unit in [u, its block's end) is
+            # registered: a block registered at its last unit is covered whole;
+            # in the first that is not, the run ends past its deepest registration.
+            start = 0
+            while start < limit:
+                end = min(start + block_units, units)
+                deepest = end - 1
+                while deepest >= start:
+                    if deepest in found:  # read already (block 0)
+                        answer = found[deepest]
+                    else:
+                        found[deepest] = answer = get(block_hashes[deepest], ids)
+                    if answer is not None:
+                        break
+                    deepest -= 1
+                if deepest < start + block_units - 1:  # the run ends in this block
+                    return min(deepest + 1, limit)
+                start += block_units
+            return limit
+
+        return self.lookup.finder(covered, covered_run)
 
 
 def group_readers(geometry: HybridGeometry) -> tuple[GroupReader, ...]:
