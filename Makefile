@@ -96,8 +96,9 @@ check: lint typecheck
 verify-gpu:
 	HYPOTHESIS_PROFILE=ci $(PYTHON) -m pytest -rs -m cuda tests/kernels
 
-# `make fuzz POLICY=NAME [SECONDS=60] [CALL_SECONDS=10]`: the conformance harness
-# on one policy (a built-in name or module:attribute) in a worker process:
+# `make fuzz POLICY=NAME [SECONDS=60] [CALL_SECONDS=10] [POLICY_PATH=DIR]`: the
+# conformance harness on one policy (a built-in name or module:attribute,
+# imported from DIR by the worker alone) in a worker process:
 # SECONDS is a hard deadline, CALL_SECONDS the limit of one policy call;
 # non-zero on a violation, an error, a timeout or an unchecked promise.
 # With POLICY it needs only the demo install (DEMO_STAMP: no torch, no vLLM).
@@ -107,7 +108,8 @@ SECONDS ?= 60
 fuzz: $(if $(POLICY),$(DEMO_STAMP),$(STAMP))
 ifdef POLICY
 	$(JUNCTION) fuzz --policy $(POLICY) --seconds $(SECONDS) \
-		$(if $(CALL_SECONDS),--call-seconds $(CALL_SECONDS))
+		$(if $(CALL_SECONDS),--call-seconds $(CALL_SECONDS)) \
+		$(if $(POLICY_PATH),--policy-path $(POLICY_PATH))
 else
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -s --exhaustive-bound $(BOUND) \
 		--hypothesis-show-statistics tests/properties tests/engine

@@ -4,8 +4,9 @@ Run as the child's ``preexec_fn`` (:func:`confinement`): on Linux the child
 dies with the thread that started it, enters a new user and PID namespace
 where the kernel allows it unprivileged (or, for root, a PID namespace alone
 with every capability dropped), can gain no privilege (``no_new_privs``),
-and runs under resource limits (address space, open files, CPU, core dumps,
-processes). :func:`hide` makes this process non-dumpable while children
+writes only beneath the temporary folder and signals no process outside its
+own where Landlock allows, and runs under resource limits (address space,
+open files, CPU, core dumps, processes). :func:`hide` makes this process non-dumpable while children
 run, so a same-user child can neither trace it nor open its ``/proc``
 files. Elsewhere only the resource limits apply. Each step that the kernel
 refuses is skipped: containment is best effort per step, stated per
@@ -20,7 +21,9 @@ import math
 import os
 import resource
 import signal
+import struct
 import sys
+import tempfile
 from collections.abc import Callable
 
 __all__ = [
@@ -45,6 +48,11 @@ _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_SET_NO_NEW_PRIVS = 38
 _CAPABILITY_VERSION_3 = 0x20080522
+_LANDLOCK_SYSCALLS = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (x86-64, arm64)
+_LANDLOCK_WRITE_V1 = 0b1_1111_1111_0010  # write, remove and make: every write but a read's
+_LANDLOCK_WRITE_V2 = 1 << 13  # refer (a rename or link across folders)
+_LANDLOCK_WRITE_V3 = 1 << 14  # truncate
+_LANDLOCK_SCOPE_SIGNAL = 1 << 1  # ABI 6: no signal to a process outside the domain
 _LINUX = sys.platform.startswith("linux")
 
 
@@ -82,6 +90,36 @@ def _drop_capabilities() -> None:
     )
 
 
+def _landlock(writable: tuple[str, ...]) -> None:
+    """Allow writes only beneath ``writable`` and signals only inside this domain (Landlock)."""
+    syscall = getattr(_LIBC, "syscall", None)
+    if syscall is None or not sys.platform.startswith("linux"):
+        return
+    create, add, restrict = _LANDLOCK_SYSCALLS
+    abi = syscall(create, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # the ABI version
+    if abi < 1:
+        return
+    write = _LANDLOCK_WRITE_V1 | (_LANDLOCK_WRITE_V2 if abi >= 2 else 0)
+    write |= _LANDLOCK_WRITE_V3 if abi >= 3 else 0
+    attr = (ctypes.c_uint64 * 3)(write, 0, _LANDLOCK_SCOPE_SIGNAL if abi >= 6 else 0)
+    size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = syscall(create, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return
+    for folder in writable:
+        try:
+            beneath = os.open(folder, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        # A file takes only a file's rights (write, truncate): a folder's make it refused.
+        rights = write if os.path.isdir(folder) else write & (2 | _LANDLOCK_WRITE_V3)
+        rule = struct.pack("=Qi", rights, beneath)  # landlock_path_beneath_attr, packed
+        syscall(add, ruleset, 1, ctypes.c_char_p(rule), ctypes.c_uint32(0))
+        os.close(beneath)
+    syscall(restrict, ruleset, ctypes.c_uint32(0))
+    os.close(ruleset)
+
+
 def _limit(kind: int, value: int) -> None:
     with contextlib.suppress(ValueError, OSError):
         hard = resource.getrlimit(kind)[1]
@@ -89,20 +127,25 @@ def _limit(kind: int, value: int) -> None:
         resource.setrlimit(kind, (value, value))
 
 
-def _user_processes() -> int:
-    """How many processes this user runs now (0 where there is no ``/proc``)."""
+def _user_processes() -> int | None:
+    """How many processes this user runs now; ``None`` where there is no ``/proc``."""
     me, count = os.getuid(), 0
-    with contextlib.suppress(OSError):
-        for entry in os.scandir("/proc"):
-            with contextlib.suppress(OSError):
-                count += entry.name.isdigit() and entry.stat().st_uid == me
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return None
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            count += entry.name.isdigit() and entry.stat().st_uid == me
     return count
 
 
 def confinement(cpu_seconds: float | None) -> Callable[[], None]:
     """The ``preexec_fn`` that confines a child; ``cpu_seconds``: its CPU time (or no cap)."""
     root = hasattr(os, "getuid") and os.getuid() == 0
-    processes = None if root else _user_processes() + PROCESSES  # root is exempt from the count
+    running = None if root else _user_processes()  # root is exempt from the count
+    processes = None if running is None else running + PROCESSES
+    writable = (tempfile.gettempdir(), os.devnull)
 
     def confine() -> None:
         if _LINUX:
@@ -111,6 +154,7 @@ def confinement(cpu_seconds: float | None) -> Callable[[], None]:
                 _call("unshare", _CLONE_NEWPID)
                 _drop_capabilities()
             _call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            _landlock(writable)  # needs no_new_privs first
         _limit(resource.RLIMIT_AS, ADDRESS_SPACE)
         _limit(resource.RLIMIT_NOFILE, OPEN_FILES)
         _limit(resource.RLIMIT_CORE, 0)

@@ -1,7 +1,8 @@
 """What a hostile policy's module does on import, for ``test_containment``: written to a file.
 
 It finds the ``fuzz`` parent by its command line, as an attacker would, then
-tries to trace it, open its descriptors and memory, stop it, and starts a
+tries to trace it, open its descriptors and memory, stop it, write outside
+the temporary folder (where the checkout and its packages live), and starts a
 child that leaves the session with a clean environment and forks on, to
 rewrite the report after the run. Each attempt's outcome is a JSON line in
 ``ATTACK_LOG``; the policy itself is vLLM 0.33.0's, which breaks the replay
@@ -63,6 +64,7 @@ if target is not None:
     attempt("memory", lambda: open(f"/proc/{target}/mem", "rb").close())
     attempt("environ", lambda: open(f"/proc/{target}/environ", "rb").read() and None)
     attempt("stop", stop)
+attempt("write", lambda: open(os.environ["ATTACK_OUTSIDE"], "w").close())
 status = open("/proc/self/status").read()
 fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
 log(

@@ -12,6 +12,7 @@ Linux only: what other platforms contain is stated in docs/fuzzing.md.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -60,6 +61,11 @@ def _escapees() -> list[int]:
     return found
 
 
+def _landlock_abi() -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
+
+
 def test_a_policy_that_attacks_its_parent_still_fails_and_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,6 +75,8 @@ def test_a_policy_that_attacks_its_parent_still_fails_and_leaves_nothing(
     log, report = tmp_path / "attacks.jsonl", tmp_path / "report.json"
     monkeypatch.setenv("ATTACK_LOG", str(log))
     monkeypatch.setenv("ATTACK_REPORT", str(report))
+    outside = Path("/var/tmp") / f"junction-attack-{os.getpid()}"  # not beneath /tmp
+    monkeypatch.setenv("ATTACK_OUTSIDE", str(outside))
     try:
         code, out, _ = _fuzz(
             "--policy", "attacker:Policy", "--policy-path", str(policies), "--json", str(report)
@@ -78,12 +86,15 @@ def test_a_policy_that_attacks_its_parent_still_fails_and_leaves_nothing(
         assert json.loads(report.read_text())["passed"] is False
         assert not _escapees(), "a process the policy started outlived the run"
     finally:
+        outside.unlink(missing_ok=True)
         for pid in _escapees():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
     outcomes = {line["attack"]: line for line in map(json.loads, log.read_text().splitlines())}
     assert isinstance(outcomes["found"]["outcome"], int)  # the attacker found the parent
-    for attack in ("ptrace", "stdout", "memory", "environ", "stop"):
+    landlock = Path("/sys/kernel/security/landlock").exists() or _landlock_abi() > 0
+    attempts = ("ptrace", "stdout", "memory", "environ", "stop") + (("write",) if landlock else ())
+    for attack in attempts:
         assert outcomes[attack]["outcome"] != "done", outcomes[attack]
     limits = outcomes["limits"]
     assert limits["no_new_privs"] == "1" and int(limits["capabilities"], 16) == 0, limits
