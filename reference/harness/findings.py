@@ -97,6 +97,7 @@ def _violated(
         seed=seed,
         promises=LOCAL_PROMISES,
         where=where,
+        min_examples=1,  # a finding is a failure found; a narrow scope may hold few examples
         on_progress=advance,
     )
     if progress is not None:  # a promise that stopped early skips its remaining examples
@@ -116,6 +117,7 @@ def _connector_section(examples: int, seed: int, progress: Progress | None) -> l
             promises=(Promise.TIER,),
             engine_factory=vllm_connector,
             where=where,
+            min_examples=1,  # as above: only a failure found is a finding
         )
         if progress is not None:
             progress(examples, f"vLLM connector, {scope}: tier")
