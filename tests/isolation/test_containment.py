@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from junction.reference.isolation import Limits, remote_policy
 from tests.groups import WALL_CLOCK
 from tests.isolation import attacks
 
@@ -119,3 +120,13 @@ def test_a_policy_path_that_is_no_folder_is_refused(tmp_path: Path) -> None:
     code, out, err = _fuzz("--policy", "x:Policy", "--policy-path", str(tmp_path / "missing"))
     assert code == 2 and out == ""
     assert "argument --policy-path: not a folder: " in err
+
+
+def test_the_caller_is_hidden_while_a_worker_runs_and_only_then() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+    limits = Limits(30.0, 10.0)
+    with remote_policy("junction", limits, time.monotonic() + 30) as remote:
+        assert remote is not None
+        assert libc.prctl(3, 0, 0, 0, 0) == 0  # no same-user process may trace it now
+    assert libc.prctl(3, 0, 0, 0, 0) == before
