@@ -29,8 +29,10 @@ import junction.upstream
 from junction import dropin
 from junction.audit.vllm.engine import VllmEngine
 from junction.audit.vllm.findings import FINDINGS
+from junction.core import GroupSpec, InvalidArgument, JunctionError
 from junction.reference.harness.scenario import Scenario
 from junction.upstream import VLLM_RELEASES, VllmMissing, releases, vllm_0_33, vllm_release
+from junction.upstream.vllm_0_33 import lookup_model, specs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -207,3 +209,28 @@ def test_a_second_release_is_a_sibling_package_that_the_dropin_picks_by_version(
     with dropin.swapped_in("identical"):
         as_033 = _hit(finding.counterexample)
     assert as_033 != corrected, "0.33.0's departure no longer shows on its counterexample"
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda: lookup_model.Quirks().only("no-such-quirk"), "name"),
+        (
+            lambda: specs.vllm_geometry(
+                [GroupSpec.full(16), GroupSpec.mamba(16), GroupSpec.mamba(32)], 16
+            ),
+            "groups",
+        ),
+        (
+            lambda: specs.vllm_geometry([GroupSpec.full(16)], 16, retention_interval=64),
+            "retention_interval",
+        ),
+    ],
+)
+def test_the_layer_refuses_a_configuration_vllm_rejects_under_the_root(
+    call: Callable[[], object], argument: str
+) -> None:
+    with pytest.raises(JunctionError) as raised:
+        call()
+    assert isinstance(raised.value, InvalidArgument)
+    assert raised.value.argument == argument

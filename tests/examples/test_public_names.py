@@ -24,6 +24,8 @@ PUBLIC = (
     "junction.core",
     "junction.kernels",
     "junction.dropin",
+    "junction.upstream",
+    "junction.upstream.vllm_0_33",
     "junction.reference.engine",
     "junction.reference.policies",
     "junction.reference.oracle",

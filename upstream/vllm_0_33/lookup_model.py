@@ -26,6 +26,7 @@ from junction.core import (
     GroupLookup,
     GroupSpec,
     HybridGeometry,
+    InvalidArgument,
     floor_to,
     lcm,
 )
@@ -69,7 +70,7 @@ class Quirks:
         """This one flag on, the others off."""
         flags = {field.name: field.name == name for field in attrs.fields(Quirks)}
         if name not in flags:
-            raise ValueError(f"unknown quirk {name!r}: one of {sorted(flags)}")
+            raise InvalidArgument("name", name, f"must be a quirk, one of {sorted(flags)}")
         return Quirks(**flags)
 
 
@@ -156,7 +157,9 @@ def _full_unit_form(group: GroupSpec, geometry: HybridGeometry) -> FinderForm:
 
     def form(_: Probe, is_registered: Probe | None) -> Finder:
         if is_registered is None:
-            raise ValueError(f"{group}: read by hash units, its finder needs is_registered")
+            raise InvalidArgument(
+                "is_registered", None, f"{group} is read by hash units: its finder needs it"
+            )
         registered = is_registered
 
         def find(bound: int, drop: bool) -> int:

@@ -21,6 +21,7 @@ from junction.core import (
     GroupLookup,
     GroupSpec,
     HybridGeometry,
+    InvalidArgument,
     next_grid_point,
 )
 
@@ -165,7 +166,9 @@ def group_readers(geometry: HybridGeometry) -> tuple[GroupReader, ...]:
         elif alignment < group.block_size and group.kind is GroupKind.MAMBA:
             spec, scale = GroupSpec.mamba(unit, eagle_group=drafts), 1
         elif alignment < group.block_size:
-            raise ValueError(f"{group}: vLLM gives sliding-window groups no hash-unit hits")
+            raise InvalidArgument(
+                "geometry", group, "vLLM gives sliding-window groups no hash-unit hits"
+            )
         readers.append(
             GroupReader(group_id, spec, GroupLookup(spec, alignment), scale, covered_block)
         )

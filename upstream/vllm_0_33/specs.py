@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
 
 from .env import vllm
 
@@ -146,15 +146,21 @@ def vllm_geometry(
     (:attr:`GroupSpec.eagle_group`) or its spec equals a marked group's (vLLM
     looks equal specs up together, dropping for all when one is marked), and
     every group when none is marked. Raises
-    ``ValueError`` for a configuration vLLM rejects: Mamba groups of
+    ``InvalidArgument`` for a configuration vLLM rejects: Mamba groups of
     different block sizes (one ``cache_config.block_size``), or a retention
     interval without a sliding-window or Mamba group.
     """
     mamba_sizes = {g.block_size for g in groups if g.kind is GroupKind.MAMBA}
     if len(mamba_sizes) > 1:
-        raise ValueError(f"vLLM gives every Mamba group one block size, got {mamba_sizes}")
+        raise InvalidArgument(
+            "groups", sorted(mamba_sizes), "vLLM gives every Mamba group one block size"
+        )
     if retention_interval and all(g.kind is GroupKind.FULL for g in groups):
-        raise ValueError("vLLM rejects a retention interval without a sparse group")
+        raise InvalidArgument(
+            "retention_interval",
+            retention_interval,
+            "vLLM rejects a retention interval without a sparse group",
+        )
     if use_eagle:
         marked = {_vllm_key(g) for g in groups if g.eagle_group}
         groups = [attrs.evolve(g, eagle_group=not marked or _vllm_key(g) in marked) for g in groups]
