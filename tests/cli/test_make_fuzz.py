@@ -31,6 +31,20 @@ def test_make_fuzz_with_a_policy_installs_only_the_demo_extra() -> None:
     assert ".venv/bin/junction fuzz --policy my_module:MyPolicy" in planned
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_fuzz_passes_the_policy_path_to_the_worker_only() -> None:
+    planned = subprocess.run(
+        ["make", "-n", "-B", "fuzz", "POLICY=my_module:MyPolicy", "POLICY_PATH=src"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    command = " ".join(planned.replace("\\\n", " ").split())  # the recipe's lines joined
+    assert "junction fuzz --policy my_module:MyPolicy --seconds 60 --policy-path src" in command
+    assert "PYTHONPATH" not in command
+
+
 def test_the_fuzz_path_imports_nothing_the_demo_extra_lacks() -> None:
     code = (
         "import sys; from junction.reference.cli import fuzz; "
