@@ -57,6 +57,21 @@ def _deadline() -> float:
     return float(os.environ["FUZZ_DEADLINE"])
 
 
+class DeviatesAtTheDeadline(JunctionPolicy):
+    """The built-in policy until 0.5 s before the deadline; from then on each split
+    takes 0.9 s (under a 2 s call limit) and schedules every token asked for,
+    past the budget and the grid: a violation on every example from there, in
+    the one the deadline finds running."""
+
+    def split(
+        self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int, budget: int
+    ) -> int:
+        if time.monotonic() < _deadline() - 0.5:
+            return super().split(geometry, request, num_new_tokens, budget)
+        time.sleep(0.9)
+        return num_new_tokens
+
+
 class SlowAtTheDeadline(JunctionPolicy):
     """The built-in policy (it keeps every promise), whose first call in the last
     1.5 s before the deadline answers 1.6 s after it: within a 4 s call limit."""

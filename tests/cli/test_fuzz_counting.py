@@ -92,6 +92,29 @@ def test_a_failure_that_does_not_fail_again_is_a_verdict_with_its_counterexample
 
 
 @WALL_CLOCK
+def test_a_policy_that_deviates_only_in_the_example_running_at_the_deadline_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its deviation's calls are slow, so the example it deviates on is the one the
+    # deadline finds running: dropped unjudged, the promise read "kept".
+    seconds, call_seconds = 4.0, 2.0
+    started = time.monotonic()
+    monkeypatch.setenv("FUZZ_DEADLINE", repr(started + seconds))
+    report = run_conformance(
+        f"{POLICIES}:DeviatesAtTheDeadline",
+        isolated=True,
+        seconds=seconds,
+        call_seconds=call_seconds,
+        promises=["split"],
+        min_examples=1,
+    )
+    assert time.monotonic() - started < seconds + call_seconds + SLACK
+    (verdict,) = report.verdicts
+    assert verdict.status in (Verdict.VIOLATED, Verdict.TIMEOUT), report.table()
+    assert verdict.counterexample is not None
+
+
+@WALL_CLOCK
 def test_a_correct_policy_answering_past_the_deadline_within_its_call_limit_passes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
