@@ -33,9 +33,11 @@ class SlowWhereItDeviates(VllmPolicy):
         if self.deviated:
             time.sleep(0.9)
 
-    def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> list[int]:
-        answer = list(super().checkpoint_positions(geometry, request))
-        self._slow_if(answer != list(_HONEST.checkpoint_positions(geometry, request)))
+    def checkpoint_positions(
+        self, geometry: HybridGeometry, request: RequestView
+    ) -> tuple[int, ...]:
+        answer = tuple(super().checkpoint_positions(geometry, request))
+        self._slow_if(answer != tuple(_HONEST.checkpoint_positions(geometry, request)))
         return answer
 
     def block_mask(
@@ -137,8 +139,10 @@ class ViolatesOnce(JunctionPolicy):
         type(self).calls += 1
         return _VLLM if type(self).calls <= self.CALLS else _HONEST
 
-    def checkpoint_positions(self, geometry: HybridGeometry, request: RequestView) -> list[int]:
-        return list(self._source().checkpoint_positions(geometry, request))
+    def checkpoint_positions(
+        self, geometry: HybridGeometry, request: RequestView
+    ) -> tuple[int, ...]:
+        return tuple(self._source().checkpoint_positions(geometry, request))
 
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
