@@ -211,4 +211,3 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         f"{elapsed:.1f} s, {total / elapsed:,.0f} inputs/s, {failures} disagreements"
     )
     return 1 if failures else 0
-

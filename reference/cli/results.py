@@ -62,4 +62,3 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     blocks = len(generated_blocks(fresh))
     print(f"{document}: {blocks} generated blocks, {'rewritten' if fresh != text else 'current'}")
     return 0
-
