@@ -6,9 +6,11 @@ named by a spec the worker imports (a registered name or ``module:attribute``),
 since an isolated policy cannot be handed over as a live object.
 :func:`remote_policy` yields it as a :class:`RemotePolicy`, which the engine
 calls like any policy and whose every answer is checked here; the worker runs
-in a session of its own and is killed, with everything it started, at any
-limit (:class:`Limits`) and on leaving. :func:`run_in_child` runs other
-untrusted work (a vendored copy's walk) contained, believing one result.
+in a session of its own, confined by the kernel where it allows (namespaces,
+Landlock, resource limits; this process hidden from it), and is killed, with
+everything it started, at any limit (:class:`Limits`) and on leaving.
+:func:`run_in_child` runs other untrusted work (a vendored copy's walk)
+contained, believing one result.
 What this contains and how: docs/fuzzing.md; why: docs/design/fuzz-isolation.md.
 """
 
