@@ -5,11 +5,12 @@ runs end to end on a fresh real ``Scheduler``; the loop measured is its
 ``schedule()`` and ``update_from_output`` calls.
 
 Timed (the default): one pyperf benchmark per arm (vLLM's own code, the
-drop-in in each mode), a value being the thread's CPU time in the loop over
-the six layouts' workloads. Each pyperf worker process sets its one arm up
-before its first run, as ``vllm serve``'s plugin installs the drop-in, so no
-arm runs after a swap. Printed: each arm's median and standard deviation,
-and its ratio to vLLM's.
+drop-in in each mode, and vLLM's code ``again``, last: how far the machine
+drifted while the arms ran one after another), a value being the thread's
+CPU time in the loop over the six layouts' workloads. Each pyperf worker
+process sets its one arm up before its first run, as ``vllm serve``'s
+plugin installs the drop-in, so no arm runs after a swap. Printed: each
+arm's median and standard deviation, and its ratio to vLLM's.
 
 ``--count loop`` or ``--count decisions``: the machine instructions
 (valgrind's callgrind) of the loop's calls, or of the three decision points'
@@ -59,7 +60,11 @@ LAYOUTS = (
 ARMS: dict[str, Callable[[], None]] = {
     "vLLM": lambda: None,
     **{mode.value: functools.partial(dropin.install, mode) for mode in Mode},
+    # vLLM's code again, timed last: how far the machine drifts while the arms run.
+    "again": lambda: None,
 }
+#: The arms a count runs: a count does not drift, so it needs no second vLLM arm.
+COUNTED = ("vLLM", *(mode.value for mode in Mode))
 #: The decision points' attribute names: the split, both managers' masks, the lookup.
 DECISIONS = ("_mamba_block_aligned_split", "reachable_block_mask", "find_longest_cache_hit")
 Work = list[tuple[Layout, list[Request]]]
@@ -184,7 +189,7 @@ def counted(requests: int, what: str) -> dict[str, list[int]]:
         if shutil.which(tool) is None:
             raise SystemExit(f"--count needs {tool} on PATH")
     counts: dict[str, list[int]] = {}
-    arms = list(ARMS)
+    arms = list(COUNTED)
     with tempfile.TemporaryDirectory() as folder:
         for batch in range(0, len(arms), 2):
             runs = []
@@ -220,7 +225,7 @@ def count_table(requests: int, what: str) -> None:
     )
     modes = [mode.value for mode in Mode]
     print(f"  {'vLLM':>8}" + "".join(f"  {m:>9}  {'ratio':>6}" for m in modes) + "  layout")
-    rows = [(name, [counts[arm][i] for arm in ARMS]) for i, name in enumerate(LAYOUTS)]
+    rows = [(name, [counts[arm][i] for arm in COUNTED]) for i, name in enumerate(LAYOUTS)]
     for name, values in [*rows, ("all layouts, summed", [sum(c) for c in counts.values()])]:
         own, *theirs = values
         cells = "".join(f"  {v / 1e6:9.1f}  {v / own:6.3f}" for v in theirs)
@@ -245,7 +250,7 @@ def main() -> None:
     made = runner(__spec__.name, processes=6, forward=("requests",))
     made.argparser.add_argument("--requests", type=int, default=300, help="a layout's workload")
     made.argparser.add_argument("--count", choices=("loop", "decisions"))
-    made.argparser.add_argument("--count-arm", choices=list(ARMS), help="(internal)")
+    made.argparser.add_argument("--count-arm", choices=COUNTED, help="(internal)")
     args = made.parse_args()
     if args.count_arm:
         count_arm(args.count_arm, args.requests, args.count)
