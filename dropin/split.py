@@ -31,20 +31,27 @@ def core_split(
     included (vLLM's tests pass ``self=`` by keyword)."""
     scheduler = self
     computed = request.num_computed_tokens
-    start = computed + num_new_local_computed_tokens + num_external_computed_tokens
+    boundary = request.shared_prefix_boundary
     num_tokens = request.num_tokens
     # A decoding request's chunk is never split (core.prefill_end): most calls
     # of a running engine, answered before the engine's settings are read.
-    # Anything unusual (a count that is no int, negative, past the request)
-    # goes to the splitter, which checks every count and raises.
+    # The answer stands only where the splitter would accept every argument
+    # (each an int, not a bool, none negative, the start within the request);
+    # anything else goes to the splitter, which names the argument and raises.
     if (
-        type(start) is int
+        type(computed) is int
         and type(num_new_tokens) is int
-        and num_new_tokens >= 0
+        and type(num_new_local_computed_tokens) is int
+        and type(num_external_computed_tokens) is int
+        and type(boundary) is int
         and computed >= 0
+        and num_new_tokens >= 0
         and num_new_local_computed_tokens >= 0
         and num_external_computed_tokens >= 0
-        and prefill_end(request.num_prompt_tokens, num_tokens) <= start <= num_tokens
+        and boundary >= 0
+        and prefill_end(request.num_prompt_tokens, num_tokens)
+        <= computed + num_new_local_computed_tokens + num_external_computed_tokens
+        <= num_tokens
     ):
         return num_new_tokens
     max_prefill_tokens = scheduler.max_num_scheduled_tokens
@@ -69,7 +76,7 @@ def core_split(
         num_new_tokens=num_new_tokens,
         num_prompt_tokens=request.num_prompt_tokens,
         num_tokens=num_tokens,
-        shared_prefix_boundary=request.shared_prefix_boundary,
+        shared_prefix_boundary=boundary,
         num_new_local_computed_tokens=num_new_local_computed_tokens,
         num_external_computed_tokens=num_external_computed_tokens,
     )

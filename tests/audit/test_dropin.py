@@ -217,6 +217,41 @@ def test_the_split_options_are_the_cores_and_answer_as_vllm(
     assert ours == theirs == answer
 
 
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("shared_prefix_boundary", -1),
+        ("shared_prefix_boundary", 1.5),
+        ("shared_prefix_boundary", True),
+        ("num_computed_tokens", True),
+        ("num_computed_tokens", "1"),
+        ("num_new_local_computed_tokens", True),
+        ("num_external_computed_tokens", True),
+    ],
+)
+def test_a_decoding_split_refuses_what_the_core_refuses(argument: str, value: object) -> None:
+    # A decoding chunk is answered before the engine's settings are read; its
+    # arguments are still the core's to refuse.
+    # The prompt is 20 tokens, all computed: the chunk starts at 20, in decode.
+    stand_in, request = _stand_in()
+    counts: dict[str, object] = {
+        "num_new_local_computed_tokens": 0,
+        "num_external_computed_tokens": 0,
+    }
+    if argument == "shared_prefix_boundary":
+        request.num_computed_tokens = 20
+        request.shared_prefix_boundary = value
+    elif argument == "num_computed_tokens":
+        request.num_computed_tokens = value
+        counts["num_new_local_computed_tokens"] = 19
+    else:
+        request.num_computed_tokens = 19
+        counts[argument] = value
+    with dropin.swapped_in(), pytest.raises(InvalidArgument) as raised:
+        stand_in.split(request, 1, **counts)
+    assert (raised.value.argument, raised.value.value) == (argument, value)
+
+
 def _mask(group: GroupSpec, **overrides: Any) -> list[bool] | None:
     arguments: dict[str, Any] = dict(
         start_block=0,
