@@ -58,7 +58,9 @@ def _dist_info(folder: Path) -> Path:
     return folder
 
 
-def _load(mode: str | None, path: list[Path]) -> subprocess.CompletedProcess[str]:
+def _load(
+    mode: str | None, path: list[Path], script: str = _LOAD
+) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key != "JUNCTION_VLLM_DROPIN"}
     env.pop("VLLM_PLUGINS", None)
     env["VLLM_TARGET_DEVICE"] = "cpu"
@@ -66,7 +68,7 @@ def _load(mode: str | None, path: list[Path]) -> subprocess.CompletedProcess[str
     if mode is not None:
         env["JUNCTION_VLLM_DROPIN"] = mode
     return subprocess.run(
-        [sys.executable, "-c", _LOAD],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -77,7 +79,7 @@ def _load(mode: str | None, path: list[Path]) -> subprocess.CompletedProcess[str
 
 
 def test_pyproject_registers_the_plugin() -> None:
-    assert _declared() == {"junction-dropin": "junction.dropin.plugin:register"}
+    assert _declared() == {"junction-dropin": "junction.vllm_plugin:register"}
 
 
 @pytest.mark.parametrize("mode", ["corrected", "identical", None, ""])
@@ -89,10 +91,60 @@ def test_vllms_plugin_loader_installs_the_mode_the_variable_names(
     assert f"mode {mode or None}" in result.stdout.splitlines()
 
 
+def _stopped_with(result: subprocess.CompletedProcess[str], line: str) -> None:
+    """vLLM's start-up stopped (exit 1) with ``line`` as the one line of the cause."""
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr[-3000:])
+    # No traceback through the plugin (a stale installed entry point may log its own).
+    assert 'vllm_plugin.py"' not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.splitlines()[-1] == line, result.stderr[-3000:]
+
+
 def test_a_mode_that_does_not_exist_stops_vllm_at_the_plugin(tmp_path: Path) -> None:
     result = _load("exact", [_dist_info(tmp_path)])
-    assert result.returncode != 0
-    assert "InvalidArgument: JUNCTION_VLLM_DROPIN='exact': must be one of" in result.stderr
+    _stopped_with(
+        result,
+        "junction: JUNCTION_VLLM_DROPIN='exact' asks for the drop-in, which cannot install: "
+        "InvalidArgument: JUNCTION_VLLM_DROPIN='exact': must be one of 'corrected', 'identical'",
+    )
+
+
+# The drop-in fails to import (vLLM's loader logs a failed import and starts
+# without the plugin), or imports and fails to install.
+_IMPORT_FAILS = """
+    import sys
+    sys.modules["junction.dropin"] = None
+    """
+_INSTALL_FAILS = """
+    from junction import dropin
+
+    def install(mode):
+        raise RuntimeError("no engine to install into")
+
+    dropin.install = install
+    """
+
+
+@pytest.mark.parametrize(
+    ("prelude", "cause"),
+    [
+        (
+            _IMPORT_FAILS,
+            "ModuleNotFoundError: import of junction.dropin halted; None in sys.modules",
+        ),
+        (_INSTALL_FAILS, "RuntimeError: no engine to install into"),
+    ],
+    ids=["import", "install"],
+)
+def test_a_drop_in_that_cannot_install_stops_vllm_in_one_line(
+    tmp_path: Path, prelude: str, cause: str
+) -> None:
+    script = textwrap.dedent(prelude) + "from vllm.plugins import load_general_plugins\n"
+    result = _load("corrected", [_dist_info(tmp_path)], script + "load_general_plugins()\n")
+    _stopped_with(
+        result,
+        "junction: JUNCTION_VLLM_DROPIN='corrected' asks for the drop-in, which cannot install: "
+        + cause,
+    )
 
 
 def _installed_declares_it() -> bool:
@@ -100,12 +152,12 @@ def _installed_declares_it() -> bool:
         points = importlib.metadata.distribution("junction").entry_points
     except importlib.metadata.PackageNotFoundError:
         return False
-    return any(point.group == GROUP for point in points)
+    return {point.name: point.value for point in points if point.group == GROUP} == _declared()
 
 
 @pytest.mark.skipif(
     not _installed_declares_it(),
-    reason="the installed junction's metadata predates the plugin (re-run `make setup`)",
+    reason="the installed junction's metadata declares another plugin (re-run `make setup`)",
 )
 @pytest.mark.parametrize("mode", ["corrected", "identical"])
 def test_the_installed_package_is_loaded_by_vllm(mode: str) -> None:
