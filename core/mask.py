@@ -17,6 +17,7 @@ docs/design/bound-calls.md, docs/design/off-grid-intervals.md.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -31,6 +32,12 @@ __all__ = ["GroupMask", "MaskPlan", "OffGridInterval", "mask_plan", "reachable_b
 # Blocks a binding pre-tiles its periodic runs for: a per-step mask is a
 # handful of blocks, a whole prompt a few thousand (64 KiB per bound group).
 _TILED_BLOCKS = 8192
+
+# The most blocks one mask list holds: CPython allocates a list's 8-byte slots
+# in one block of at most sys.maxsize bytes. A longer range is refused by name
+# rather than overflowing an index inside the tiling; a dense group's answer
+# (None) holds any range.
+_MOST_BLOCKS = sys.maxsize // 8
 
 
 class OffGridInterval(enum.Enum):
@@ -186,7 +193,9 @@ class GroupMask:
         """:func:`reachable_block_mask` for this group: blocks ``[start_block,
         end_block)``, the request's boundaries in tokens, the end of its final
         segment in blocks. Raises :class:`InvalidArgument` for a negative or
-        reversed block range, a negative boundary or a negative final end."""
+        reversed block range, one too long for a list (``sys.maxsize // 8``
+        blocks) where the answer is a list, a negative boundary or a negative
+        final end."""
         if (
             type(start_block) is not int
             or type(end_block) is not int
@@ -197,6 +206,8 @@ class GroupMask:
         if single is not None and final_segment_end_block is None:
             alignment, block, last = single
             length = end_block - start_block
+            if length > _MOST_BLOCKS:
+                raise _length_error(start_block, end_block)
             mask = [False] * length
             last -= start_block  # the run's one block, relative to start_block
         else:
@@ -213,6 +224,8 @@ class GroupMask:
                 return None
             period, run, shift, block, alignment, keeps_boundaries, segment, keeps_final = plan
             length = end_block - start_block
+            if length > _MOST_BLOCKS:
+                raise _length_error(start_block, end_block)
             if period:
                 # self._tiles is indexed by (i - shift) mod period from its start.
                 phase = (start_block - shift) % period
@@ -273,6 +286,14 @@ def _range_error(start_block: object, end_block: object) -> InvalidArgument:
     if type(start_block) is not int or start_block < 0:
         return int_error("start_block", start_block, 0)
     return int_error("end_block", end_block, start_block, "start_block")
+
+
+def _length_error(start_block: int, end_block: int) -> InvalidArgument:
+    return InvalidArgument(
+        "end_block",
+        end_block,
+        f"must be <= start_block ({start_block}) + {_MOST_BLOCKS}: no list holds a longer mask",
+    )
 
 
 def _boundary_error(boundaries: Sequence[object]) -> InvalidArgument:
@@ -390,8 +411,9 @@ def reachable_block_mask(
 
     The call of a :class:`GroupMask` bound to the group (an engine binds it
     once and calls :meth:`GroupMask.reachable_block_mask`). Raises
-    :class:`InvalidArgument` for negative or reversed block ranges, a
-    non-positive alignment, a negative retention interval (or an off-grid
+    :class:`InvalidArgument` for negative or reversed block ranges (or one
+    longer than a list holds, ``sys.maxsize // 8`` blocks, where the answer is
+    a list), a non-positive alignment, a negative retention interval (or an off-grid
     one of a Mamba group whose ``A`` and ``B`` do not divide one another), a
     negative boundary or a negative ``final_segment_end_block``.
     """

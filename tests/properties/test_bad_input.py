@@ -541,6 +541,41 @@ def test_group_mask_call_rejects_each_invalid_boundary(
     )
 
 
+# Past this many blocks no list holds a mask (CPython allocates 8 bytes a
+# block): one over is refused by name, never an OverflowError; a dense
+# group's None holds any range.
+_MOST_BLOCKS = 2**60 - 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "interval", "dense"),
+    [
+        (GroupSpec.mamba(4), 8, False),
+        (GroupSpec.mamba(4), 0, False),
+        (GroupSpec.sliding_window(4, 5), 8, False),
+        (GroupSpec.sliding_window(4, 5), 6, False),
+        (GroupSpec.mamba(4), None, True),
+        (GroupSpec.full(4), None, True),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("start", [0, 7, 2**70])
+@pytest.mark.parametrize("extra", [1, 2**100])
+def test_a_mask_longer_than_a_list_holds_is_refused_by_name(
+    spec: GroupSpec, interval: int | None, dense: bool, start: int, extra: int
+) -> None:
+    end = start + _MOST_BLOCKS + extra
+    calls = [
+        lambda: GroupMask(4, spec, False, interval).reachable_block_mask(start, end, [12]),
+        lambda: reachable_block_mask(start, end, 4, spec, False, interval, [12]),
+    ]
+    for call in calls:
+        if dense:
+            assert call() is None
+        else:
+            assert_rejects(call, "end_block", end)
+
+
 @given(st.data(), split_inputs())
 def test_chunk_splitter_rejects_each_invalid_attribute_and_call_argument(
     data: st.DataObject, args: dict[str, Any]
