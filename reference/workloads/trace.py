@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +39,7 @@ __all__ = [
     "decode_line",
     "int_digits",
     "load_trace",
+    "numbered_lines",
     "parse_lines",
     "parse_trace",
     "shown",
@@ -248,17 +249,26 @@ def _check_sessions(source: str, requests: list[TraceRequest]) -> None:
             )
 
 
+def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` of every non-blank line, numbered from 1.
+
+    A line ends at ``"\n"`` (an ``"\r"`` before it is dropped) and nowhere
+    else: ``str.splitlines`` also breaks at U+2028, U+2029 and C0/C1
+    separators, which a JSON string may hold raw, and its numbers would not
+    be an editor's.
+    """
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            yield number, line.removesuffix("\r")
+
+
 def parse_lines(text: str, source: str, parse_line: Callable[[str, int, str], Line]) -> list[Line]:
     """``parse_line(source, number, line)`` of every non-blank line, in file order.
 
     Both trace formats read their lines this way; a trace without a request is
     a :class:`TraceError` on line 1.
     """
-    requests = [
-        parse_line(source, number, line)
-        for number, line in enumerate(text.splitlines(), start=1)
-        if line.strip()
-    ]
+    requests = [parse_line(source, number, line) for number, line in numbered_lines(text)]
     if not requests:
         raise TraceError(source, 1, None, "the trace has no requests")
     return requests

@@ -24,7 +24,7 @@ import attrs
 
 from .mooncake import FIELDS as HASH_FIELDS
 from .mooncake import HashTraceRequest, parse_hash_trace
-from .trace import TraceError, TraceRequest, decode_line, parse_trace
+from .trace import TraceError, TraceRequest, decode_line, numbered_lines, parse_trace
 
 __all__ = [
     "FORMATS",
@@ -107,10 +107,9 @@ def text_digest(text: str) -> str:
 
 def detect_format(text: str, source: str) -> TraceFormat:
     """The format of ``text``: the first of :data:`FORMATS` accepting its first record."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            record = decode_line(source, number, line)
-            return next(f for f in FORMATS if f.detect(record))
+    for number, line in numbered_lines(text):
+        record = decode_line(source, number, line)
+        return next(f for f in FORMATS if f.detect(record))
     return FORMATS[-1]  # no record: its parser says the trace has no requests
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from junction.reference.workloads.mooncake import parse_hash_trace
 from junction.reference.workloads.trace import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
@@ -19,6 +20,7 @@ from junction.reference.workloads.trace import (
     load_trace,
     parse_trace,
 )
+from junction.reference.workloads.tracefile import parse_any_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = '{"prompt": [5, 6], "session": "a"}\n'
@@ -132,3 +134,47 @@ def test_the_documented_messages_are_the_parsers() -> None:
             "t.jsonl",
         )
     assert f"\n{info.value}\n" in docs
+
+
+# A line ends at "\n" (or "\r\n") alone, not at the other separators
+# Python's str.splitlines breaks at: JSON lets a string hold U+2028, U+2029
+# and U+0085 raw; the C0 ones (U+000B, U+000C, U+001C..U+001E) it does not.
+IN_STRINGS = ["\u2028", "\u2029", "\x85"]
+C0 = ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]
+SEPARATORS = IN_STRINGS + C0
+
+
+@pytest.mark.parametrize("separator", IN_STRINGS, ids=ascii)
+@pytest.mark.parametrize("ending", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_a_separator_inside_a_string_is_data(separator: str, ending: str) -> None:
+    session = f"a{separator}b"
+    text = FIRST.replace("\n", ending) + '{"prompt": [1], "session": "' + session + '"}' + ending
+    assert [request.session for request in parse_trace(text)] == ["a", session]
+    assert [request.session for request in parse_any_trace(text, "t.jsonl")] == ["a", session]
+    # The hash-id format's lines are split the same way: its line 2 is one
+    # object, whose unknown key holds the separator.
+    hash_line = '{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1]}'
+    hash_text = hash_line + ending + '{"' + session + '": 1}' + ending
+    assert len(parse_any_trace(hash_line + ending, "t.jsonl")) == 1
+    for parse in (parse_hash_trace, parse_any_trace):
+        with pytest.raises(TraceError) as info:
+            parse(hash_text, "t.jsonl")
+        assert (info.value.line, info.value.field) == (2, session), info.value
+
+
+@pytest.mark.parametrize("separator", SEPARATORS, ids=ascii)
+def test_an_errors_line_number_counts_line_feeds_only(separator: str) -> None:
+    # Line 2 is blank (white space and the separator); line 3 is the bad one.
+    text = FIRST + " " + separator + ' \n{"prompt": []}\n'
+    with pytest.raises(TraceError) as info:
+        parse_trace(text, "t.jsonl")
+    assert info.value.line == 3, info.value
+
+
+@pytest.mark.parametrize("separator", C0, ids=ascii)
+def test_a_control_separator_inside_a_string_is_invalid_json_on_its_own_line(
+    separator: str,
+) -> None:
+    text = FIRST + '{"prompt": [1], "session": "a' + separator + 'b"}\n'
+    with pytest.raises(TraceError, match=r"^t\.jsonl:2: not valid JSON \(Invalid control"):
+        parse_trace(text, "t.jsonl")
