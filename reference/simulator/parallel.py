@@ -287,10 +287,10 @@ def _in_processes(
 
 def _check_reachable(address: str) -> None:
     """Raise :class:`RayUnreachable` unless something accepts a connection at ``address``."""
-    split = urlsplit(address if "://" in address else f"ray://{address}")
     try:
+        split = urlsplit(address if "://" in address else f"ray://{address}")
         host, port = split.hostname, split.port
-    except ValueError:  # a port that is not a number
+    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number
         host, port = None, None
     if not host or port is None:
         raise RayUnreachable(f"{address!r} is not HOST:PORT, ray://HOST:PORT or auto")

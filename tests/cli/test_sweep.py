@@ -118,6 +118,19 @@ def test_an_unreachable_ray_exits_2_at_once(
     )
 
 
+def test_a_malformed_ray_address_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pytestconfig: pytest.Config
+) -> None:
+    require_ray(pytestconfig)
+    with pytest.raises(SystemExit) as info:
+        reference(["sweep", "--ray", "ray://[::1", "--out", str(tmp_path)])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == (
+        f"{PROG}: error: --ray ray://[::1: 'ray://[::1' is not HOST:PORT, ray://HOST:PORT or auto"
+    )
+
+
 def test_errors_found_by_the_runs_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

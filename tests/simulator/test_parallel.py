@@ -183,6 +183,9 @@ def test_ray_gives_the_sequential_results_in_order(
         ("ray://127.0.0.1:1", "no Ray cluster answers at ray://127.0.0.1:1"),
         ("nowhere", "'nowhere' is not HOST:PORT, ray://HOST:PORT or auto"),
         ("host:port", "'host:port' is not HOST:PORT"),
+        # An unclosed IPv6 bracket: urllib's own ValueError, named as the address's.
+        ("ray://[::1", r"'ray://\[::1' is not HOST:PORT"),
+        ("[::1", r"'\[::1' is not HOST:PORT"),
     ],
 )
 def test_an_unreachable_ray_fails_at_once(
