@@ -60,18 +60,22 @@ def _deadline() -> float:
 
 
 class DeviatesAtTheDeadline(JunctionPolicy):
-    """The built-in policy until 0.5 s before the deadline; from then on each split
-    takes 0.9 s (under a 2 s call limit) and schedules every token asked for,
-    past the budget and the grid: a violation on every example from there, in
-    the one the deadline finds running."""
+    """The built-in policy until 1.5 s before the deadline; from then on each split
+    takes 0.9 s (under a 2 s call limit) and answers other than the built-in
+    policy: past its stop (the grid, a promised position, the budget), or one
+    token short of it. A violation on the first chunk from there, in the example
+    the deadline finds running (two slow calls outlast the lead)."""
 
     def split(
         self, geometry: HybridGeometry, request: RequestView, num_new_tokens: int, budget: int
     ) -> int:
-        if time.monotonic() < _deadline() - 0.5:
-            return super().split(geometry, request, num_new_tokens, budget)
+        honest = super().split(geometry, request, num_new_tokens, budget)
+        if time.monotonic() < _deadline() - 1.5:
+            return honest
         time.sleep(0.9)
-        return num_new_tokens
+        # Scheduling every token asked for is no deviation where the honest stop is
+        # the end of what was asked: a chunk that ends there is kept.
+        return num_new_tokens if num_new_tokens != honest else max(honest - 1, 0)
 
 
 class SlowAtTheDeadline(JunctionPolicy):
