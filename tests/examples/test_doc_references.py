@@ -9,6 +9,7 @@ newcomer cannot open.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -22,11 +23,14 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 def files(suffixes: tuple[str, ...]) -> list[Path]:
     found = []
-    for path in ROOT.rglob("*"):
-        parts = path.relative_to(ROOT).parts
-        hidden = any(p in SKIPPED or p.startswith(".") for p in parts)
-        if path.suffix in suffixes and not hidden and path != Path(__file__).resolve():
-            found.append(path)
+    # Pruned while walking: a checkout's .venv alone holds hundreds of thousands of files.
+    for folder, folders, names in os.walk(ROOT):
+        folders[:] = [f for f in folders if f not in SKIPPED and not f.startswith(".")]
+        for name in names:
+            path = Path(folder, name)
+            hidden = name.startswith(".")
+            if path.suffix in suffixes and not hidden and path != Path(__file__).resolve():
+                found.append(path)
     return sorted(found)
 
 
