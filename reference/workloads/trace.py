@@ -146,7 +146,10 @@ def _decode(text: str) -> object:
 
 
 # A JSON string (skipped whole, so brackets inside strings do not count) or a bracket.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A string that never closes runs to the end of the text: one match, not a failed
+# scan from every later quote (quadratic in the line's length); such a line is not
+# JSON, which the decoder then says.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
 
 
 def _too_deep(text: str) -> tuple[str | None, int] | None:

@@ -8,6 +8,7 @@ the field, and the rule; none may escape as a ``ValueError`` or
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from junction.reference.workloads.trace import (
     parse_trace,
 )
 from junction.reference.workloads.tracefile import parse_any_trace
+from tests.groups import WALL_CLOCK
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = '{"prompt": [5, 6], "session": "a"}\n'
@@ -178,3 +180,18 @@ def test_a_control_separator_inside_a_string_is_invalid_json_on_its_own_line(
     text = FIRST + '{"prompt": [1], "session": "a' + separator + 'b"}\n'
     with pytest.raises(TraceError, match=r"^t\.jsonl:2: not valid JSON \(Invalid control"):
         parse_trace(text, "t.jsonl")
+
+
+@WALL_CLOCK
+@pytest.mark.parametrize("unit", ['[\\"]', '{\\"', '"\\"[', '\\"[\\"]'], ids=ascii)
+def test_a_megabyte_line_of_escaped_quotes_and_brackets_is_parsed_in_linear_time(
+    unit: str,
+) -> None:
+    # A quote whose string never closes must not send the depth check scanning to
+    # the end of the line from every later quote (quadratic: hours for a megabyte).
+    line = unit * (2**20 // len(unit))
+    started = time.perf_counter()
+    with pytest.raises(TraceError) as info:
+        parse_trace(FIRST + line + "\n", "t.jsonl")
+    assert time.perf_counter() - started < 10  # linear: milliseconds; quadratic: hours
+    assert info.value.line == 2
