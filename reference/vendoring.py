@@ -14,7 +14,6 @@ JSON holding hashes, and how writes stay whole: docs/design/vendor-stamp.md.
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
 import importlib.util
 import itertools
 import json
@@ -33,7 +32,14 @@ from typing import Literal
 import attrs
 
 from junction import core
-from junction.core import JunctionError
+from junction.reference.vendor_files import (
+    NotVendorable,
+    Stray,
+    read_regular,
+    remove_files,
+    scan,
+    write_files,
+)
 
 __all__ = [
     "STAMP_NAME",
@@ -42,10 +48,8 @@ __all__ = [
     "NotVendorable",
     "Stamp",
     "code_files",
-    "compiled_files",
     "content_hashes",
     "drift",
-    "forged_release",
     "load",
     "set_digest",
     "source_folder",
@@ -60,10 +64,6 @@ _NOTE = (
     "Written by `junction vendor`. This folder is a copy of "
     "junction's core: `vendor check` reports any change to it, `vendor update` refreshes it."
 )
-
-
-class NotVendorable(JunctionError):
-    """A target the command refuses (bad usage): the message names the path and the rule."""
 
 
 @attrs.frozen
@@ -108,7 +108,7 @@ class Stamp:
         if not folder.is_dir():
             raise NotVendorable(f"{folder}: not a folder (a vendored copy is a folder)")
         try:
-            fields = json.loads(path.read_text(encoding="utf-8"))
+            fields = json.loads(read_regular(path, 1 << 20).decode("utf-8"))
         except FileNotFoundError:
             raise NotVendorable(f"{folder}: not a vendored copy (no {STAMP_NAME})") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -155,43 +155,15 @@ def _is_sha256(value: object) -> bool:
 
 
 def code_files(folder: Path) -> list[str]:
-    """The relative (``/``-separated) paths of the ``*.py`` files under ``folder``."""
-    return sorted(
-        path.relative_to(folder).as_posix()
-        for path in folder.rglob("*.py")
-        if "__pycache__" not in path.relative_to(folder).parts and path.is_file()
-    )
-
-
-def compiled_files(folder: Path) -> list[str]:
-    """Files under ``folder`` that Python would import besides the sources: extension
-    modules (``.so``, ``.pyd``) win over a ``.py`` of the same name, and a ``.pyc`` is
-    imported where its source is gone. A copy holds none (``__pycache__`` aside, which
-    the import system validates against the source)."""
-    suffixes = (*importlib.machinery.EXTENSION_SUFFIXES, *importlib.machinery.BYTECODE_SUFFIXES)
-    return sorted(
-        path.relative_to(folder).as_posix()
-        for path in folder.rglob("*")
-        if "__pycache__" not in path.relative_to(folder).parts
-        and path.is_file()
-        and (path.name.endswith(suffixes) or path.suffix in (".so", ".pyd", ".pyc"))
-    )
-
-
-def forged_release(stamp: Stamp, installed: Stamp) -> bool:
-    """Whether ``stamp`` claims the very release installed here (same version, same clean
-    commit) with other files: a copy edited and stamped again. The package knows its own
-    files' digests, so that claim is checked, not trusted."""
-    same_release = stamp.version == installed.version and stamp.commit == installed.commit
-    clean = installed.commit is not None and not installed.commit.endswith("-dirty")
-    return same_release and clean and stamp.digest != installed.digest
+    """The relative (``/``-separated) paths of the regular ``*.py`` files under ``folder``
+    (``__pycache__`` and linked folders left out: :func:`.vendor_files.scan`)."""
+    return list(scan(folder).sources)
 
 
 def content_hashes(folder: Path) -> dict[str, str]:
     """sha256 of each code file under ``folder``, by relative path."""
     return {
-        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        for name in code_files(folder)
+        name: hashlib.sha256(read_regular(folder / name)).hexdigest() for name in code_files(folder)
     }
 
 
@@ -246,11 +218,10 @@ def source_stamp(now: datetime | None = None) -> Stamp:
 
 
 def _write_copy(folder: Path, stamp: Stamp) -> None:
+    """The core's files as ``stamp`` lists them, then the stamp, into ``folder``."""
     source = source_folder()
-    for name, _ in stamp.files:
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / name, folder / name)
-    (folder / STAMP_NAME).write_text(stamp.to_json(), encoding="utf-8")
+    write_files(folder, {name: read_regular(source / name) for name, _ in stamp.files})
+    write_files(folder, {STAMP_NAME: stamp.to_json().encode("utf-8")})
 
 
 def vendor(target: Path, now: datetime | None = None) -> Stamp:
@@ -298,13 +269,15 @@ class Change:
 
 @attrs.frozen
 class Drift:
-    """A copy against its stamp (``local``: edits made to the copy) and the stamp against
-    the core installed here (``upstream``: what an update would change)."""
+    """A copy against its stamp (``local``: edits made to the copy), the stamp against
+    the core installed here (``upstream``: what an update would change), and the files
+    beside the sources that Python may import in their place (``strays``)."""
 
     stamp: Stamp
     installed: Stamp
     local: tuple[Change, ...]
     upstream: tuple[Change, ...]
+    strays: tuple[Stray, ...]
 
 
 def _first_difference(old: bytes, new: bytes) -> int:
@@ -328,7 +301,7 @@ def _changes(
         if copy and original and original.is_file():
             old = original.read_bytes()
             if hashlib.sha256(old).hexdigest() == was[name]:
-                line = _first_difference(old, (copy / name).read_bytes())
+                line = _first_difference(old, read_regular(copy / name))
         changes.append(Change(name, "changed", line))
     return tuple(sorted(changes, key=lambda change: change.path))
 
@@ -341,7 +314,7 @@ def drift(target: Path) -> Drift:
     installed = source_stamp()
     local = _changes(stamp.hashes, content_hashes(target), source_folder(), target)
     upstream = _changes(stamp.hashes, installed.hashes, None, None)
-    return Drift(stamp, installed, local, upstream)
+    return Drift(stamp, installed, local, upstream, scan(target).strays)
 
 
 def update(target: Path, discard_local_edits: bool = False, now: datetime | None = None) -> Drift:
@@ -349,23 +322,22 @@ def update(target: Path, discard_local_edits: bool = False, now: datetime | None
 
     Refuses (:class:`NotVendorable`) a copy with local edits unless
     ``discard_local_edits``; then added files are removed too, so the copy is
-    exactly the core. Writes each file by rename and the stamp last."""
+    exactly the core. Refuses, before writing anything, a copy holding a
+    link or another non-regular file; writes each file afresh by rename
+    (:func:`.vendor_files.write_files`: no link followed) and the stamp last."""
     before = drift(target)
+    planted = [stray for stray in before.strays if stray.planted]
+    if planted:
+        raise NotVendorable(
+            f"{target}: holds {planted[0].describe()}; `update` writes only regular files "
+            "inside the copy and follows no link: remove it first"
+        )
     if before.local and not discard_local_edits:
         edited = ", ".join(change.path for change in before.local)
         raise NotVendorable(f"{target}: has local edits ({edited}); `update --force` discards them")
     stamp = source_stamp(now)
-    source = source_folder()
-    for name in sorted(set(code_files(target)) - stamp.hashes.keys()):
-        (target / name).unlink()
-    for name, _ in stamp.files:
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        staged = target / f".{Path(name).name}.vendoring"
-        shutil.copyfile(source / name, staged)
-        os.replace(staged, target / name)
-    staged = target / f".{STAMP_NAME}.vendoring"
-    staged.write_text(stamp.to_json(), encoding="utf-8")
-    os.replace(staged, target / STAMP_NAME)
+    remove_files(target, sorted(set(code_files(target)) - stamp.hashes.keys()))
+    _write_copy(target, stamp)
     return before
 
 

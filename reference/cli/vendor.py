@@ -2,10 +2,11 @@
 
 * ``vendor copy TARGET``: copy the installed core into a new or empty folder,
   with its stamp ``VENDORED.json``.
-* ``vendor check TARGET``: report local edits file by file and whether an
-  update is available; exit 1 on local edits.
+* ``vendor check TARGET``: report local edits file by file, files Python may
+  import in the sources' place, and whether an update is available; exit 1 on
+  either, or on a stamp that names no published release nor the installed core.
 * ``vendor update TARGET [--force]``: refresh the copy; local edits are
-  refused unless ``--force`` discards them.
+  refused unless ``--force`` discards them, a link in the copy always.
 * ``vendor verify TARGET [--bound N]``: walk every input up to the bound,
   the copy against the first-principles oracle; exit 1 on a disagreement.
 
@@ -19,7 +20,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from junction.reference import isolation, vendoring
+from junction.reference import isolation, releases, vendoring
 from junction.reference.cli import options
 from junction.reference.cli.arguments import output_path
 from junction.reference.cli.exhaustive import WALK_RATES
@@ -57,6 +58,9 @@ def _check(args: argparse.Namespace) -> int:
     except OSError as error:
         return _refuse(args, f"{args.target}: {error}", 2)
     stamp = drift.stamp
+    problem = releases.stamp_problem(stamp, drift.installed)
+    if problem:  # nothing in the stamp can be believed, so nothing is judged against it
+        return _refuse(args, f"{args.target}: {problem}", 1)
     print(
         f"{args.target}: vendored from {stamp.origin} at {stamp.copied_at}, "
         f"{len(stamp.files)} files"
@@ -76,16 +80,14 @@ def _check(args: argparse.Namespace) -> int:
             print(f"  {change.describe()}")
     else:
         print(f"installed {drift.installed.origin}: the same core as the copy's source")
-    compiled = vendoring.compiled_files(args.target)
-    forged = vendoring.forged_release(stamp, drift.installed)
-    if compiled:
-        print(f"compiled files that would be imported ({len(compiled)}): {', '.join(compiled)}")
-    if forged:
+    if drift.strays:
         print(
-            f"the stamp claims {stamp.origin}, but its file digests are not that release's: "
-            "a copy edited and stamped again"
+            f"files Python may import in place of the sources ({len(drift.strays)}), "
+            "which the check cannot vouch for (remove them; caches are rebuilt from the sources):"
         )
-    return 1 if drift.local or compiled or forged else 0
+        for stray in drift.strays:
+            print(f"  {stray.describe()}")
+    return 1 if drift.local or drift.strays else 0
 
 
 def _update(args: argparse.Namespace) -> int:

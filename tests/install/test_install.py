@@ -124,6 +124,11 @@ def test_the_model_catalog_is_shipped(wheel: zipfile.ZipFile) -> None:
     assert len(wanted) >= 9 and wanted <= set(wheel.namelist())
 
 
+def test_the_release_list_is_shipped(wheel: zipfile.ZipFile) -> None:
+    # `junction vendor check` believes a stamp only of a release it lists.
+    assert "junction/reference/releases.json" in wheel.namelist()
+
+
 def test_the_core_needs_only_attrs(wheel: zipfile.ZipFile) -> None:
     assert [_name(r) for r in _requirements(wheel, None)] == ["attrs"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from junction.command import dispatch as reference
-from junction.reference import vendoring
+from junction.reference import releases, vendoring
 
 from .conftest import edit_line
 
@@ -71,16 +71,19 @@ def test_a_renamed_copy_keeps_its_stamp(vendored: Path, capsys: pytest.CaptureFi
 
 
 def test_an_older_copy_is_an_available_update_not_drift(
-    vendored: Path, capsys: pytest.CaptureFixture[str]
+    vendored: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A copy made from another core (its file and stamp agree) reports an update, exit 0."""
+    """A copy of an older published release (its files and stamp agree) reports an
+    update, exit 0."""
     edit_line(vendored / "grid.py", 1, '"""An older core."""')
     stamp_path = vendored / vendoring.STAMP_NAME
     fields = json.loads(stamp_path.read_text())
     fields["files"]["grid.py"] = vendoring.content_hashes(vendored)["grid.py"]
     fields["digest"] = vendoring.set_digest(fields["files"])
-    fields["commit"] = "0" * 40  # another core is another commit (the same one is a forgery)
+    fields["version"], fields["commit"] = "0.0.1", "0" * 40
     stamp_path.write_text(json.dumps(fields))
+    older = releases.Release("0.0.1", "0" * 40, fields["digest"])
+    monkeypatch.setattr(releases, "published", lambda: (older,))
     code, out, _ = run(capsys, "check", str(vendored))
     assert code == 0
     assert "local edits: none" in out
