@@ -15,6 +15,8 @@ are GiB (``--hbm``), laid out as vLLM 0.33.0 does
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import io
 import json
 import sys
 import textwrap
@@ -25,7 +27,7 @@ from typing import Any
 import attrs
 
 from junction.core import HybridGeometry
-from junction.reference.cli import options, terminal
+from junction.reference.cli import inputs, options, outputs, terminal
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses
 from junction.reference.replay.models import (
@@ -36,13 +38,15 @@ from junction.reference.replay.models import (
     load_model_config,
 )
 from junction.reference.replay.parallel import replay_in_parallel
-from junction.reference.replay.stream import hash_trace_requests
+from junction.reference.replay.stream import replay_requests
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.variants import Variant, table_variants
+from junction.reference.workloads.mooncake import HashTraceRequest
 
 __all__ = ["add_options", "run"]
 
 DEFAULT_GIB: list[float] = [8, 16, 32, 64, 128, 256, 512, 1024]
+MAX_GIB = 2**30  # an exbibyte of HBM: a larger budget is a typo
 TRACE = Path(__file__).resolve().parents[2] / "examples/traces/mooncake-conversation.jsonl.gz"
 
 
@@ -61,8 +65,10 @@ def _gib(text: str) -> list[float]:
         sizes = [float(part) for part in text.split(",") if part]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected GiB, comma-separated") from None
-    if not sizes or min(sizes) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: every budget must be above 0 GiB")
+    if not sizes or not all(0 < size <= MAX_GIB for size in sizes):  # nan compares false
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: every budget must be a number of GiB above 0, at most {MAX_GIB:,}"
+        )
     return sizes
 
 
@@ -145,14 +151,15 @@ def _table(
 
 
 def _plot(
-    path: Path,
+    fmt: str,
     results: list[PointResult],
     variants: tuple[Variant, ...],
     evictions: list[str],
     title: str,
     sizes: dict[int, float],
     unit: str,
-) -> None:
+) -> bytes:
+    """The curve as a file of format ``fmt`` (one :func:`_plot_format` accepted)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -177,8 +184,24 @@ def _plot(
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path)
+    rendered = io.BytesIO()
+    figure.savefig(rendered, format=fmt)
     plt.close(figure)
+    return rendered.getvalue()
+
+
+def _plot_format(path: Path) -> str:
+    """The format ``--plot`` names by its suffix (PNG without one); :class:`InputError`
+    for one matplotlib cannot draw, or without matplotlib: before the run."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise inputs.InputError("--plot needs matplotlib (the demo extra)")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = path.suffix.removeprefix(".").lower() or "png"
+    if fmt not in FigureCanvasBase.filetypes:
+        known = ", ".join(sorted(FigureCanvasBase.filetypes))
+        raise inputs.InputError(f"--plot {path}: {fmt!r} is not a format to draw ({known})")
+    return fmt
 
 
 def _model(args: argparse.Namespace) -> MemoryModel | None:
@@ -263,19 +286,47 @@ class Replayed:
     seconds: float
 
 
-def _replay(plan: Plan, args: argparse.Namespace) -> Replayed:
-    """Every variant x pool x eviction on the trace, in ``--jobs`` processes."""
-    started = time.perf_counter()
-    geometry = plan.geometry
-    requests = hash_trace_requests(Path(args.trace), geometry.hash_block_size, args.requests or 0)
-    uses = future_uses(geometry, requests) if "belady" in args.evictions else None
-    variants = table_variants(plan.interval)
-    points = [
+def _points(plan: Plan, args: argparse.Namespace) -> list[Point]:
+    """Every variant x pool x eviction, evictions outermost."""
+    return [
         Point(v.policy, v.retention_interval, pool, eviction)
         for eviction in args.evictions
-        for v in variants
+        for v in table_variants(plan.interval)
         for pool in sorted(plan.sizes)
     ]
+
+
+def _requests(plan: Plan, args: argparse.Namespace) -> list[HashTraceRequest]:
+    """The trace's requests (its first ``--requests`` lines), checked as every command's
+    (``cli.inputs``), and the replay they ask for checked against memory before any key
+    is built; :class:`InputError` otherwise."""
+    loaded = inputs.load_trace("--trace", args.trace, args.requests)
+    requests = [r for r in loaded.requests if isinstance(r, HashTraceRequest)]
+    if len(requests) != len(loaded.requests):
+        raise inputs.InputError(
+            f"--trace {args.trace}: a token-id trace; hbm replays hash-id (Mooncake) traces"
+        )
+    points = _points(plan, args)
+    shares = len({(p.policy, p.retention_interval) for p in points})
+    geometry = plan.geometry
+    inputs.check_replay_memory(
+        "--trace",
+        requests,
+        geometry.hash_block_size,
+        len(geometry.groups),
+        [p.num_blocks for p in points],
+        min(args.jobs, shares),
+    )
+    return requests
+
+
+def _replay(plan: Plan, args: argparse.Namespace, trace: list[HashTraceRequest]) -> Replayed:
+    """Every point (:func:`_points`) on the trace, in ``--jobs`` processes."""
+    started = time.perf_counter()
+    geometry = plan.geometry
+    requests = replay_requests(trace, geometry.hash_block_size)
+    uses = future_uses(geometry, requests) if "belady" in args.evictions else None
+    points = _points(plan, args)
     with terminal.progress("replay", len(requests) * len(points)) as advance:
         results = replay_in_parallel(
             geometry,
@@ -288,6 +339,7 @@ def _replay(plan: Plan, args: argparse.Namespace) -> Replayed:
             flops=plan.flops,
             uses=uses,
         )
+    variants = table_variants(plan.interval)
     return Replayed(len(requests), variants, results, time.perf_counter() - started)
 
 
@@ -329,33 +381,50 @@ def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
     return {"model": plan.source, "unit": plan.unit, "points": rows}
 
 
+def _outputs(args: argparse.Namespace) -> str | None:
+    """``--json`` and ``--plot`` checked and locked before the run (``cli.outputs``);
+    the plot's format, or ``None`` without ``--plot``."""
+    fmt = None if args.plot is None else _plot_format(args.plot)
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None:
+            outputs.check_file(option, path)
+    return fmt
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Parse (:func:`_plan`), compute (:func:`_replay`), render (tables, ``--json``, ``--plot``)."""
+    """Parse (:func:`_plan`, the inputs and outputs checked), compute (:func:`_replay`),
+    render (the tables, then ``--json`` and ``--plot`` written as one set)."""
     started = time.perf_counter()
     plan = _plan(args)
-    if isinstance(plan, str):
-        print(f"{parser.prog}: error: {plan}", file=sys.stderr)
+    try:
+        if isinstance(plan, str):
+            raise inputs.InputError(plan)
+        requests = _requests(plan, args)
+        fmt = _outputs(args)
+    except (inputs.InputError, outputs.OutputError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     print(plan.header)
-    replayed = _replay(plan, args)
+    replayed = _replay(plan, args, requests)
     print(_report(plan, replayed, args.trace, args.evictions))
+    files: dict[Path, bytes] = {}
     if args.json is not None:
-        args.json.write_text(json.dumps(_document(plan, replayed), indent=1))
-    if args.plot is not None:
+        files[args.json] = json.dumps(_document(plan, replayed), indent=1).encode()
+    if args.plot is not None and fmt is not None:
+        files[args.plot] = _plot(
+            fmt,
+            replayed.results,
+            replayed.variants,
+            args.evictions,
+            plan.description,
+            plan.sizes,
+            plan.unit,
+        )
+    if files:
         try:
-            _plot(
-                args.plot,
-                replayed.results,
-                replayed.variants,
-                args.evictions,
-                plan.description,
-                plan.sizes,
-                plan.unit,
-            )
-        except ImportError:
-            print(
-                f"{parser.prog}: error: --plot needs matplotlib (the demo extra)", file=sys.stderr
-            )
-            return 2
+            outputs.commit_files(files)
+        except outputs.OutputError as error:
+            print(f"{parser.prog}: error: {error}; nothing written", file=sys.stderr)
+            return 1
     print(f"{parser.prog}: ran in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

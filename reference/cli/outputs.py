@@ -16,6 +16,7 @@ A journal makes a set one unit even against a kill
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -33,7 +34,16 @@ from typing import Any
 
 from junction.core import JunctionError
 
-__all__ = ["OutputError", "check_file", "check_folder", "commit", "rewrite", "write_set"]
+__all__ = [
+    "OutputError",
+    "check_file",
+    "check_folder",
+    "commit",
+    "commit_files",
+    "lock_file",
+    "rewrite",
+    "write_set",
+]
 
 
 class OutputError(JunctionError):
@@ -41,7 +51,8 @@ class OutputError(JunctionError):
 
 
 JOURNAL_PREFIX = ".junction-commit-"  # a set's journal: this, its names' digest, ".json"
-_held: dict[str, int] = {}  # output (real path) -> the descriptor holding its lock
+# output (real path) -> the descriptor holding its lock, and the lock file
+_held: dict[str, tuple[int, Path]] = {}
 
 
 def _writable(path: Path) -> bool:
@@ -58,31 +69,78 @@ def _writable(path: Path) -> bool:
     return True
 
 
+def lock_file(output: Path) -> Path:
+    """The lock file of ``output`` (one per real path, in the temporary folder)."""
+    name = hashlib.sha256(os.path.realpath(output).encode()).hexdigest()[:24]
+    return Path(tempfile.gettempdir()) / f"junction-output-{name}.lock"
+
+
+def _open_lock(option: str, output: Path, path: Path) -> int:
+    """A descriptor of the lock file ``path``: created new, or one of this user's already
+    there; never through a link planted in the shared temporary folder."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        try:
+            return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            fd = os.open(path, flags | os.O_NONBLOCK)
+    except OSError as error:
+        raise OutputError(
+            f"{option} {output}: cannot take its lock {path} ({error.strerror or error}); "
+            "remove it if no run holds it"
+        ) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        raise OutputError(
+            f"{option} {output}: its lock {path} is not a file of this user's; remove it"
+        )
+    return fd
+
+
 def _lock(option: str, output: Path) -> None:
-    """Hold an exclusive lock on ``output`` for this process, or raise naming the holder."""
+    """Hold an exclusive lock on ``output`` for this process, or raise naming the holder.
+
+    The lock file is removed when released (:func:`_unlock`); a run that opened it
+    just before checks, once it holds the lock, that the file is still the one
+    named, and otherwise tries again.
+    """
     key = os.path.realpath(output)
     if key in _held:
         return
-    name = hashlib.sha256(key.encode()).hexdigest()[:24]
-    path = Path(tempfile.gettempdir()) / f"junction-output-{name}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise OutputError(
-            f"{option} {output}: another run is writing into it (pid {holder}); "
-            "wait for it or choose another"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
-    _held[key] = fd
+    path = lock_file(output)
+    for _ in range(_LOCK_TRIES):
+        fd = _open_lock(option, output, path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise OutputError(
+                f"{option} {output}: another run is writing into it (pid {holder}); "
+                "wait for it or choose another"
+            ) from None
+        with contextlib.suppress(FileNotFoundError):
+            named = os.stat(path, follow_symlinks=False)
+            held = os.fstat(fd)
+            if (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                _held[key] = (fd, path)
+                return
+        os.close(fd)  # removed by the run that released it: take the new one
+    raise OutputError(f"{option} {output}: another run is writing into it; try again")
+
+
+_LOCK_TRIES = 8
 
 
 def _unlock(output: Path) -> None:
-    fd = _held.pop(os.path.realpath(output), None)
-    if fd is not None:
+    held = _held.pop(os.path.realpath(output), None)
+    if held is not None:
+        fd, path = held
+        with contextlib.suppress(OSError):  # removed while held: no one else holds it
+            path.unlink()
         os.close(fd)
 
 
@@ -208,6 +266,10 @@ def _staged(folder: Path, stale: Iterable[str] = ()) -> Iterator[Callable[[Path]
         folder.mkdir(parents=True, exist_ok=True)
         _finish_journal(folder)
         yield stage
+        for target in temps:  # turned into a folder while the run went on
+            if target.is_dir():
+                writing[0] = target
+                raise IsADirectoryError(errno.EISDIR, "it is a folder now, not a file")
         _remove_leftovers(folder, [target.name for target in temps], set(temps.values()))
         journal = _journal(folder, [target.name for target in temps])
         record: dict[str, list[Any]] = {
@@ -227,7 +289,10 @@ def _staged(folder: Path, stale: Iterable[str] = ()) -> Iterator[Callable[[Path]
             raise OutputError(f"cannot write {writing[0]}: {error.strerror or error}") from None
         raise
     for target, temp in temps.items():
-        os.replace(temp, target)
+        try:
+            os.replace(temp, target)
+        except OSError as error:  # the journal finishes it at the next commit here
+            raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
     for name in stale:
         (folder / name).unlink(missing_ok=True)
     journal.unlink(missing_ok=True)
@@ -241,17 +306,41 @@ def commit(folder: Path, files: Mapping[str, bytes], stale: Iterable[str] = ()) 
     unless a check took it (the folder's, or a single file's), and releases
     it when done, whatever happened.
     """
-    keys = [folder, *(folder / name for name in files)]
+    return _commit({folder: (files, list(stale))})
+
+
+def commit_files(files: Mapping[Path, bytes]) -> list[Path]:
+    """:func:`commit` of files named by path, in one folder or several: every file is
+    written beside its target before any is moved into place (a command's
+    ``--json`` and ``--plot``), so one that cannot be written leaves every
+    previous one."""
+    folders: dict[Path, dict[str, bytes]] = {}
+    for path, data in files.items():
+        folders.setdefault(path.parent, {})[path.name] = data
+    _commit({folder: (named, []) for folder, named in folders.items()})
+    return list(files)
+
+
+def _commit(sets: Mapping[Path, tuple[Mapping[str, bytes], list[str]]]) -> list[Path]:
+    """Each folder's files and stale names, staged in every folder before any move."""
+    keys = [
+        k for folder, (files, _) in sets.items() for k in (folder, *(folder / n for n in files))
+    ]
     try:
-        if not any(os.path.realpath(key) in _held for key in keys):
-            _lock("output", folder)
-        with _staged(folder, list(stale)) as stage:
-            for name, data in files.items():
-                stage(folder / name).write_bytes(data)
+        for folder, (files, _) in sets.items():
+            if not any(
+                os.path.realpath(k) in _held for k in (folder, *(folder / n for n in files))
+            ):
+                _lock("output", folder)
+        with contextlib.ExitStack() as stack:
+            for folder, (files, stale) in sets.items():
+                stage = stack.enter_context(_staged(folder, stale))
+                for name, data in files.items():
+                    stage(folder / name).write_bytes(data)
     finally:
         for key in keys:
             _unlock(key)
-    return [folder / name for name in files]
+    return [folder / name for folder, (files, _) in sets.items() for name in files]
 
 
 def write_set(

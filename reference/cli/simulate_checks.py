@@ -12,14 +12,12 @@ the estimates of ``simulator.memory``. The options themselves are
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from junction.core import HybridGeometry
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.policies.builtin import DensePolicy
 from junction.reference.simulator.geometries import DEFAULT_GEOMETRIES, GEOMETRIES
 from junction.reference.simulator.memory import (
-    TRACE_BYTES_PER_FILE_BYTE,
     SimulationSize,
     builtin_prompt_tokens,
     memory_limit,
@@ -32,8 +30,9 @@ from junction.reference.simulator.workload import (
     builtin_workload,
     trace_file_workload,
 )
-from junction.reference.workloads.trace import TraceError
-from junction.reference.workloads.tracefile import parse_any_trace, read_trace_text, text_digest
+from junction.reference.workloads.hash_prompts import HashArrival
+
+from .inputs import InputError, check_clock, load_trace
 
 __all__ = [
     "check_engines",
@@ -100,30 +99,17 @@ def load_workload(
         source += f"--system-prompt {args.system_prompt}"
         _check_size(SimulationSize(tokens, pool, workload_built=True), source, args, parser)
         return builtin_workload(args.seed, args.sessions, args.turns, args.system_prompt)
-    trace = Path(args.trace)
-    _check_size(SimulationSize(0, pool, workload_built=False), str(trace), args, parser)
-    if trace.exists() and not trace.is_file():  # a device or a pipe: no size to check
-        parser.error(f"--trace {trace}: must be a regular file (its size is checked first)")
-    limit = memory_limit()
-    file_size = trace.stat().st_size if trace.exists() else 0  # missing: reading says
-    if file_size * TRACE_BYTES_PER_FILE_BYTE > limit.bytes:
-        parser.error(
-            f"--trace {trace}: a file of {size_in_words(file_size)} would need about "
-            f"{size_in_words(file_size * TRACE_BYTES_PER_FILE_BYTE)} to load, over the limit "
-            f"of {size_in_words(limit.bytes)} ({limit.source})"
-        )
+    _check_size(SimulationSize(0, pool, workload_built=False), args.trace, args, parser)
     try:
-        text = read_trace_text(trace, limit.bytes // TRACE_BYTES_PER_FILE_BYTE)
-        requests = parse_any_trace(text, args.trace)
-        args.trace_digest = text_digest(text)  # what --jobs workers must read again
-    except TraceError as error:
-        parser.error(f"--trace: {error}")
-    if args.requests is not None:
-        requests = requests[: args.requests]
+        loaded = load_trace("--trace", args.trace, args.requests)
+    except InputError as error:
+        parser.error(str(error))
+    args.trace_digest = loaded.digest  # what --jobs workers must read again
+    requests = loaded.requests
     # A hash-id trace's prompts are built at submission (hash_prompts.HashArrival).
     workload = trace_file_workload(args.trace, requests)
     size = SimulationSize(workload.prompt_tokens, pool, workload_built=False)
-    _check_size(size, f"--trace {trace}", args, parser)
+    _check_size(size, f"--trace {args.trace}", args, parser)
     return workload
 
 
@@ -209,12 +195,19 @@ def checked_arrivals(
     """``--arrivals``, or its default: ``trace`` when every request has a timestamp."""
     arrivals: Arrivals | None = args.arrivals
     if arrivals is None:
-        return "trace" if workload.timestamped else "sessions"
-    if arrivals == "trace" and not workload.timestamped:
+        arrivals = "trace" if workload.timestamped else "sessions"
+    elif arrivals == "trace" and not workload.timestamped:
         parser.error(
             "--arrivals trace: the workload has no timestamps (the built-in workload and "
             "token-id traces have none); use sessions or sequential"
         )
+    if arrivals == "trace":
+        try:
+            check_clock(
+                "--trace", [t.request for t in workload.turns if isinstance(t, HashArrival)]
+            )
+        except InputError as error:
+            parser.error(str(error))
     return arrivals
 
 

@@ -8,8 +8,9 @@ same wherever the runs ran. Standard output is the tables; progress and the
 files written go to standard error, and the two files are one set
 (``cli.outputs``). Everything checkable before a run (geometries, policies,
 intervals, Ray, traces, ``--out``, the workers' memory) exits 2 naming the
-option; a malformed trace line stops the sweep with status 2, a pool too
-small for a request with 1. Why a command of its own: docs/design/sweep-command.md.
+option, a trace read, parsed and sized here once (``cli.inputs``: a malformed
+line, a file that is not regular, a clock with an outlier exit 2); a pool too
+small for a request ends it with 1. Why a command of its own: docs/design/sweep-command.md.
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import Settings
 from junction.reference.simulator.table import format_table, format_times
 from junction.reference.simulator.variants import COMPARED_POLICIES, Variant
+from junction.reference.simulator.workload import trace_file_workload
 from junction.reference.workloads.drive import PoolTooSmall
 from junction.reference.workloads.trace import TraceError
-from junction.reference.workloads.tracefile import read_trace_text, text_digest
 
 from . import options, outputs, terminal
+from .inputs import InputError, check_clock, load_trace
 
 __all__ = ["add_options", "run", "sweep_specs"]
 
@@ -123,7 +125,11 @@ def sweep_specs(
     ]
 
 
-def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[WorkloadSource]:
+def _sources(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, tokens: dict[str, int]
+) -> list[WorkloadSource]:
+    """The workloads, each trace loaded and checked (``cli.inputs``); ``tokens``
+    receives each trace's prompt tokens."""
     if args.trace is None:
         if args.requests is not None:
             parser.error("--requests: only with --trace (the first N requests of each trace)")
@@ -132,14 +138,14 @@ def _sources(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[
         return [BuiltinSource(args.seed, args.sessions, args.turns, args.system_prompt)]
     sources: list[WorkloadSource] = []
     for trace in dict.fromkeys(args.trace):
-        if not Path(trace).is_file():
-            parser.error(f"--trace {trace}: not a regular file")
-        try:  # read once here: every worker must read exactly this text
-            limit = memory_limit().bytes // TRACE_BYTES_PER_FILE_BYTE
-            digest = text_digest(read_trace_text(trace, limit))
-        except TraceError as error:
-            parser.error(f"--trace: {error}")
-        sources.append(TraceSource(trace, args.requests, digest))
+        try:  # read and parsed once here: every worker must read exactly this text
+            loaded = load_trace("--trace", trace, args.requests)
+            if args.arrivals in (None, "trace"):
+                check_clock("--trace", loaded.requests)
+        except InputError as error:
+            parser.error(str(error))
+        tokens[trace] = trace_file_workload(trace, loaded.requests).prompt_tokens
+        sources.append(TraceSource(trace, args.requests, loaded.digest))
     return sources
 
 
@@ -163,11 +169,13 @@ def _check_memory(
     pools: Sequence[PoolSize],
     geometries: Sequence[str],
     processes: int,
+    tokens: dict[str, int],
 ) -> None:
     """Refuse a sweep whose workers together would need more than the memory limit.
 
-    What is known before a workload is loaded: the built-in workload's size, a
-    trace file's loading size, and pools given in blocks or tokens.
+    What is known before a run: the built-in workload's size, a trace file's
+    loading size and its prompt tokens (``tokens``), and pools given in blocks
+    or tokens.
     """
     limit = memory_limit()
     known = [
@@ -177,13 +185,14 @@ def _check_memory(
     ]
     for source in sources:
         if isinstance(source, BuiltinSource):
-            tokens = builtin_prompt_tokens(
+            built = builtin_prompt_tokens(
                 source.sessions, source.turns, source.system_prompt_tokens
             )
-            per_worker = SimulationSize(tokens, max(known), workload_built=True).total_bytes
+            per_worker = SimulationSize(built, max(known), workload_built=True).total_bytes
         else:
             loading = Path(source.path).stat().st_size * TRACE_BYTES_PER_FILE_BYTE
-            per_worker = loading + SimulationSize(0, max(known), workload_built=False).total_bytes
+            size = SimulationSize(tokens[source.path], max(known), workload_built=False)
+            per_worker = loading + size.total_bytes
         if per_worker * processes > limit.bytes:
             parser.error(
                 f"{source.option}: {processes} workers would need about "
@@ -250,7 +259,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     policies = list(dict.fromkeys(args.policy or COMPARED_POLICIES))
     pools = list(dict.fromkeys(args.pools or [options.DEFAULT_POOL]))
     _check_geometries(args, parser, geometries)
-    sources = _sources(args, parser)
+    tokens: dict[str, int] = {}
+    sources = _sources(args, parser, tokens)
     if args.ray is not None and importlib.util.find_spec("ray") is None:
         parser.error(f"--ray {args.ray}: Ray is not installed (pip install -e '.[ray]')")
     try:
@@ -270,7 +280,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # A local Ray runs a task per CPU here; a remote cluster's memory is its own to manage.
     remote = args.ray is not None and args.ray != "auto"
     processes = 1 if remote else workers(args.jobs, len(specs))
-    _check_memory(args, parser, sources, pools, geometries, processes)
+    _check_memory(args, parser, sources, pools, geometries, processes, tokens)
     where = f"on Ray ({args.ray})" if args.ray is not None else f"in {processes} process(es)"
     print(f"sweep: {len(specs)} runs {where}", file=sys.stderr)
     try:

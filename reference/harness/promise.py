@@ -13,7 +13,7 @@ import enum
 
 import attrs
 
-from junction.core import InvalidArgument
+from junction.core import HybridGeometry, InvalidArgument
 
 __all__ = ["Promise", "Retention"]
 
@@ -75,6 +75,18 @@ class Promise(enum.Enum):
     def eagle(self) -> bool:
         """Whether its scenarios may use EAGLE (segments are stated without it)."""
         return self is not Promise.SEGMENTS
+
+    def out_of_scope(self, geometry: HybridGeometry) -> str | None:
+        """Why a scenario on ``geometry`` is outside this promise's scope (what its
+        scenarios are drawn from), or ``None``: a saved one from elsewhere is checked."""
+        interval = geometry.retention_interval
+        if self.retention is Retention.POSITIVE and not interval:
+            return f"the {self.value} promise needs R > 0, got retention_interval {interval}"
+        if self.retention is Retention.ZERO and interval != 0:
+            return f"the {self.value} promise is stated for R = 0, got {interval}"
+        if geometry.use_eagle and not self.eagle:
+            return f"the {self.value} promise is stated without EAGLE"
+        return None
 
 
 @attrs.frozen

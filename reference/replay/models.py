@@ -14,7 +14,6 @@ checks each catalog model against vLLM's own functions.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import attrs
 
 from junction.core import GroupSpec, cdiv
+from junction.reference.workloads.files import InputFileError, NotJSON, read_json
 
 from .configs import ModelConfigError, ModelShape, read_config
 
@@ -169,15 +169,16 @@ def memory_model(name: str, fields: Mapping[str, Any]) -> MemoryModel:
 
 
 def load_model_config(path: Path) -> MemoryModel:
-    """:func:`memory_model` of a ``config.json`` file (one-line errors name the field)."""
+    """:func:`memory_model` of a ``config.json`` file (one-line errors name the field);
+    the file is read as every input is (``workloads.files``: a regular file, capped)."""
     source = str(path)
     try:
-        fields = json.loads(path.read_text())
-    except OSError as error:
-        raise ModelConfigError(source, "file", source, error.strerror or str(error)) from None
-    except json.JSONDecodeError as error:
-        rule = f"must be JSON ({error.msg} at line {error.lineno})"
-        raise ModelConfigError(source, "json", type(error).__name__, rule) from None
+        fields = read_json(path)
+    except NotJSON as error:
+        rule = f"must be JSON ({error.detail})"
+        raise ModelConfigError(source, "json", "JSONDecodeError", rule) from None
+    except InputFileError as error:
+        raise ModelConfigError(source, "file", source, str(error)) from None
     if not isinstance(fields, dict):
         raise ModelConfigError(source, "json", type(fields).__name__, "must be an object")
     return memory_model(source, fields)

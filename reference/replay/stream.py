@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
-import gzip
+from collections.abc import Sequence
 from pathlib import Path
 
-from junction.reference.workloads.mooncake import parse_hash_trace
+from junction.reference.workloads.mooncake import HashTraceRequest, parse_hash_trace
+from junction.reference.workloads.tracefile import read_trace_text
 
 from .keys import PrefixKeys
 from .sweep import ReplayRequest
 
-__all__ = ["hash_trace_requests"]
+__all__ = ["hash_trace_requests", "replay_requests"]
 
 
-def hash_trace_requests(path: Path, unit: int, first: int = 0) -> list[ReplayRequest]:
-    """The trace's requests by timestamp (file order on ties, as ``simulator.workload``),
-    the first ``first`` of them (0: all), keyed on hash units of ``unit`` tokens."""
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    requests = sorted(parse_hash_trace(data.decode(), str(path)), key=lambda r: r.timestamp)
-    if first:
-        requests = requests[:first]
+def replay_requests(requests: Sequence[HashTraceRequest], unit: int) -> list[ReplayRequest]:
+    """``requests`` by timestamp (file order on ties, as ``simulator.workload``), keyed
+    on hash units of ``unit`` tokens."""
     keys = PrefixKeys(unit)
     return [
         ReplayRequest(r.input_length, r.output_length, keys.hash_ids(r.hash_ids, r.input_length))
-        for r in requests
+        for r in sorted(requests, key=lambda r: r.timestamp)
     ]
+
+
+def hash_trace_requests(
+    path: Path, unit: int, first: int = 0, max_bytes: int = 2**31
+) -> list[ReplayRequest]:
+    """:func:`replay_requests` of the trace file's first ``first`` lines in file order
+    (0: all), its text (gunzipped) at most ``max_bytes``."""
+    requests = parse_hash_trace(read_trace_text(path, max_bytes), str(path))
+    return replay_requests(requests[:first] if first else requests, unit)

@@ -39,6 +39,7 @@ __all__ = [
     "decode_line",
     "int_digits",
     "load_trace",
+    "nested_too_deep",
     "numbered_lines",
     "parse_lines",
     "parse_trace",
@@ -152,14 +153,17 @@ def _decode(text: str) -> object:
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
 
 
-def _too_deep(text: str) -> tuple[str | None, int] | None:
-    """``(top-level key, column)`` where ``text`` first nests deeper than :data:`MAX_DEPTH`."""
+def nested_too_deep(text: str, limit: int = MAX_DEPTH) -> tuple[str | None, int] | None:
+    """``(top-level key, column)`` where ``text`` first nests deeper than ``limit``,
+    in one pass (before ``json``, whose recursion a deep text would exhaust)."""
+    if text.count("[") + text.count("{") <= limit:
+        return None
     depth, key = 0, None
     for match in _TOKENS.finditer(text):
         token = match.group()
         if token in ("[", "{"):
             depth += 1
-            if depth > MAX_DEPTH:
+            if depth > limit:
                 return key, match.start() + 1
         elif token in ("]", "}"):
             depth -= 1
@@ -174,7 +178,7 @@ def decode_line(source: str, number: int, text: str) -> dict[str, Any]:
     Shared by every trace format (``workloads.mooncake`` too), so each is
     exactly as strict about JSON itself.
     """
-    deep = _too_deep(text) if text.count("[") + text.count("{") > MAX_DEPTH else None
+    deep = nested_too_deep(text)
     if deep is not None:
         field, column = deep
         raise TraceError(

@@ -8,27 +8,26 @@ saying what it is. A line with a hash-id field is a hash-id trace
 one record (docs/architecture.md, "Walk-through: adding a trace format"). A
 file is gzip when it starts with gzip's magic bytes, whatever its name, and
 the decompressed text is capped (``max_bytes``) so a small file cannot
-expand without bound. Detection by content, not by name or by trying each
+expand without bound; only a regular file is read (``workloads.files``).
+Detection by content, not by name or by trying each
 parser: a malformed line is reported against the right format.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
+from .files import InputFileError, read_input
 from .mooncake import FIELDS as HASH_FIELDS
 from .mooncake import HashTraceRequest, parse_hash_trace
 from .trace import TraceError, TraceRequest, decode_line, numbered_lines, parse_trace
 
 __all__ = [
     "FORMATS",
-    "GZIP_MAGIC",
     "TraceFormat",
     "TraceRequests",
     "detect_format",
@@ -37,8 +36,6 @@ __all__ = [
     "read_trace_text",
     "text_digest",
 ]
-
-GZIP_MAGIC = b"\x1f\x8b"
 
 TraceRequests = list[TraceRequest] | list[HashTraceRequest]
 
@@ -79,24 +76,14 @@ FORMATS: tuple[TraceFormat, ...] = (
 
 
 def read_trace_text(path: str | Path, max_bytes: int) -> str:
-    """The file's text, gunzipped when it is gzip; over ``max_bytes`` is a :class:`TraceError`."""
+    """The file's text, gunzipped when it is gzip; a file that is not regular, or
+    text over ``max_bytes``, is a :class:`TraceError` (``workloads.files``)."""
     source = str(path)
     try:
-        with open(path, "rb") as raw:
-            compressed = raw.read(2) == GZIP_MAGIC
-        opener = gzip.open if compressed else open
-        with opener(path, "rb") as stream:
-            data = stream.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            what = "decompressed text" if compressed else "text"
-            raise TraceError(
-                source,
-                0,
-                None,
-                f"its {what} is over {max_bytes:,} bytes, the most that fits memory",
-            )
-        return data.decode("utf-8")
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        return read_input(path, max_bytes, gunzip=True).decode("utf-8")
+    except InputFileError as error:
+        raise TraceError(source, 0, None, str(error)) from None
+    except UnicodeDecodeError as error:
         raise TraceError(source, 0, None, f"cannot read: {error}") from None
 
 

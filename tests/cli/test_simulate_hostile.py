@@ -21,7 +21,7 @@ import pytest
 
 from junction.command import dispatch as main
 from junction.reference.cli import simulate as simulate_cli
-from junction.reference.cli import simulate_checks
+from junction.reference.cli import inputs, simulate_checks
 from junction.reference.simulator import memory
 from junction.reference.simulator.memory import (
     FALLBACK_LIMIT,
@@ -117,8 +117,9 @@ def test_a_trace_too_large_to_load_or_run_is_refused_before_reading_or_running(
     out = ["--out", str(tmp_path / "out"), "--blocks", "2", "--trace", str(trace)]
 
     def limited(limit: int) -> tuple[int, str, str]:
-        monkeypatch.setattr(simulate_checks, "memory_limit", lambda: MemoryLimit(limit, "a test"))
-        monkeypatch.setattr(simulate_checks, "read_trace_text", lambda *a: pytest.fail("read"))
+        for checks in (simulate_checks, inputs):
+            monkeypatch.setattr(checks, "memory_limit", lambda: MemoryLimit(limit, "a test"))
+        monkeypatch.setattr(inputs, "read_trace_text", lambda *a: pytest.fail("read"))
         return simulate(out, capsys)
 
     code, line, _ = limited(20_000)  # the file needs 20,150 bytes to load

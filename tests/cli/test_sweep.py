@@ -86,7 +86,10 @@ BAD_USAGE = [
     ),
     (["--requests", "5"], "--requests: only with --trace"),
     (["--arrivals", "trace"], "--arrivals trace: the built-in workload has no timestamps"),
-    (["--trace", "/nonexistent.jsonl"], "--trace /nonexistent.jsonl: not a regular file"),
+    (
+        ["--trace", "/nonexistent.jsonl"],
+        "--trace: /nonexistent.jsonl:0: cannot read: [Errno 2] No such file",
+    ),
     (["--pool-fraction", "1.5"], "argument --pool-fraction: 1.5: a fraction of the working set"),
 ]
 
