@@ -1,23 +1,20 @@
 """Where vLLM 0.33.0 can hold a Mamba state under partial hits, and where a next turn resumes.
 
-The issue-40 case: full attention and Mamba blocks of 528, hash unit 16 (so
-vLLM turns partial hits on), EAGLE; a request of ``N = 3200`` tokens, prompt
-and answer, finishes and its next turn resends it. Full attention alone
-lands at ``floor_528(3199) - 16 = 3152``; the core and the oracle answer
-2640, the deepest Mamba block end below it. Whether the 512 tokens between
-them are vLLM's cost or a modelling error depends on vLLM's storage rule
-(docs/design/storage-rule.md), run here on vLLM's own ``Scheduler``:
+The case: full attention and Mamba blocks of 528, hash unit 16 (vLLM turns
+partial hits on), EAGLE; a request of ``N = 3200`` tokens, prompt and answer,
+finishes and its next turn resends it. Full attention alone lands at
+``floor_528(3199) - 16 = 3152``; the core and the oracle answer 2640, the
+deepest Mamba block end below it. Run on vLLM's own ``Scheduler``, its
+storage rule (docs/design/storage-rule.md) decides whose the 512 tokens are:
 
-* vLLM's Mamba lookup finds a state at any hash unit that has one
-  registered, but a decode registers states only at Mamba block ends
-  (``cache_full_blocks``); a hash-unit state is registered only for the
-  prompt's tail (``MambaManager._cache_partial_tail_block``). So no decode
-  state sits at 3152, and the next turn resumes at the deepest state stored
-  at or below full attention's landing.
-* That is 2640 (the core's answer) when the answer crosses a Mamba block end
-  above the prompt's tail, and the prompt's tail when it does not: there the
-  core and the oracle, which put every Mamba state on the block grid, answer
-  less than vLLM delivers.
+* vLLM's Mamba lookup finds a state at any hash unit that has one registered,
+  but a decode registers states only at Mamba block ends
+  (``cache_full_blocks``); hash-unit states only inside the prompt, here its
+  tail (``MambaManager._cache_partial_tail_block``). No decode state sits at
+  3152: the next turn resumes at the deepest state at or below it.
+* That is 2640, the core's answer, when the answer crosses a Mamba block end
+  above the prompt's tail; else the prompt's tail, deeper than the core and
+  the oracle (every Mamba state on the block grid) answer.
 """
 
 from __future__ import annotations
@@ -104,7 +101,13 @@ def _full_attention_alone(scheduler: Any, tokens: list[int]) -> int:
     return int(hit)
 
 
-def _resumes(scheduler: Any, tokens: list[int], name: str) -> int:
+def _looked_up(scheduler: Any, tokens: list[int], name: str) -> int:
+    """vLLM's admission lookup (``get_computed_blocks``) for ``tokens``, admitting nothing."""
+    request = make_request(name, tokens, UNIT, 1)
+    return int(scheduler.kv_cache_manager.get_computed_blocks(request)[1])
+
+
+def _admitted(scheduler: Any, tokens: list[int], name: str) -> int:
     """Admit ``tokens`` as a new request in one ``schedule()``: the hit it resumes at."""
     request = make_request(name, tokens, UNIT, 1)
     scheduler.add_request(request)
@@ -133,12 +136,13 @@ def test_the_next_turn_resumes_where_vllm_stored_a_state(
     assert [at for at in stored if at > prompt] == list(crossed)
 
     # The lookup: full attention alone lands at 3152, where no decode state can be,
-    # so the next turn (the exact resend, or with new text) resumes at the deepest
-    # stored state at or below it.
+    # so the next turn (with new text, or the exact resend, looked up and then
+    # admitted by the scheduler) resumes at the deepest stored state at or below it.
     assert _full_attention_alone(scheduler, tokens) == FULL_ATTENTION_ALONE
     assert resumes == max(at for at in stored if at <= FULL_ATTENTION_ALONE)
-    assert _resumes(scheduler, tokens, "resend") == resumes
-    assert _resumes(scheduler, tokens + list(range(5000, 5100)), "new text") == resumes
+    assert _looked_up(scheduler, tokens + list(range(5000, 5100)), "new text") == resumes
+    assert _looked_up(scheduler, tokens, "resend") == resumes
+    assert _admitted(scheduler, tokens, "next turn") == resumes
 
 
 def test_the_core_and_the_oracle_answer_the_block_grid() -> None:
