@@ -51,9 +51,10 @@ CASES = [
 
 
 @functools.cache
-def _geometry() -> HybridGeometry:
+def _geometry(retention_interval: int | None = None) -> HybridGeometry:
     """The case's geometry as vLLM derives it (partial hits on: Mamba's 528 > 16)."""
-    return vllm_geometry([GroupSpec.full(BLOCK), GroupSpec.mamba(BLOCK)], UNIT, use_eagle=True)
+    groups = [GroupSpec.full(BLOCK), GroupSpec.mamba(BLOCK)]
+    return vllm_geometry(groups, UNIT, use_eagle=True, retention_interval=retention_interval)
 
 
 @pytest.fixture(autouse=True)
@@ -62,10 +63,11 @@ def _long_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
 
 
-def _finish(prompt: int) -> tuple[Any, list[int]]:
+def _finish(prompt: int, retention_interval: int | None = None) -> tuple[Any, list[int]]:
     """vLLM's scheduler after a request of ``prompt`` tokens decoded to ``FINISHED``
     tokens one a step and finished; the request's tokens (prompt and answer)."""
-    scheduler = build_scheduler(_geometry(), num_blocks=64, max_model_len=2 * FINISHED)
+    geometry = _geometry(retention_interval)
+    scheduler = build_scheduler(geometry, num_blocks=64, max_model_len=2 * FINISHED)
     tokens = list(range(1000, 1000 + prompt))
     request = make_request("x", tokens, UNIT, FINISHED - prompt)
     serve(scheduler, request, max_steps=2 * FINISHED)
@@ -143,6 +145,14 @@ def test_the_next_turn_resumes_where_vllm_stored_a_state(
     assert _looked_up(scheduler, tokens + list(range(5000, 5100)), "new text") == resumes
     assert _looked_up(scheduler, tokens, "resend") == resumes
     assert _admitted(scheduler, tokens, "next turn") == resumes
+
+
+def test_under_sparse_retention_no_decode_state_is_kept() -> None:
+    """``R = 0``: vLLM's Mamba mask keeps the prompt's replay boundaries only, so the
+    decode's block ends go uncached and the next turn resumes at the prompt's tail."""
+    scheduler, tokens = _finish(2000, retention_interval=0)
+    assert _stored(scheduler, tokens) == [1056, 1984]
+    assert _looked_up(scheduler, tokens, "resend") == 1984
 
 
 def test_the_core_and_the_oracle_answer_the_block_grid() -> None:
