@@ -7,8 +7,10 @@
   either, or on a stamp that names no published release nor the installed core.
 * ``vendor update TARGET [--force]``: refresh the copy; local edits are
   refused unless ``--force`` discards them, a link in the copy always.
-* ``vendor verify TARGET [--bound N]``: walk every input up to the bound,
-  the copy against the first-principles oracle; exit 1 on a disagreement.
+* ``vendor verify TARGET [--bound N]``: ask the copy, in a contained worker,
+  every input up to the bound and judge its answers here against the
+  first-principles oracle; exit 1 on a disagreement or a copy that stops
+  answering.
 
 A target that is not what the command needs exits 2 with one line; a failed
 write exits 1. Why ``verify`` is the walk alone: docs/design/vendor-verify.md.
@@ -17,19 +19,25 @@ write exits 1. Why ``verify`` is the walk alone: docs/design/vendor-verify.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
+import time
 from collections.abc import Callable
+from typing import Any
 
+from junction import core
 from junction.reference import isolation, releases, vendoring
 from junction.reference.cli import options
 from junction.reference.cli.arguments import output_path
+from junction.reference.cli.coverage import report_coverage
 from junction.reference.cli.exhaustive import WALK_RATES
-from junction.reference.oracle.exhaustive import count_inputs
+from junction.reference.oracle.exhaustive import Ask, check_exhaustively, count_inputs
 
 __all__ = ["add_options", "run"]
 
 # Bound 4 is about 10.1 million inputs (a couple of minutes); above it, hours.
 MAX_BOUND = 4
+WORKER = "junction.reference.cli.vendor_worker"  # where the copy is imported, and answers
 
 
 def _refuse(args: argparse.Namespace, message: str, status: int) -> int:
@@ -113,41 +121,63 @@ def _verify_deadline(bound: int) -> float:
     return max(60.0, 5 * 2 * estimate)  # the free functions walk split and mask again
 
 
-def _verify(args: argparse.Namespace) -> int:
-    """Walk the copy in a contained child (``cli.vendor_worker``) under a deadline.
+def _asking(copy: isolation.Service) -> Ask:
+    """Ask the copy's worker; each answer must be a list with one answer per question."""
+    ids = itertools.count()
 
-    Only the child's one result frame counts: a child that exits (``SystemExit``
-    in the copy, a crash) or runs past the deadline without sending it fails.
+    def ask(decision: str, questions: list[list[Any]]) -> Callable[[], list[Any]]:
+        key = next(ids)
+        copy.send({"id": key, "decision": decision, "questions": questions})
+
+        def collect() -> list[Any]:
+            message = copy.receive()
+            fields = message if type(message) is dict else {}
+            answers = fields.get("answers")
+            shaped = set(fields) == {"id", "answers"} and type(fields["id"]) is int
+            if not (shaped and fields["id"] == key and type(answers) is list):
+                raise isolation.ServiceFailed(f"it sent no answers to request {key}")
+            if len(answers) != len(questions):
+                raise isolation.ServiceFailed(
+                    f"it sent {len(answers)} answers to {len(questions)} questions"
+                )
+            return answers
+
+        return collect
+
+    return ask
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Ask the copy every input in a contained worker (``cli.vendor_worker``), under a
+    deadline, and judge each answer here against the oracle.
+
+    The copy's code never runs in this process: what its worker sends is answers,
+    never a verdict, and a worker that exits, crashes, runs past the deadline or
+    sends anything but answers fails the copy.
     """
-    if not (args.target / "__init__.py").is_file():
-        return _refuse(args, f"{args.target}: not a package folder (no __init__.py)", 2)
+    target = args.target
+    if not (target / "__init__.py").is_file():
+        return _refuse(args, f"{target}: not a package folder (no __init__.py)", 2)
     seconds = args.seconds if args.seconds is not None else _verify_deadline(args.bound)
-    outcome = isolation.run_in_child(
-        "junction.reference.cli.vendor_worker", [str(args.target), str(args.bound)], seconds
-    )
-    if isinstance(outcome, isolation.NoResult) and outcome.timed_out:
-        return _refuse(
-            args,
-            f"{args.target}: the walk did not end within {seconds:g} s (--seconds); "
-            "the copy may loop forever on some input",
-            1,
-        )
-    if isinstance(outcome, isolation.NoResult):
-        return _refuse(
-            args,
-            f"{args.target}: the check ended without a result (exit status "
-            f"{outcome.exit_status}): the copy exited or crashed during it",
-            1,
-        )
-    message = outcome.message
-    fields = message if type(message) is dict else {}
-    status, report, error = fields.get("status"), fields.get("report"), fields.get("error")
-    if status not in (0, 1, 2) or type(report) is not str or type(error) is not str:
-        return _refuse(args, f"{args.target}: the check sent no valid result", 1)
-    print(report, end="")
-    if error:
-        return _refuse(args, error[:1000], int(status))
-    return int(status)
+    started = time.perf_counter()
+    try:
+        with isolation.Service(WORKER, [str(target)], seconds) as copy:
+            loaded = copy.receive()
+            if loaded != {"loaded": True}:
+                fields = loaded if type(loaded) is dict else {}
+                why = isolation.one_line(fields.get("load_failed")) or "it sent no first message"
+                return _refuse(args, f"{target}: cannot import the copy: {why}", 1)
+            coverage = check_exhaustively(core, args.bound, ask=_asking(copy), free_functions=True)
+    except isolation.ServiceFailed as failure:
+        if failure.timed_out:
+            return _refuse(
+                args,
+                f"{target}: the walk did not end within {seconds:g} s (--seconds); "
+                "the copy may loop forever on some input",
+                1,
+            )
+        return _refuse(args, f"{target}: the copy stopped answering: {failure}", 1)
+    return report_coverage(coverage, str(target), args.bound, time.perf_counter() - started)
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

@@ -9,22 +9,23 @@ calls like any policy and whose every answer is checked here; the worker runs
 in a session of its own, confined by the kernel where it allows (namespaces,
 Landlock, resource limits; this process hidden from it), and is killed, with
 everything it started, at any limit (:class:`Limits`) and on leaving.
-:func:`run_in_child` runs other untrusted work (a vendored copy's walk)
-contained, believing one result.
+:class:`Service` asks other untrusted code (a vendored copy) questions in a
+contained worker, whose answers the caller judges.
 What this contains and how: docs/fuzzing.md; why: docs/design/fuzz-isolation.md.
 """
 
-from ._oneshot import ChildResult, NoResult, run_in_child, send_result
+from ._connection import one_line
 from ._remote import CALL_SECONDS, GRACE, Limits, RemotePolicy, remote_policy
+from ._service import Service, ServiceFailed, serve
 
 __all__ = [
     "CALL_SECONDS",
     "GRACE",
-    "ChildResult",
     "Limits",
-    "NoResult",
     "RemotePolicy",
+    "Service",
+    "ServiceFailed",
+    "one_line",
     "remote_policy",
-    "run_in_child",
-    "send_result",
+    "serve",
 ]

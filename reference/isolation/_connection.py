@@ -1,10 +1,11 @@
-"""The parent's side of a policy worker: the process, its two pipes, its first message checked.
+"""The parent's side of a worker: the process, its two pipes, a policy's first message checked.
 
-:class:`Worker` starts :mod:`._worker` contained (:mod:`._processes`) and
-sends and receives frames (:mod:`._frames`) with deadlines, this side's
-descriptors non-blocking; :func:`read_loaded` checks the worker's first message
-field by field into a :class:`Loaded` or the :class:`PolicyError` the
-worker met while loading.
+:class:`Worker` starts a worker module (a policy's, :mod:`._worker`, or
+any other :mod:`._service` runs) contained (:mod:`._processes`) and sends
+and receives frames (:mod:`._frames`) with deadlines, this side's
+descriptors non-blocking; :func:`read_loaded` checks a policy worker's
+first message field by field into a :class:`Loaded` or the
+:class:`PolicyError` the worker met while loading.
 """
 
 from __future__ import annotations
@@ -38,16 +39,20 @@ class Worker:
     """The worker process and its two pipes (this side non-blocking), with deadlines."""
 
     def __init__(
-        self, spec: str, path: Sequence[str] = (), cpu_seconds: float | None = None
+        self,
+        module: str,
+        args: Sequence[str],
+        path: Sequence[str] = (),
+        cpu_seconds: float | None = None,
     ) -> None:
-        """Start the worker on ``spec``, importing first from ``path`` (its alone)."""
+        """Start ``python -m module READ_FD WRITE_FD *args``, importing first from ``path``
+        (its alone)."""
         to_worker, requests = os.pipe()
         answers, from_worker = os.pipe()
-        args = [str(to_worker), str(from_worker), spec]
         try:
             self.process = python_module(
-                "junction.reference.isolation._worker",
-                args,
+                module,
+                [str(to_worker), str(from_worker), *args],
                 (to_worker, from_worker),
                 path=path,
                 cpu_seconds=cpu_seconds,

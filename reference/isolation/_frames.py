@@ -86,15 +86,19 @@ _DECODER = json.JSONDecoder(
 
 
 def _depth(value: object, limit: int) -> None:
-    """Raise unless ``value`` nests at most ``limit`` lists/objects (iteratively)."""
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if type(item) is list or type(item) is dict:
-            if depth >= limit:
-                raise _MalformedMessage(f"nested deeper than {limit} levels")
-            children = item.values() if type(item) is dict else item
-            stack.extend((child, depth + 1) for child in children)
+    """Raise unless ``value`` nests at most ``limit`` lists/objects (level by level:
+    only containers are kept, never the scalars)."""
+    level: list[Any] = [value] if type(value) is list or type(value) is dict else []
+    depth = 0
+    while level:
+        if depth >= limit:
+            raise _MalformedMessage(f"nested deeper than {limit} levels")
+        below = []
+        for item in level:
+            for child in item.values() if type(item) is dict else item:
+                if type(child) is list or type(child) is dict:
+                    below.append(child)
+        level, depth = below, depth + 1
 
 
 def decode(body: bytes) -> Any:

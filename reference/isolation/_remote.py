@@ -363,7 +363,7 @@ def remote_policy(
     be loaded. On leaving, the worker and everything it started are killed.
     """
     cpu = None if limits.seconds is None else limits.seconds + limits.call_seconds + GRACE + 5
-    worker = Worker(spec, path, cpu)
+    worker = Worker("junction.reference.isolation._worker", [spec], path, cpu)
     try:
         loaded = _load(worker, spec, deadline)
         if isinstance(loaded, PolicyError):
