@@ -165,7 +165,9 @@ def _verify(args: argparse.Namespace) -> int:
             loaded = copy.receive()
             if loaded != {"loaded": True}:
                 fields = loaded if type(loaded) is dict else {}
-                why = isolation.one_line(fields.get("load_failed")) or "it sent no first message"
+                why = isolation.one_line(fields.get("load_failed")) or (
+                    "its worker's first message was neither loaded nor load_failed"
+                )
                 return _refuse(args, f"{target}: cannot import the copy: {why}", 1)
             coverage = check_exhaustively(core, args.bound, ask=_asking(copy), free_functions=True)
     except isolation.ServiceFailed as failure:

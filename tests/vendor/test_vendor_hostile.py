@@ -73,13 +73,39 @@ _main.free_function_disagreements = lambda copy, bound: (1, [])
 """
 
 
-@pytest.mark.parametrize("attack", [FORGE_FRAMES, PATCH_MAIN], ids=["forged-frame", "patch-main"])
-def test_verify_judges_answers_not_what_the_copy_says(vendored: Path, attack: str) -> None:
+# Against the judge as it is now: a worker that says it loaded, then answers a request
+# before it was asked (all None), on every descriptor the copy finds.
+FORGE_ANSWERS = """\
+import json as _j, os as _o, struct as _s
+def _frame(message):
+    body = _j.dumps(message).encode()
+    return _s.pack(">I", len(body)) + body
+for _fd in range(3, 64):
+    try:
+        _o.write(_fd, _frame({"loaded": True}) + _frame({"id": 0, "answers": [None] * 1000}))
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("attack", "verdict"),
+    [
+        (FORGE_FRAMES, "neither loaded nor load_failed"),
+        (PATCH_MAIN, "disagreements; first ones:"),
+        (FORGE_ANSWERS, "the copy stopped answering: it sent no answers to request 1"),
+    ],
+    ids=["forged-result", "patch-main", "forged-answers"],
+)
+def test_verify_judges_answers_not_what_the_copy_says(
+    vendored: Path, attack: str, verdict: str
+) -> None:
     _break_free_split(vendored, attack)
     code, out, err = _verify(vendored)
     assert code == 1, (out, err)
     assert "every input agrees" not in out
     assert "Traceback" not in err and err.count("\n") <= 1
+    assert verdict in out + err
 
 
 def _same_size_pyc(copy: Path) -> None:
