@@ -5,10 +5,11 @@ stamp, ``VENDORED.json`` (junction's version, the git commit, a sha256 per
 file and of the set); :func:`drift` reports local edits file by file and,
 separately, whether the installed core differs from the copy's source;
 :func:`update` refreshes a copy, refusing to discard local edits unless told
-to; :func:`load` imports a copy from its folder under a fresh name, so the
-oracle can judge it without the engine's package. What counts is the
-``*.py`` files, as bytes (a reformatted copy has drifted). Why the stamp is
-JSON holding hashes, and how writes stay whole: docs/design/vendor-stamp.md.
+to; :func:`load` imports a copy from its folder under a fresh name (in
+``vendor verify``'s worker), without the engine's package. What counts is
+the regular ``*.py`` files, as bytes (a reformatted copy has drifted), read
+and written following no link (:mod:`.vendor_files`). Why the stamp is JSON
+holding hashes, and how writes stay whole: docs/design/vendor-stamp.md.
 """
 
 from __future__ import annotations
