@@ -229,3 +229,31 @@ def test_writes_follow_no_link_even_one_planted_after_the_scan(tmp_path: Path) -
     with pytest.raises(OSError):
         vendor_files.remove_files(copy, ["sub/file"])
     assert [(p.name, p.read_text()) for p in outside.iterdir()] == [("file", "theirs\n")]
+
+
+def test_verify_never_imports_the_copy_where_it_judges(
+    vendored: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert reference(["vendor", "verify", "--bound", "1", str(vendored)]) == 0
+    assert "every input agrees" in capsys.readouterr().out
+    imported = [
+        name
+        for name, module in list(sys.modules.items())
+        if str(getattr(module, "__file__", None) or "").startswith(str(vendored))
+    ]
+    assert imported == []
+
+
+@pytest.mark.parametrize("name", ["grid.py", vendoring.STAMP_NAME])
+def test_a_fifo_in_the_copy_is_refused_not_read(
+    vendored: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reading a FIFO would block for ever: nothing but a regular file is opened to read."""
+    (vendored / name).unlink()
+    os.mkfifo(vendored / name)
+    stamp = name == vendoring.STAMP_NAME
+    assert reference(["vendor", "check", str(vendored)]) == (2 if stamp else 1)
+    captured = capsys.readouterr()
+    assert "not a regular file" in captured.out + captured.err
+    assert reference(["vendor", "update", "--force", str(vendored)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
