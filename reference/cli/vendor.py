@@ -79,7 +79,7 @@ def _check(args: argparse.Namespace) -> int:
         for change in drift.local:
             print(f"  {change.describe()}")
     else:
-        print("local edits: none (every file is as copied)")
+        print("local edits: none (every source is as copied)")
     if drift.upstream:
         print(
             f"installed {drift.installed.origin} has a different core "
