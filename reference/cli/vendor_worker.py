@@ -30,6 +30,7 @@ Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
 def start(args: list[str]) -> tuple[dict[str, Any], Answer | None]:
     """Import the copy in ``args[0]``: the first message and how each request is answered."""
+    sys.dont_write_bytecode = True  # a cache in the copy would fail its `vendor check`
     try:
         copy = vendoring.load(Path(args[0]))
     except BaseException as error:  # SystemExit and KeyboardInterrupt in its import too

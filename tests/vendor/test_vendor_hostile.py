@@ -257,3 +257,17 @@ def test_a_fifo_in_the_copy_is_refused_not_read(
     assert "not a regular file" in captured.out + captured.err
     assert reference(["vendor", "update", "--force", str(vendored)]) == 2
     assert "not a regular file" in capsys.readouterr().err
+
+
+def test_verify_leaves_no_bytecode_in_the_copy(vendored: Path) -> None:
+    """Else `check` would fail every copy `verify` had judged (its caches are strays)."""
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(
+        [sys.executable, "-m", "junction", "vendor", "verify", str(vendored), "--bound", "1"],
+        env={**environment, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (vendored / "__pycache__").exists()
