@@ -110,7 +110,7 @@ def scan(folder: Path) -> Contents:
 
 def read_regular(path: Path, limit: int = MAX_FILE) -> bytes:
     """The bytes of the regular file ``path``: :class:`NotVendorable` for a link, a FIFO,
-    a device or a folder (none is followed or opened for reading), or past ``limit``."""
+    a device or a folder (none is followed or read), or past ``limit``."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
     try:
         fd = os.open(path, flags)
