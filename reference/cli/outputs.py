@@ -15,6 +15,7 @@ A journal makes a set one unit even against a kill
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import fcntl
@@ -142,6 +143,13 @@ def _unlock(output: Path) -> None:
         with contextlib.suppress(OSError):  # removed while held: no one else holds it
             path.unlink()
         os.close(fd)
+
+
+@atexit.register
+def _release_all() -> None:
+    """Locks a run took and never committed (it was refused or ended early) go with it."""
+    for key in list(_held):
+        _unlock(Path(key))
 
 
 def _journal(folder: Path, names: Iterable[str]) -> Path:
