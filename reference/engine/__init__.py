@@ -16,6 +16,7 @@ from .eviction import (
     LeastRecentlyUsed,
     eviction_policy,
 )
+from .finish import FinishReason
 from .invariants import InvariantViolation, MambaStateMissing
 from .policy import CheckedPolicy, Policy, PolicyError, PolicyOutOfTime, PolicyTimeout, RequestView
 from .request import Request, RequestStatus
@@ -28,6 +29,7 @@ __all__ = [
     "EngineConfig",
     "EvictionPolicy",
     "ExternalTier",
+    "FinishReason",
     "FlopAware",
     "FlopModel",
     "InvariantViolation",

@@ -21,6 +21,7 @@ from junction.core import GroupKind, GroupSpec, JunctionError, cdiv
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.config import EngineConfig, Metrics
 from junction.reference.engine.coordinator import Coordinator
+from junction.reference.engine.finish import DEFAULT_FINISH, FinishReason
 from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy
@@ -78,6 +79,7 @@ class Engine:
         max_output_tokens: int,
         declared_checkpoints: tuple[int, ...] = (),
         answer: tuple[int, ...] = (),
+        finish: FinishReason = DEFAULT_FINISH,
     ) -> int:
         """Queue a request; raises ``ValueError`` if it could never make progress alone.
 
@@ -86,6 +88,10 @@ class Engine:
         them from the request (docs/domain.md, "The next turn"). ``answer``: the
         output tokens a workload scripts (a conversation's reply, which its next
         turn resends), emitted first; the engine's own follow (none by default).
+        ``finish``: how the request ends once it has ``max_output_tokens``
+        outputs: stopped (the default), length-capped or aborted
+        (``finish.FinishReason``); its decode checkpoints are published only
+        on a reason the policy declares (``decode_checkpoint_finishes``).
 
         A request that needs more blocks at once than the pool has would be
         admitted, fill the pool, preempt itself and start over forever, so it
@@ -98,6 +104,7 @@ class Engine:
             self.geometry.hash_block_size,
             declared_checkpoints,
             answer,
+            finish,
         )
         num_tokens = len(prompt) + max_output_tokens - 1
         longest = self._longest_fitting
@@ -197,9 +204,13 @@ class Engine:
         return min(config.max_num_batched_tokens, threshold or config.max_num_batched_tokens)
 
     def abort(self, request_id: int) -> None:
+        """Cancel a request; a running one publishes its decode checkpoints only if the
+        policy declares it publishes on an abort."""
         request = self.requests[request_id]
         if request.status is RequestStatus.RUNNING:
             self.running.remove(request)
+            if FinishReason.ABORTED in self.policy.decode_checkpoint_finishes:
+                self.coordinator.publish(request)
             self.coordinator.free(request)
         elif request.status is RequestStatus.WAITING:
             self.waiting.remove(request)
@@ -329,10 +340,16 @@ class Engine:
                 peak[group_id] = count
 
     def _finish(self, request: Request) -> None:
+        """The request ends after its last output, for its scripted reason: the decode
+        checkpoints are published only on a reason the policy declares. ``finished``
+        counts every request that ended so, aborted ones included."""
         self.running.remove(request)
-        self.coordinator.publish(request)
+        reason = request.finish_reason
+        if reason in self.policy.decode_checkpoint_finishes:
+            self.coordinator.publish(request)
         self.coordinator.free(request)
-        request.status = RequestStatus.FINISHED
+        aborted = reason is FinishReason.ABORTED
+        request.status = RequestStatus.ABORTED if aborted else RequestStatus.FINISHED
         self._finished.append(request)
         self.metrics.finished += 1
 

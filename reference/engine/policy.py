@@ -19,6 +19,7 @@ from itertools import repeat
 from typing import Any, TypeGuard
 
 from junction.core import GroupSpec, HybridGeometry, JunctionError
+from junction.reference.engine.finish import PUBLISHED_BY_DEFAULT, FinishReason
 from junction.reference.engine.protocol import Policy, RequestView
 
 # Policy and RequestView are re-exported: callers import the protocol with its checker.
@@ -138,6 +139,32 @@ def _optional_question(
     return declared, answer
 
 
+def _flag(policy: object, name: str, declaration: str) -> bool:
+    """A policy's bool declaration (``False`` when absent); :class:`PolicyError` naming it."""
+    try:
+        value = getattr(policy, declaration, False)
+    except BaseException as error:
+        raise PolicyError(name, declaration, _raised(error)) from None
+    if value is not True and value is not False:
+        raise PolicyError(name, declaration, f"must be a bool, got {_show(value)}")
+    return value
+
+
+def _finishes(policy: object, name: str) -> frozenset[FinishReason]:
+    """The finishes on which a policy keeping decode checkpoints publishes them
+    (``decode_checkpoint_finishes``; :data:`PUBLISHED_BY_DEFAULT` when absent)."""
+    declaration = "decode_checkpoint_finishes"
+    try:
+        value = getattr(policy, declaration, PUBLISHED_BY_DEFAULT)
+        reasons = frozenset(value) if isinstance(value, (set, frozenset, tuple, list)) else None
+    except BaseException as error:
+        raise PolicyError(name, declaration, _raised(error)) from None
+    if reasons is None or not all(isinstance(r, FinishReason) for r in reasons):
+        rule = "must be a set of FinishReason (stopped, length_capped, aborted)"
+        raise PolicyError(name, declaration, f"{rule}, got {_show(value)}")
+    return reasons
+
+
 class CheckedPolicy:
     """Wraps a policy; every answer is validated and every failure named.
 
@@ -177,12 +204,7 @@ class CheckedPolicy:
         keeps, decode = _optional_question(
             policy, name, "keeps_decode_checkpoints", "decode_checkpoints"
         )
-        try:
-            fixed = getattr(policy, "fixed_boundaries", False)
-        except BaseException as error:
-            raise PolicyError(name, "fixed_boundaries", _raised(error)) from None
-        if fixed is not True and fixed is not False:
-            raise PolicyError(name, "fixed_boundaries", f"must be a bool, got {_show(fixed)}")
+        fixed = _flag(policy, name, "fixed_boundaries")
         self.policy: Policy = checked
         self.name = name
         #: Whether the engine asks :meth:`prefill_checkpoint` (the optional question).
@@ -194,6 +216,10 @@ class CheckedPolicy:
         )
         #: Whether the engine keeps decode checkpoints (asks :meth:`decode_checkpoints`).
         self.keeps_decode_checkpoints: bool = keeps
+        #: The finishes on which the engine publishes them (none when it keeps none).
+        self.decode_checkpoint_finishes = _finishes(policy, name) if keeps else frozenset()
+        #: Whether the policy promises the declared prefix (a declaration, never asked).
+        self.keeps_declared_checkpoints: bool = _flag(policy, name, "keeps_declared_checkpoints")
         self._decode_checkpoints: Callable[[HybridGeometry, RequestView], object] | None = decode
 
     def _call_failed(self, call: str, error: BaseException) -> PolicyError:

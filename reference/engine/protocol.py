@@ -9,8 +9,11 @@ Optional, each declared by an attribute and otherwise never asked:
 ``prefill_checkpoint`` (``writes_prefill_checkpoints``: where the backend
 writes a Mamba state inside a chunk), ``decode_checkpoints``
 (``keeps_decode_checkpoints``: what a finished request promises its next
-turn) and ``fixed_boundaries`` (boundaries asked once per request; the
-engine's ``check()`` catches a false declaration). Lookup is not a policy
+turn, published on the finishes it names in ``decode_checkpoint_finishes``,
+``engine.finish``) and ``fixed_boundaries`` (boundaries asked once per
+request; the engine's ``check()`` catches a false declaration). One more
+declaration is a promise only: ``keeps_declared_checkpoints`` (the
+request's declared checkpoints are kept; the harness checks it). Lookup is not a policy
 decision: it is ``core.reconcile_hits``. Why a Protocol: engine authors
 implement it without importing ours, and the engine calls it in its hot path.
 """

@@ -20,6 +20,7 @@ import enum
 from collections.abc import Sequence
 
 from junction.core import InvalidArgument
+from junction.reference.engine.finish import DEFAULT_FINISH, FinishReason
 from junction.reference.engine.hash_chain import HashChain
 
 __all__ = ["NextTurnView", "Request", "RequestStatus"]
@@ -40,7 +41,8 @@ class Request:
             recomputed when the request is admitted again after preemption.
             ``declared_checkpoints``: positions of the prompt its application declared.
     ``answer``: output tokens the workload scripts (what a later turn resends), emitted
-    before the engine's own.
+    before the engine's own. ``finish_reason``: how it ends after its
+    ``max_output_tokens`` outputs (scripted by the workload; ``finish.py``).
         ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
             the request's length once they are released. ``prefill_end`` is
             ``core.prefill_end(P, N)``: where prefill ends and decode begins.
@@ -50,6 +52,7 @@ class Request:
         "answer",
         "chain",
         "declared_checkpoints",
+        "finish_reason",
         "hit_length",
         "max_output_tokens",
         "num_computed_tokens",
@@ -70,6 +73,7 @@ class Request:
         hash_unit: int,
         declared_checkpoints: Sequence[int] = (),
         answer: Sequence[int] = (),
+        finish_reason: FinishReason = DEFAULT_FINISH,
     ) -> None:
         if not prompt:
             raise InvalidArgument("prompt", prompt, "a prompt needs at least one token")
@@ -82,6 +86,9 @@ class Request:
                     position,
                     f"each must be an int in [0, {len(prompt)}] (a prompt position)",
                 )
+        if not isinstance(finish_reason, FinishReason):
+            raise InvalidArgument("finish_reason", finish_reason, "must be a FinishReason")
+        self.finish_reason = finish_reason
         # Positions the request's application declared (docs/domain.md, "The next turn").
         self.declared_checkpoints: tuple[int, ...] = tuple(sorted(set(declared_checkpoints)))
         # The answer a workload knows (its next turn resends it): the engine emits

@@ -51,6 +51,8 @@ class JunctionPolicy:
     options = DEFAULT_OPTIONS
     writes_prefill_checkpoints = False
     keeps_decode_checkpoints = False
+    # Declared checkpoints are promised as the junction is (the declared-prefix promise).
+    keeps_declared_checkpoints = True
     # The reachable boundaries are the prompt's and the junction's (the
     # protocol's declaration): a subclass whose junction() reads more says False.
     fixed_boundaries = True
@@ -61,6 +63,7 @@ class JunctionPolicy:
         self.options = options
         self.writes_prefill_checkpoints = options.prefill_checkpoint_alignment is not None
         self.keeps_decode_checkpoints = options.decode_checkpoints
+        self.decode_checkpoint_finishes = options.decode_checkpoint_finishes
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""

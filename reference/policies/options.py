@@ -5,7 +5,8 @@ default policy takes the one its promises can rest on,
 ``prefill_checkpoint_alignment`` (the backend writes the checkpoint state
 inside a chunk, keyed on the hit grid ``G`` where a resend lands, so the
 split need not stop there), and adds ``decode_checkpoints`` (keep the next
-turn, vLLM PR #50551's model; off, nothing changes). Not taken, for reasons
+turn, vLLM PR #50551's model; off, nothing changes) with the finishes it is
+published on. Not taken, for reasons
 of first principles (docs/domain.md, "The promises with the engine options
 on"): the exact junction stop (the lookup never reads a state off the Mamba
 grid, and the stop breaks split soundness) and hash lookahead tokens (the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import attrs
 
 from junction.core import InvalidArgument
+from junction.reference.engine.finish import PUBLISHED_BY_DEFAULT, FinishReason
 
 __all__ = ["DEFAULT_OPTIONS", "JunctionOptions"]
 
@@ -31,6 +33,14 @@ def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> 
         raise InvalidArgument(attribute.name, value, "must be a bool")
 
 
+def _finishes(value: object) -> frozenset[FinishReason]:
+    reasons = frozenset(value) if isinstance(value, (set, frozenset, tuple, list)) else None
+    if reasons is None or not all(isinstance(r, FinishReason) for r in reasons):
+        rule = "must be a set of FinishReason"
+        raise InvalidArgument("decode_checkpoint_finishes", value, rule)
+    return reasons
+
+
 @attrs.frozen
 class JunctionOptions:
     """Engine options of the ``junction`` policy (all off by default).
@@ -38,11 +48,16 @@ class JunctionOptions:
     ``prefill_checkpoint_alignment``: ``None`` (the backend writes a state
     only at a chunk's end) or the backend's tile in tokens (``>= 1``,
     :class:`InvalidArgument` naming it otherwise). ``decode_checkpoints``:
-    keep the next turn's state (a bool).
+    keep the next turn's state (a bool). ``decode_checkpoint_finishes``: the
+    finishes on which the engine publishes it (``engine.finish``; by default
+    every finish but an abort).
     """
 
     prefill_checkpoint_alignment: int | None = attrs.field(default=None, validator=_alignment)
     decode_checkpoints: bool = attrs.field(default=False, validator=_flag)
+    decode_checkpoint_finishes: frozenset[FinishReason] = attrs.field(
+        default=PUBLISHED_BY_DEFAULT, converter=_finishes
+    )
 
 
 DEFAULT_OPTIONS = JunctionOptions()

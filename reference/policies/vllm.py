@@ -30,6 +30,7 @@ from junction.core import (
     prefill_end,
     segment_boundaries,
 )
+from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.policy import RequestView
 from junction.upstream.vllm_0_33.scheduler import (
     VLLM_DEFAULT_SPLIT,
@@ -159,10 +160,13 @@ class VllmPR50551Policy(VllmPolicy):
     EAGLE or partial hits make the next turn's lookup land on (where the core's
     ``decode_checkpoint`` is ``floor_G`` of each group's whole blocks less its
     drop). The reference engine pins and publishes it as it does the default
-    policy's (``keeps_decode_checkpoints``)."""
+    policy's (``keeps_decode_checkpoints``), on a stopped finish only: the PR
+    publishes after ``FINISHED_STOPPED`` (a stop token or string), never on a
+    length-capped finish, an abort or a preemption."""
 
     name = "vllm-pr50551"
     keeps_decode_checkpoints = True
+    decode_checkpoint_finishes = frozenset({FinishReason.STOPPED})
 
     def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
         position = floor_to(request.num_computed_tokens, geometry.scheduler_block_size)
