@@ -18,10 +18,11 @@ installed when it was made, so installing forgets them all (:func:`forget`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
-__all__ = ["IdentityCache", "forget"]
+__all__ = ["IdentityCache", "OwnerCache", "forget"]
 
 T = TypeVar("T")
 Key = tuple[object, ...]
@@ -55,7 +56,48 @@ class IdentityCache(Generic[T]):
         return value
 
 
-_caches: list[IdentityCache[Any]] = []  # every cache made (one per adapter)
+class Kept(NamedTuple, Generic[T]):
+    """A value kept for one owner, with what it was built from."""
+
+    owner: weakref.ref[Any]
+    sources: tuple[object, ...]  # the owner's attributes the value was built from
+    value: T
+
+
+class OwnerCache(Generic[T]):
+    """One value kept beside each live owner: ``find(id(owner))`` is its
+    :class:`Kept`, or ``None``; the caller uses the value while ``owner()`` is
+    still the owner and ``sources`` equals what the owner holds now.
+
+    Beside the owners, never on them: an attribute set on a vLLM object (or a
+    read of its ``__dict__``) turns its inline values into a real dict for good
+    on CPython 3.11, and every method vLLM then calls on it runs unspecialized.
+    An entry is dropped with its owner (a weak reference's callback), so an id
+    is never read for a later object. Cheaper than an :class:`IdentityCache`
+    key, which the adapter rebuilds from the owner's parts on every call.
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[int, Kept[T]] = {}
+        self.find: Callable[[int], Kept[T] | None] = self._kept.get
+        _caches.append(self)
+
+    def clear(self) -> None:
+        """Forget every value."""
+        self._kept.clear()
+
+    def keep(self, owner: object, sources: tuple[object, ...], value: T) -> T:
+        """Keep ``value`` for ``owner`` (replacing its previous one), built from ``sources``."""
+        key, kept = id(owner), self._kept
+
+        def drop(_: weakref.ref[Any]) -> None:
+            kept.pop(key, None)
+
+        kept[key] = Kept(weakref.ref(owner, drop), sources, value)
+        return value
+
+
+_caches: list[IdentityCache[Any] | OwnerCache[Any]] = []  # every cache made (one per adapter)
 
 
 def forget() -> None:

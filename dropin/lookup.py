@@ -26,7 +26,7 @@ import attrs
 from junction.core import Finder, GroupKind, GroupSpec, HitReconciler, HybridGeometry, cdiv
 from junction.upstream import vllm_release
 
-from .bindings import IdentityCache
+from .bindings import IdentityCache, OwnerCache
 from .errors import Decision, UnsupportedOption
 from .groups import core_group
 
@@ -311,13 +311,28 @@ _spec_of = operator.attrgetter("kv_cache_spec")
 _manager_setting = operator.attrgetter("__class__", "block_size", "pcp_world_size")
 _use_eagle = operator.attrgetter("use_eagle")
 _lookups: IdentityCache[_BoundLookup] = IdentityCache()
+_kept: OwnerCache[_BoundLookup] = OwnerCache()
 
 
 def _bind(coordinator: Any) -> _BoundLookup:
-    """The coordinator's binding, looked up by what its configuration is read
-    from (vLLM fixes it at construction): its groups' specs, managers and
-    attention groups, its hash unit, partial hits and scheduler block; built
-    (and validated) on the configuration's first lookup."""
+    """The coordinator's binding: kept beside it while what its configuration
+    is read from (vLLM fixes it at construction: its KV-cache config, managers
+    and attention groups, its hash unit, partial hits and scheduler block) is
+    still its own; else looked up by what it is built from, built (and
+    validated) on the configuration's first lookup. The kept one is the
+    common call's: one ``dict.get`` and a tuple compared by identity, where
+    the key is three maps over the groups."""
+    sources = (
+        coordinator.kv_cache_config,
+        coordinator.single_type_managers,
+        coordinator.attention_groups,
+        coordinator.hash_block_size,
+        coordinator.enable_partial_hash_hits,
+        coordinator.scheduler_block_size,
+    )
+    kept = _kept.find(id(coordinator))
+    if kept is not None and kept.owner() is coordinator and kept.sources == sources:
+        return kept.value
     specs = tuple(map(_spec_of, coordinator.kv_cache_config.kv_cache_groups))
     key = (
         *map(id, specs),
@@ -330,7 +345,7 @@ def _bind(coordinator: Any) -> _BoundLookup:
     bound = _lookups.find(key)
     if bound is None:
         bound = _lookups.keep(key, specs, _bound(coordinator))
-    return bound
+    return _kept.keep(coordinator, sources, bound)
 
 
 def _bound(coordinator: Any) -> _BoundLookup:

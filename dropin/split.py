@@ -20,12 +20,15 @@ from junction.core import ChunkSplitter, PrefillCheckpoints, prefill_end
 __all__ = ["core_split"]
 
 
+_NONE = 0  # the default of both computed counts, as in vLLM's signature
+
+
 def core_split(
     self: Any,
     request: Any,
     num_new_tokens: int,
-    num_new_local_computed_tokens: int = 0,
-    num_external_computed_tokens: int = 0,
+    num_new_local_computed_tokens: int = _NONE,
+    num_external_computed_tokens: int = _NONE,
 ) -> int:
     """Drop-in for ``Scheduler._mamba_block_aligned_split``: its signature, names
     included (vLLM's tests pass ``self=`` by keyword)."""
@@ -38,20 +41,18 @@ def core_split(
     # The answer stands only where the splitter would accept every argument
     # (each an int, not a bool, none negative, the start within the request);
     # anything else goes to the splitter, which names the argument and raises.
+    # A running request's call leaves both computed counts at their default,
+    # the int 0 itself: nothing else is that object, so it needs no other check.
     if (
-        type(computed) is int
+        num_new_local_computed_tokens is _NONE
+        and num_external_computed_tokens is _NONE
+        and type(computed) is int
         and type(num_new_tokens) is int
-        and type(num_new_local_computed_tokens) is int
-        and type(num_external_computed_tokens) is int
         and type(boundary) is int
         and computed >= 0
         and num_new_tokens >= 0
-        and num_new_local_computed_tokens >= 0
-        and num_external_computed_tokens >= 0
         and boundary >= 0
-        and prefill_end(request.num_prompt_tokens, num_tokens)
-        <= computed + num_new_local_computed_tokens + num_external_computed_tokens
-        <= num_tokens
+        and prefill_end(request.num_prompt_tokens, num_tokens) <= computed <= num_tokens
     ):
         return num_new_tokens
     max_prefill_tokens = scheduler.max_num_scheduled_tokens

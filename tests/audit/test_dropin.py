@@ -463,6 +463,33 @@ def test_bindings_are_found_by_the_identity_of_what_they_were_built_from() -> No
     assert cache.find((id(spec), "B")) == "third"
 
 
+def test_a_value_kept_beside_its_owner_goes_with_it() -> None:
+    import gc
+
+    from junction.dropin.bindings import OwnerCache, forget
+
+    class Owner:
+        pass
+
+    cache: OwnerCache[str] = OwnerCache()
+    owner, config = Owner(), object()
+    assert cache.find(id(owner)) is None
+    assert cache.keep(owner, (config, 16), "bound") == "bound"
+    kept = cache.find(id(owner))
+    assert kept is not None and kept.owner() is owner and kept.value == "bound"
+    assert kept.sources == (config, 16) and kept.sources != (object(), 16)
+    cache.keep(owner, (config, 32), "rebound")  # a changed source: the caller rebinds
+    assert cache.find(id(owner)) == (kept.owner, (config, 32), "rebound")
+    key = id(owner)
+    del owner, kept
+    gc.collect()
+    assert cache.find(key) is None  # dropped with its owner: a later object's id reads nothing
+    other = Owner()
+    cache.keep(other, (config,), "bound")
+    forget()
+    assert cache.find(id(other)) is None
+
+
 def _hisparse_manager(block: int, *, source_first: bool = True) -> Any:
     """A KV-cache manager laid out as vLLM's HiSparse tests lay it out: the host
     source group (``HiSparseSourceManager``, its own pool), a device indexer
