@@ -9,7 +9,9 @@ size to ``--plot`` (the band up to Belady's bound shaded when ``belady`` is
 among the evictions). With a model (``--model``, ``--model-config``) pools
 are GiB (``--hbm``), laid out as vLLM 0.33.0 does
 (``reference.replay.models``). TTFT and queueing need the engine's steps:
-``simulate`` gives them.
+``simulate`` gives them. The trace, the replay's memory and the outputs are
+checked before the run as every command's are (``cli.inputs``,
+``cli.outputs``): one line, exit 2; ``--json`` and ``--plot`` are one set.
 """
 
 from __future__ import annotations

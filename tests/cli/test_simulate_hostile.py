@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from junction.command import dispatch as main
-from junction.reference.cli import simulate as simulate_cli
 from junction.reference.cli import inputs, simulate_checks
+from junction.reference.cli import simulate as simulate_cli
 from junction.reference.simulator import memory
 from junction.reference.simulator.memory import (
     FALLBACK_LIMIT,
