@@ -94,12 +94,12 @@ class EngineRun:
                 for _ in range(gap):
                     if not self.engine.idle:
                         self._step()
-                self.engine.submit(prompt, output)
+                self.engine.submit(prompt, output, finish=scenario.finish)
             self._drain(sum(map(len, scenario.prompts)) * 4, "requests")
         else:
             for index, prompt in enumerate(scenario.prompts):
                 declared = scenario.declared if index == 0 else ()
-                self.engine.submit(prompt, output, declared)
+                self.engine.submit(prompt, output, declared, finish=scenario.finish)
                 self._drain(len(prompt) + output, f"{len(prompt)}-token prompt")
 
     def _drain(self, tokens: int, what: str) -> None:

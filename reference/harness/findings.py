@@ -53,9 +53,12 @@ SCOPES: dict[str, Callable[[HybridGeometry], bool]] = {
 }
 
 # The vLLM policies' sections judge the local promises; the tier form has its own.
-# The next turn is promised only with decode checkpoints, which neither vLLM
-# policy keeps (n/a for both): its vLLM finding is the audit's (docs/findings.md).
-LOCAL_PROMISES = tuple(p for p in Promise if p not in (Promise.TIER, Promise.NEXT_TURN))
+# The next turn is promised only with decode checkpoints and the declared prefix
+# only with declared checkpoints, which neither vLLM policy keeps (n/a for both):
+# the next turn's vLLM finding is the audit's (docs/findings.md).
+LOCAL_PROMISES = tuple(
+    p for p in Promise if p not in (Promise.TIER, Promise.NEXT_TURN, Promise.DECLARED_PREFIX)
+)
 
 # Every engine's audit section (``junction.audit`` writes vLLM's and SGLang's
 # between markers of this form); this module cannot import the audit's names.

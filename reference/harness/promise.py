@@ -38,6 +38,7 @@ class Promise(enum.Enum):
     SAFETY = "safety"
     TIER = "tier"
     NEXT_TURN = "next_turn"
+    DECLARED_PREFIX = "declared_prefix"
 
     @classmethod
     def named(cls, name: str | Promise) -> Promise:
@@ -63,13 +64,18 @@ class Promise(enum.Enum):
     def retention(self) -> Retention:
         return _DESCRIPTORS[self].retention
 
+    @property
+    def declaration(self) -> str | None:
+        """The bool a policy declares to make this promise (``None``: every policy makes it)."""
+        return _DECLARATIONS.get(self)
+
     def applies_to(self, policy: object) -> bool:
-        """Whether ``policy`` makes this promise: the next turn is promised by a
-        policy that keeps decode checkpoints (``keeps_decode_checkpoints``); every
-        other promise by every policy."""
-        if self is not Promise.NEXT_TURN:
-            return True
-        return getattr(policy, "keeps_decode_checkpoints", False) is True
+        """Whether ``policy`` makes this promise: the next turn by a policy that keeps
+        decode checkpoints (``keeps_decode_checkpoints``), the declared prefix by one
+        that keeps declared checkpoints (``keeps_declared_checkpoints``); every other
+        promise by every policy."""
+        declaration = self.declaration
+        return declaration is None or getattr(policy, declaration, False) is True
 
     @property
     def eagle(self) -> bool:
@@ -118,6 +124,15 @@ _DESCRIPTORS: dict[Promise, _Descriptor] = {
         8, "another instance sharing the tier resumes as far as it holds the prefix"
     ),
     Promise.NEXT_TURN: _Descriptor(
-        9, "the next turn (prompt + answer resent) or a declared prefix resumes in full"
+        9, "the next turn (prompt + answer resent) resumes in full where its finish publishes"
     ),
+    Promise.DECLARED_PREFIX: _Descriptor(
+        10, "a sibling diverging at a declared checkpoint resumes in full"
+    ),
+}
+
+# The promises a policy makes only by declaring them, and the bool it declares.
+_DECLARATIONS: dict[Promise, str] = {
+    Promise.NEXT_TURN: "keeps_decode_checkpoints",
+    Promise.DECLARED_PREFIX: "keeps_declared_checkpoints",
 }

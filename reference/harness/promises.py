@@ -29,6 +29,7 @@ from junction.core import (
     last_cacheable_position,
     next_grid_point,
 )
+from junction.reference.engine.finish import PUBLISHED_BY_DEFAULT, FinishReason
 from junction.reference.oracle.first_principles import oracle_blocks_needed, oracle_reconcile
 
 from .promise import Promise
@@ -78,14 +79,14 @@ def _problem(scenario: Scenario, subject: Subject) -> Problem | None:
         case Promise.SEGMENTS:
             return _segments(scenario, subject.run(scenario))
         case Promise.ECONOMY:
-            return _economy(subject.run(scenario))
+            return _economy(subject.run(scenario), scenario.finish)
         case Promise.SPLIT:
             return _split(subject.run(scenario), scenario.budget)
         case Promise.RECONCILIATION:
             return _reconciliation(scenario, subject.run(scenario))
         case Promise.SAFETY:
             return _safety(scenario, subject.run(scenario))
-        case Promise.NEXT_TURN:
+        case Promise.NEXT_TURN | Promise.DECLARED_PREFIX:
             return _next_turn(scenario, subject)
         case _:
             assert_never(scenario.promise)
@@ -110,10 +111,10 @@ def _hit(scenario: Scenario, subject: Subject) -> Problem | None:
 
 
 def next_turn_probe(scenario: Scenario, run: Run) -> tuple[int, ...]:
-    """Promise 9's lookup: the sibling itself when the first prompt declares
-    checkpoints, else the next turn: the first prompt's transcript (prompt and
-    whole answer) followed by the probe's new text."""
-    if scenario.declared:
+    """The lookup of promises 9 and 10: for the declared prefix the sibling itself;
+    for the next turn the first prompt's transcript (prompt and whole answer)
+    followed by the probe's new text."""
+    if scenario.promise is Promise.DECLARED_PREFIX:
         return scenario.probe
     transcript = run.prefills[0].transcript
     if not transcript:
@@ -122,9 +123,18 @@ def next_turn_probe(scenario: Scenario, run: Run) -> tuple[int, ...]:
     return (*transcript, *scenario.probe)
 
 
+def publishes(policy: object, finish: FinishReason) -> bool:
+    """Whether ``policy`` publishes its decode checkpoints on ``finish``: its declared
+    ``decode_checkpoint_finishes`` (every finish but an abort when it declares none)."""
+    finishes = getattr(policy, "decode_checkpoint_finishes", PUBLISHED_BY_DEFAULT)
+    return finish in finishes
+
+
 def _next_turn(scenario: Scenario, subject: Subject) -> Problem | None:
-    """Promise 9: the next turn (or the sibling of a declared checkpoint) hits as far
-    as full attention alone (see the scope; the dense bound otherwise)."""
+    """Promise 9: the next turn hits as far as full attention alone, where the first
+    prompt's finish is one its policy publishes on; promise 10: the sibling of a
+    declared checkpoint does (see the scope; the dense bound otherwise). Either
+    way the hit is exactly the oracle's on what the cache holds."""
     run = subject.run(scenario)
     probe = next_turn_probe(scenario, run)
     hits = run.lookup(probe)
@@ -133,6 +143,8 @@ def _next_turn(scenario: Scenario, subject: Subject) -> Problem | None:
     exact = _reconciliation(attrs.evolve(scenario, probe=probe), run)
     if exact is not None:
         return exact
+    if scenario.promise is Promise.NEXT_TURN and not publishes(run.policy, scenario.finish):
+        return None  # nothing promised past the prompt's positions on this finish
     if literal(scenario.geometry):
         if hits.hit != hits.longest:
             return ShortOfFullAttention(hits.hit, hits.longest)
@@ -180,7 +192,7 @@ def _needed_ends(run: Run, group_id: int, position: int) -> list[int]:
     return [(index + 1) * size for index in needed]
 
 
-def _economy(run: Run) -> Problem | None:
+def _economy(run: Run, finish: FinishReason) -> Problem | None:
     """Promise 4: every kept sparse block is needed, within (boundaries x need) per request."""
     geometry, policy = run.geometry, run.policy
     for group_id, group in enumerate(geometry.groups):
@@ -194,7 +206,7 @@ def _economy(run: Run) -> Problem | None:
         for index, prefill in enumerate(run.prefills):
             request = prefill.request
             # A finished request's next turn (decode checkpoints, when the policy keeps them).
-            decode = _decode_positions(run, request)
+            decode = _decode_positions(run, request, finish)
             boundaries = set(policy.reachable_boundaries(geometry, group, request))
             allowance += len(boundaries | set(decode)) * per_boundary
             positions = [
@@ -216,11 +228,11 @@ def _economy(run: Run) -> Problem | None:
     return None
 
 
-def _decode_positions(run: Run, request: RequestState) -> tuple[int, ...]:
+def _decode_positions(run: Run, request: RequestState, finish: FinishReason) -> tuple[int, ...]:
     """The decode checkpoints of a finished request, on the hit grid (none unless its
-    policy keeps them)."""
+    policy keeps them and publishes them on ``finish``)."""
     policy = run.policy
-    if not getattr(policy, "keeps_decode_checkpoints", False):
+    if not getattr(policy, "keeps_decode_checkpoints", False) or not publishes(policy, finish):
         return ()
     if request.num_computed_tokens != request.num_tokens - 1:
         return ()  # not finished (never, in the promises' runs without pressure)

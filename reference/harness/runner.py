@@ -278,9 +278,10 @@ def run_conformance(
     one it changes.
 
     ``promises=None`` checks the promises the policy makes: the next turn
-    only for a policy that declares ``keeps_decode_checkpoints``
+    only for a policy that declares ``keeps_decode_checkpoints``, the
+    declared prefix only for one that declares ``keeps_declared_checkpoints``
     (``Promise.applies_to``). Named in ``promises`` for a policy that does
-    not declare it, it is ``unchecked`` and fails.
+    not declare it, a promise is ``unchecked`` and fails.
 
     Hooks: ``on_progress(promise, examples, status)`` after each batch;
     ``on_example(promise, examples, scenario)`` before each example (its
@@ -399,7 +400,7 @@ def _run(
             state[promise].status = Verdict.UNCHECKED
             state[promise].error = (
                 f"{name} does not make the {promise.value} promise "
-                "(it does not declare keeps_decode_checkpoints = True)"
+                f"(it does not declare {promise.declaration} = True)"
             )
     started = time.perf_counter()
 

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
+from junction.reference.engine.finish import DEFAULT_FINISH, FinishReason
 from junction.reference.errors import int_at_least
 
 from .promise import Promise
@@ -32,6 +33,16 @@ def _promise(name: Promise | str) -> Promise:
     return Promise.named(name)
 
 
+def _finish(name: FinishReason | str) -> FinishReason:
+    if isinstance(name, FinishReason):
+        return name
+    try:
+        return FinishReason(name)
+    except ValueError:
+        choices = ", ".join(r.value for r in FinishReason)
+        raise InvalidArgument("finish", name, f"must be one of {choices}") from None
+
+
 @attrs.frozen
 class Scenario:
     """What one promise check runs.
@@ -39,10 +50,12 @@ class Scenario:
     ``prompts`` run one after another to completion; with ``gaps`` (the
     ``safety`` promise) they arrive ``gaps[i]`` steps apart instead, into a
     pool of ``num_blocks``. ``probe`` is the request looked up afterwards
-    (empty when unused). ``declared``: the checkpoints the first prompt's
-    application declares (the ``next_turn`` promise's sibling form; then the
-    probe is the sibling itself, otherwise the next turn's new text, looked up
-    after the first prompt's transcript).
+    (empty when unused; for the ``next_turn`` promise the next turn's new
+    text, looked up after the first prompt's transcript). ``declared``: the
+    checkpoints the first prompt's application declares (the
+    ``declared_prefix`` promise; its probe is the sibling). ``finish``: how
+    every prompt ends after its ``max_output_tokens`` outputs (stopped by
+    default; ``engine.finish``).
     """
 
     promise: Promise = attrs.field(converter=_promise)
@@ -54,6 +67,7 @@ class Scenario:
     gaps: tuple[int, ...] = attrs.field(converter=_ints, default=())
     max_output_tokens: int = attrs.field(default=2, validator=int_at_least(1))
     declared: tuple[int, ...] = attrs.field(converter=_ints, default=())
+    finish: FinishReason = attrs.field(converter=_finish, default=DEFAULT_FINISH)
 
     @gaps.validator
     def _gaps(self, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
@@ -88,8 +102,10 @@ class Scenario:
             "num_blocks": self.num_blocks,
             "gaps": list(self.gaps),
             "max_output_tokens": self.max_output_tokens,
-            # Only a scenario that declares checkpoints says so (the default).
+            # Only a scenario that declares checkpoints, or ends otherwise than
+            # stopped, says so (the defaults).
             **({"declared": list(self.declared)} if self.declared else {}),
+            **({"finish": self.finish.value} if self.finish is not DEFAULT_FINISH else {}),
         }
 
     @classmethod

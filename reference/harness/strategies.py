@@ -13,6 +13,7 @@ import attrs
 from hypothesis import strategies as st
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
+from junction.reference.engine.finish import FinishReason
 
 from .promise import Promise, Retention
 from .scenario import Scenario
@@ -136,12 +137,17 @@ def _scenario(draw: st.DrawFn, promise: Promise) -> Scenario:
             k, tail = draw(st.integers(0, len(x))), draw(_prompt(grid))
             return Scenario(promise, geometry, [x], (*x[:k], 999, *tail), budget)
         case Promise.NEXT_TURN:
-            # The next turn: X's transcript and new text (none, a token, or more);
-            # or a sibling of a checkpoint X declares, diverging right after it.
+            # The next turn: X's transcript and new text (none, a token, or more),
+            # X ending stopped (shrinks first), length-capped or aborted.
             answer = draw(st.integers(1, 12))
-            if draw(st.booleans()):
-                new = draw(st.one_of(st.just(()), _prompt(grid)))
-                return Scenario(promise, geometry, [x], new, budget, max_output_tokens=answer)
+            new = draw(st.one_of(st.just(()), _prompt(grid)))
+            finish = draw(st.sampled_from(list(FinishReason)))
+            return Scenario(
+                promise, geometry, [x], new, budget, max_output_tokens=answer, finish=finish
+            )
+        case Promise.DECLARED_PREFIX:
+            # A sibling of a checkpoint X declares, diverging right after it.
+            answer = draw(st.integers(1, 12))
             k, tail = draw(st.integers(0, len(x))), draw(_prompt(grid))
             return Scenario(
                 promise,

@@ -28,7 +28,8 @@ from junction.reference.policies.registry import resolve_policy
 def test_a_conforming_policy_gets_a_clean_report() -> None:
     report = run_conformance(JunctionPolicy(), examples=10, seed=3)
     assert report.passed and report.policy == "junction" and report.seed == 3
-    # The next turn is promised only with decode checkpoints: not run by default.
+    # The next turn is promised only with decode checkpoints: not run by default
+    # (the declared prefix is: the default policy keeps declared checkpoints).
     assert [v.promise for v in report.verdicts] == [
         p for p in Promise if p is not Promise.NEXT_TURN
     ]

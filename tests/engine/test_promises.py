@@ -137,3 +137,20 @@ def test_promise_9_next_turn(scenario: Scenario) -> None:
     """With decode checkpoints on (promise 9 is the option's promise)."""
     violation = replay(scenario, NEXT_TURN_POLICY)
     assert violation is None, f"{violation}\nscenario: {scenario.to_json()}"
+
+
+@BUDGET
+@given(scenarios("declared_prefix"))
+@example(  # a sibling diverging right after a declared 2, R = 0
+    Scenario(
+        "declared_prefix",
+        HybridGeometry([GroupSpec.full(2), GroupSpec.mamba(2)], 2, retention_interval=0),
+        [(0, 0, 0, 0)],
+        (0, 0, 103),
+        4,
+        declared=(2,),
+    )
+)
+def test_promise_10_declared_prefix(scenario: Scenario) -> None:
+    """The default policy promises what its requests declare (no option needed)."""
+    assert_holds(scenario)

@@ -24,11 +24,13 @@ from junction.core import (
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.coordinator import Coordinator
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.policy import Policy, RequestView
 from junction.reference.engine.request import Request
 from junction.reference.engine.tier import TierSaving
 from junction.reference.harness import Promise
+from junction.reference.policies.bound import boundaries
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
 
@@ -169,6 +171,25 @@ class PromptSidePositionsOnly(JunctionPolicy):
         return ()
 
 
+class DeclaredCheckpointsDroppedFromMask(JunctionPolicy):
+    """RFC #55697 unkept: the split stops at a declared checkpoint, but the sparse
+    mask hears of the prompt's and the junction's positions only."""
+
+    name = "mutant: declared checkpoints left out of the sparse mask (RFC #55697)"
+
+    def reachable_boundaries(
+        self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
+    ) -> tuple[int, ...]:
+        return boundaries(
+            request.num_prompt_tokens,
+            self.junction(request),
+            geometry.eagle_drop_tokens,
+            geometry.sub_block_full_attention_sizes,
+            geometry.hit_grid_tokens,
+            (),
+        )
+
+
 # -- engine mutants: lookup defects no retention policy can cause ------------
 
 
@@ -278,6 +299,24 @@ class DecodeCheckpointOneGridStepOffEngine(Engine):
                 )
 
 
+class _LosesStoppedCheckpointCoordinator(Coordinator):
+    def publish(self, request: Request) -> None:
+        if request.finish_reason is not FinishReason.STOPPED:
+            super().publish(request)
+
+
+class StoppedCheckpointLostEngine(Engine):
+    """A stop-token finish taken for an abort: the request's pinned decode states are
+    given back uncached, so the next turn of every stopped request misses its answer
+    (the finish PR #50551 publishes on)."""
+
+    name = "engine mutant: the decode checkpoint lost on a stopped finish"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.coordinator = _LosesStoppedCheckpointCoordinator(self.geometry, self.pool, self.policy)
+
+
 @attrs.frozen
 class Mutant:
     """A zoo entry: the policy (and engine) to run, and the promise it must break.
@@ -304,6 +343,7 @@ def _engine(
         | MambaResumesMidBlockEngine
         | ReplayOnlyConnectorEngine
         | EvictsHeldJunctionStateEngine
+        | StoppedCheckpointLostEngine
     ],
     promise: str,
 ) -> Mutant:
@@ -333,5 +373,13 @@ ZOO: tuple[Mutant, ...] = (
         lambda: JunctionPolicy(JunctionOptions(decode_checkpoints=True)),
         Promise.NEXT_TURN,
         DecodeCheckpointOneGridStepOffEngine,
+    ),
+    _policy(DeclaredCheckpointsDroppedFromMask, "declared_prefix"),
+    Mutant(
+        StoppedCheckpointLostEngine.__name__,
+        StoppedCheckpointLostEngine.name,
+        lambda: JunctionPolicy(JunctionOptions(decode_checkpoints=True)),
+        Promise.NEXT_TURN,
+        StoppedCheckpointLostEngine,
     ),
 )
