@@ -8,7 +8,9 @@ verifies reference counts against holders, free + held = total, no block both
 free and held, every cached block's hash against its tokens, no leak once all
 requests finish; admission itself refuses a Mamba hit without its exact state.
 Half the configurations keep decode checkpoints (pinned Mamba states and held
-windows, published on finish, given back on preemption and abort).
+windows, published on the finishes the policy declares, drawn, given back
+otherwise and on preemption); every request ends stopped, length-capped or
+aborted (drawn), besides the aborts the machine makes.
 On failure Hypothesis prints the shrunk step sequence.
 """
 
@@ -28,6 +30,7 @@ from hypothesis.stateful import (
 from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.eviction import FlopAware, FlopModel, LayerCost, LeastRecentlyUsed
+from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.request import RequestStatus
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
@@ -86,7 +89,10 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
     if not draw(st.booleans()):
         return config
     # Decode checkpoints on: pinned states and held windows count in the peak.
-    policy = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
+    finishes = draw(st.sets(st.sampled_from(list(FinishReason))))
+    policy = JunctionPolicy(
+        JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=finishes)
+    )
     peak = Engine(attrs.evolve(config, policy=policy)).blocks_at_peak(MAX_PROMPT + MAX_OUTPUT)
     return attrs.evolve(config, policy=policy, num_blocks=max(per_request, peak) * factor + 1)
 
@@ -107,10 +113,11 @@ class EngineMachine(RuleBasedStateMachine):
         shared=st.integers(0, MAX_PROMPT),
         suffix=st.lists(st.integers(0, 9), max_size=24),
         max_output=st.integers(1, MAX_OUTPUT),
+        finish=st.sampled_from(list(FinishReason)),
     )
-    def submit(self, shared: int, suffix: list[int], max_output: int) -> int:
+    def submit(self, shared: int, suffix: list[int], max_output: int, finish: FinishReason) -> int:
         prompt = (self.prefix[:shared] + tuple(suffix))[:MAX_PROMPT] or (1,)
-        return self.engine.submit(prompt, max_output)
+        return self.engine.submit(prompt, max_output, finish=finish)
 
     @rule(request_id=consumes(requests))
     def abort(self, request_id: int) -> None:
