@@ -14,6 +14,7 @@ from .drive import (
     run_trace,
     run_workload,
 )
+from .finishes import ALL_STOPPED, FinishMix
 from .mooncake import HashTraceRequest, parse_hash_trace
 from .sessions import Arrival, Turn, agent_sessions
 from .step_time import StepTimeModel
@@ -21,8 +22,10 @@ from .trace import TraceError, TraceRequest, load_trace, parse_trace
 from .tracefile import FORMATS, TraceFormat, detect_format, load_any_trace, parse_any_trace
 
 __all__ = [
+    "ALL_STOPPED",
     "FORMATS",
     "Arrival",
+    "FinishMix",
     "HashTraceRequest",
     "PoolTooSmall",
     "Replay",

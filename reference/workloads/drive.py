@@ -24,6 +24,7 @@ from junction.core import InvalidArgument, JunctionError
 from junction.reference.engine.engine import Engine, Metrics
 from junction.reference.engine.request import RequestStatus
 
+from .finishes import ALL_STOPPED, FinishMix
 from .sessions import Arrival, Turn
 from .step_time import StepTimeModel
 
@@ -46,16 +47,28 @@ class PoolTooSmall(JunctionError):
     """
 
 
-def run_workload(engine: Engine, arrivals: Sequence[Arrival], *, check: bool = False) -> Metrics:
-    """Submit each arrival after its gap (stepping meanwhile), then run to completion."""
-    for arrival in arrivals:
+def run_workload(
+    engine: Engine,
+    arrivals: Sequence[Arrival],
+    *,
+    check: bool = False,
+    finishes: FinishMix = ALL_STOPPED,
+) -> Metrics:
+    """Submit each arrival after its gap (stepping meanwhile), then run to completion;
+    the ``i``-th ends as ``finishes.reason(i)`` says."""
+    for index, arrival in enumerate(arrivals):
         for _ in range(arrival.steps_after_previous):
             if engine.idle:
                 break
             engine.step()
             if check:
                 engine.check()
-        engine.submit(arrival.prompt, arrival.max_output_tokens, answer=arrival.answer)
+        engine.submit(
+            arrival.prompt,
+            arrival.max_output_tokens,
+            answer=arrival.answer,
+            finish=finishes.reason(index),
+        )
     while not engine.idle:
         engine.step()
         if check:
@@ -84,7 +97,8 @@ class Timeline:
     """Steps an engine on a modelled clock and records each request's times.
 
     ``on_finished(n)`` hears of ``n`` requests finished after each step (for
-    a progress line).
+    a progress line). ``finishes``: how each submitted request ends, by its
+    submission order (every one stopped by default).
     """
 
     def __init__(
@@ -92,8 +106,10 @@ class Timeline:
         engine: Engine,
         model: StepTimeModel,
         on_finished: Callable[[int], None] | None = None,
+        finishes: FinishMix = ALL_STOPPED,
     ) -> None:
         self.engine = engine
+        self.finishes = finishes
         self.model = model
         self.now = 0.0
         self._on_finished = on_finished
@@ -110,7 +126,10 @@ class Timeline:
         try:
             # A scripted answer (a turn the next one resends), where the workload has one.
             answer = getattr(turn, "answer", ())
-            request_id = self.engine.submit(turn.prompt, turn.max_output_tokens, answer=answer)
+            finish = self.finishes.reason(len(self._arrival))
+            request_id = self.engine.submit(
+                turn.prompt, turn.max_output_tokens, answer=answer, finish=finish
+            )
         except ValueError as error:  # it could never fit the pool, even alone
             raise PoolTooSmall(str(error)) from None
         self._prompt_length[request_id] = turn.prompt_length
@@ -172,18 +191,23 @@ class Timeline:
         return Replay(timings, self.now)
 
 
+_ENDED = (RequestStatus.FINISHED, RequestStatus.ABORTED)
+
+
 def run_sessions(
     engine: Engine,
     sessions: Sequence[Sequence[Turn]],
     concurrency: int,
     model: StepTimeModel | None = None,
     on_finished: Callable[[int], None] | None = None,
+    finishes: FinishMix = ALL_STOPPED,
 ) -> Replay:
     """Closed loop: ``concurrency`` sessions open; a turn is sent when the previous finished.
 
-    A turn arrives when it is sent. Raises :class:`PoolTooSmall`.
+    A turn arrives when it is sent, and the next is sent however it ended
+    (``finishes``: aborted ones too). Raises :class:`PoolTooSmall`.
     """
-    timeline = Timeline(engine, model or StepTimeModel(), on_finished)
+    timeline = Timeline(engine, model or StepTimeModel(), on_finished, finishes)
     pending = deque(range(len(sessions)))
     active: dict[int, tuple[int, int]] = {}  # request id -> (session, turn)
 
@@ -194,9 +218,7 @@ def run_sessions(
         send(pending.popleft(), 0)
     while active:
         timeline.step()
-        for request_id in [
-            r for r in active if engine.requests[r].status is RequestStatus.FINISHED
-        ]:
+        for request_id in [r for r in active if engine.requests[r].status in _ENDED]:
             session, turn = active.pop(request_id)
             if turn + 1 < len(sessions[session]):
                 send(session, turn + 1)
@@ -210,6 +232,7 @@ def run_trace(
     turns: Sequence[Turn],
     model: StepTimeModel,
     on_finished: Callable[[int], None] | None = None,
+    finishes: FinishMix = ALL_STOPPED,
 ) -> Replay:
     """Open loop: each turn is submitted once the clock reaches its ``arrival_ms``.
 
@@ -237,7 +260,7 @@ def run_trace(
     # left for a step's milliseconds. Differences are taken in ints, then made floats.
     first = times[0] if times else 0
     times = [time - first for time in times]
-    timeline = Timeline(engine, model, on_finished)
+    timeline = Timeline(engine, model, on_finished, finishes)
     following = 0
     while following < len(turns) or not engine.idle:
         if engine.idle:
@@ -254,9 +277,10 @@ def run_sequential(
     turns: Sequence[Turn],
     model: StepTimeModel,
     on_finished: Callable[[int], None] | None = None,
+    finishes: FinishMix = ALL_STOPPED,
 ) -> Replay:
     """One turn at a time, each sent when the engine is idle again. Raises :class:`PoolTooSmall`."""
-    timeline = Timeline(engine, model, on_finished)
+    timeline = Timeline(engine, model, on_finished, finishes)
     for turn in turns:
         timeline.submit(turn, timeline.now)
         while not engine.idle:

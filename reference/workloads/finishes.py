@@ -1,0 +1,79 @@
+"""A workload's mix of finish reasons: how its requests end.
+
+Every request of a workload ends after its scripted outputs (the trace's
+``output_length``, a session's drawn reply), and the mix says for what
+reason: stopped (a stop token or string), length-capped or aborted
+(``engine.finish``). The default, :data:`ALL_STOPPED`, ends every request
+stopped, which is what every run did before the mix existed, so every
+recorded result stands. A mix draws each request's reason from its
+submission index and its own seed alone (no draw of the workload's own
+random stream), so changing the mix changes no prompt, arrival or answer.
+
+Neither trace format records finish reasons: the Mooncake conversation
+trace has ``timestamp``, ``input_length``, ``output_length`` and
+``hash_ids`` only, so a length-capped answer cannot be told from a stopped
+one there (docs/next-turn.md, "Finish reasons").
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import attrs
+
+from junction.core import InvalidArgument
+from junction.reference.engine.finish import FinishReason
+
+__all__ = ["ALL_STOPPED", "FinishMix"]
+
+
+def _share(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(attribute.name, value, "must be a finite number >= 0")
+    if not math.isfinite(value) or value < 0:
+        raise InvalidArgument(attribute.name, value, "must be a finite number >= 0")
+
+
+@attrs.frozen
+class FinishMix:
+    """Relative shares of the finish reasons (any scale, not all 0) and the seed of the
+    per-request draw; :class:`InvalidArgument` naming a bad one."""
+
+    stopped: float = attrs.field(default=1.0, validator=_share)
+    length_capped: float = attrs.field(default=0.0, validator=_share)
+    aborted: float = attrs.field(default=0.0, validator=_share)
+    seed: int = attrs.field(default=0)
+
+    def __attrs_post_init__(self) -> None:
+        if type(self.seed) is not int:
+            raise InvalidArgument("seed", self.seed, "must be an int")
+        if not self.stopped + self.length_capped + self.aborted > 0:
+            raise InvalidArgument("stopped", self.stopped, "the shares must not all be 0")
+
+    def reason(self, index: int) -> FinishReason:
+        """The reason request ``index`` (its submission order) ends with."""
+        shares = (self.stopped, self.length_capped, self.aborted)
+        nonzero = [reason for reason, share in zip(FinishReason, shares, strict=True) if share]
+        if len(nonzero) == 1:
+            return nonzero[0]
+        point = random.Random(f"{self.seed}/{index}").random() * sum(shares)
+        for reason, share in zip(FinishReason, shares, strict=True):
+            if point < share:
+                return reason
+            point -= share
+        return nonzero[-1]  # rounding at the top end
+
+    def describe(self) -> str:
+        """``stopped 0.8, length_capped 0.2`` (the non-zero shares, normalised)."""
+        shares = (self.stopped, self.length_capped, self.aborted)
+        total = sum(shares)
+        return ", ".join(
+            f"{reason.value} {share / total:.3g}"
+            for reason, share in zip(FinishReason, shares, strict=True)
+            if share
+        )
+
+
+#: Every request stopped: the default, and every run before finish reasons existed.
+ALL_STOPPED = FinishMix()
