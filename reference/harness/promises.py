@@ -124,10 +124,12 @@ def next_turn_probe(scenario: Scenario, run: Run) -> tuple[int, ...]:
 
 
 def publishes(policy: object, finish: FinishReason) -> bool:
-    """Whether ``policy`` publishes its decode checkpoints on ``finish``: its declared
-    ``decode_checkpoint_finishes`` (every finish but an abort when it declares none)."""
-    finishes = getattr(policy, "decode_checkpoint_finishes", PUBLISHED_BY_DEFAULT)
-    return finish in finishes
+    """Whether ``policy`` keeps decode checkpoints and publishes them on ``finish``: its
+    declared ``decode_checkpoint_finishes`` (every finish but an abort when it
+    declares none)."""
+    if getattr(policy, "keeps_decode_checkpoints", False) is not True:
+        return False
+    return finish in getattr(policy, "decode_checkpoint_finishes", PUBLISHED_BY_DEFAULT)
 
 
 def _next_turn(scenario: Scenario, subject: Subject) -> Problem | None:
@@ -143,8 +145,13 @@ def _next_turn(scenario: Scenario, subject: Subject) -> Problem | None:
     exact = _reconciliation(attrs.evolve(scenario, probe=probe), run)
     if exact is not None:
         return exact
-    if scenario.promise is Promise.NEXT_TURN and not publishes(run.policy, scenario.finish):
-        return None  # nothing promised past the prompt's positions on this finish
+    # A policy keeping decode checkpoints promises nothing past the prompt's positions
+    # after a finish it does not publish on; one keeping none is judged on every
+    # finish (its audit: it promises the next turn nowhere, and the check shows it).
+    policy = run.policy
+    keeps = getattr(policy, "keeps_decode_checkpoints", False) is True
+    if scenario.promise is Promise.NEXT_TURN and keeps and not publishes(policy, scenario.finish):
+        return None
     if literal(scenario.geometry):
         if hits.hit != hits.longest:
             return ShortOfFullAttention(hits.hit, hits.longest)
@@ -232,7 +239,7 @@ def _decode_positions(run: Run, request: RequestState, finish: FinishReason) -> 
     """The decode checkpoints of a finished request, on the hit grid (none unless its
     policy keeps them and publishes them on ``finish``)."""
     policy = run.policy
-    if not getattr(policy, "keeps_decode_checkpoints", False) or not publishes(policy, finish):
+    if not publishes(policy, finish):
         return ()
     if request.num_computed_tokens != request.num_tokens - 1:
         return ()  # not finished (never, in the promises' runs without pressure)

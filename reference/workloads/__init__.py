@@ -14,7 +14,7 @@ from .drive import (
     run_trace,
     run_workload,
 )
-from .finishes import ALL_STOPPED, FinishMix
+from .finishes import ALL_STOPPED, MOONCAKE_CONVERSATION, FinishMix
 from .mooncake import HashTraceRequest, parse_hash_trace
 from .sessions import Arrival, Turn, agent_sessions
 from .step_time import StepTimeModel
@@ -24,6 +24,7 @@ from .tracefile import FORMATS, TraceFormat, detect_format, load_any_trace, pars
 __all__ = [
     "ALL_STOPPED",
     "FORMATS",
+    "MOONCAKE_CONVERSATION",
     "Arrival",
     "FinishMix",
     "HashTraceRequest",

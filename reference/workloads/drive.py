@@ -55,7 +55,7 @@ def run_workload(
     finishes: FinishMix = ALL_STOPPED,
 ) -> Metrics:
     """Submit each arrival after its gap (stepping meanwhile), then run to completion;
-    the ``i``-th ends as ``finishes.reason(i)`` says."""
+    the ``i``-th ends as ``finishes.reason(i, its outputs)`` says."""
     for index, arrival in enumerate(arrivals):
         for _ in range(arrival.steps_after_previous):
             if engine.idle:
@@ -67,7 +67,7 @@ def run_workload(
             arrival.prompt,
             arrival.max_output_tokens,
             answer=arrival.answer,
-            finish=finishes.reason(index),
+            finish=finishes.reason(index, arrival.max_output_tokens),
         )
     while not engine.idle:
         engine.step()
@@ -126,7 +126,7 @@ class Timeline:
         try:
             # A scripted answer (a turn the next one resends), where the workload has one.
             answer = getattr(turn, "answer", ())
-            finish = self.finishes.reason(len(self._arrival))
+            finish = self.finishes.reason(len(self._arrival), turn.max_output_tokens)
             request_id = self.engine.submit(
                 turn.prompt, turn.max_output_tokens, answer=answer, finish=finish
             )

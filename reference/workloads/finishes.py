@@ -11,8 +11,9 @@ random stream), so changing the mix changes no prompt, arrival or answer.
 
 Neither trace format records finish reasons: the Mooncake conversation
 trace has ``timestamp``, ``input_length``, ``output_length`` and
-``hash_ids`` only, so a length-capped answer cannot be told from a stopped
-one there (docs/next-turn.md, "Finish reasons").
+``hash_ids`` only. What it implies is an output cap: ``length_cap`` ends a
+request whose output count is exactly the cap length-capped, whatever the
+shares say (docs/next-turn.md, "Finish reasons").
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import attrs
 from junction.core import InvalidArgument
 from junction.reference.engine.finish import FinishReason
 
-__all__ = ["ALL_STOPPED", "FinishMix"]
+__all__ = ["ALL_STOPPED", "MOONCAKE_CONVERSATION", "FinishMix"]
 
 
 def _share(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
@@ -37,22 +38,30 @@ def _share(instance: object, attribute: attrs.Attribute[float], value: object) -
 
 @attrs.frozen
 class FinishMix:
-    """Relative shares of the finish reasons (any scale, not all 0) and the seed of the
-    per-request draw; :class:`InvalidArgument` naming a bad one."""
+    """Relative shares of the finish reasons (any scale, not all 0), the seed of the
+    per-request draw, and an output cap (``None``: none) at which a request is
+    length-capped; :class:`InvalidArgument` naming a bad one."""
 
     stopped: float = attrs.field(default=1.0, validator=_share)
     length_capped: float = attrs.field(default=0.0, validator=_share)
     aborted: float = attrs.field(default=0.0, validator=_share)
     seed: int = attrs.field(default=0)
+    length_cap: int | None = attrs.field(default=None)
 
     def __attrs_post_init__(self) -> None:
         if type(self.seed) is not int:
             raise InvalidArgument("seed", self.seed, "must be an int")
+        cap = self.length_cap
+        if cap is not None and (type(cap) is not int or cap < 1):
+            raise InvalidArgument("length_cap", cap, "must be None or an int >= 1")
         if not self.stopped + self.length_capped + self.aborted > 0:
             raise InvalidArgument("stopped", self.stopped, "the shares must not all be 0")
 
-    def reason(self, index: int) -> FinishReason:
-        """The reason request ``index`` (its submission order) ends with."""
+    def reason(self, index: int, outputs: int = 0) -> FinishReason:
+        """The reason request ``index`` (its submission order) with ``outputs`` output
+        tokens ends with."""
+        if outputs == self.length_cap:
+            return FinishReason.LENGTH_CAPPED
         shares = (self.stopped, self.length_capped, self.aborted)
         nonzero = [reason for reason, share in zip(FinishReason, shares, strict=True) if share]
         if len(nonzero) == 1:
@@ -65,15 +74,23 @@ class FinishMix:
         return nonzero[-1]  # rounding at the top end
 
     def describe(self) -> str:
-        """``stopped 0.8, length_capped 0.2`` (the non-zero shares, normalised)."""
+        """``stopped 0.8, length_capped 0.2`` (the non-zero shares, normalised), and
+        ``; length-capped at 2000`` with a cap."""
         shares = (self.stopped, self.length_capped, self.aborted)
         total = sum(shares)
-        return ", ".join(
+        text = ", ".join(
             f"{reason.value} {share / total:.3g}"
             for reason, share in zip(FinishReason, shares, strict=True)
             if share
         )
+        return text if self.length_cap is None else f"{text}; length-capped at {self.length_cap}"
 
 
 #: Every request stopped: the default, and every run before finish reasons existed.
 ALL_STOPPED = FinishMix()
+
+#: What the Mooncake conversation trace implies: its outputs stop at 2,000 tokens
+#: (30 of 12,031 requests exactly there, one or two at each length just below),
+#: an output cap; every other request ended before it, stopped or aborted, which
+#: the trace cannot tell apart: taken as stopped.
+MOONCAKE_CONVERSATION = FinishMix(length_cap=2000)

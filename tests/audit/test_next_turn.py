@@ -49,6 +49,19 @@ CASES = [
             "junction+decode": None,
         },
     ),
+    (  # case 1 length-capped: PR #50551 publishes nothing, and promises nothing there
+        '{"promise": "next_turn", "geometry": {"groups": [{"kind": "full", "block_size": 2, '
+        '"window": null}, {"kind": "mamba", "block_size": 2, "window": null}], '
+        '"hash_block_size": 2, "partial_hits": false, "use_eagle": false, '
+        '"retention_interval": 0}, "prompts": [[0]], "probe": [], "budget": 4, '
+        '"num_blocks": 5000, "gaps": [], "max_output_tokens": 2, "finish": "length_capped"}',
+        "hit 0, full attention alone 2",
+        {
+            "vllm-0.33": "hit 0, full attention alone 2",
+            "vllm-pr50551": None,
+            "junction+decode": None,
+        },
+    ),
 ]
 
 

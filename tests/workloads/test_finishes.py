@@ -22,6 +22,7 @@ from junction.reference.policies.options import JunctionOptions
 from junction.reference.policies.vllm import VllmPR50551Policy
 from junction.reference.workloads import (
     ALL_STOPPED,
+    MOONCAKE_CONVERSATION,
     FinishMix,
     StepTimeModel,
     run_sequential,
@@ -99,3 +100,18 @@ def test_what_a_stopped_only_policy_reuses_follows_the_mix() -> None:
     # PR #50551 publishes on a stop only; the default option on a length cap too.
     assert _hit_rate(VllmPR50551Policy(), capped) < _hit_rate(VllmPR50551Policy(), ALL_STOPPED)
     assert _hit_rate(decode, capped) == _hit_rate(decode, ALL_STOPPED)
+
+
+def test_a_request_at_the_length_cap_is_length_capped() -> None:
+    assert MOONCAKE_CONVERSATION.reason(3, 2000) is FinishReason.LENGTH_CAPPED
+    assert {MOONCAKE_CONVERSATION.reason(i, 1999) for i in range(100)} == {FinishReason.STOPPED}
+    assert MOONCAKE_CONVERSATION.describe() == "stopped 1; length-capped at 2000"
+    with pytest.raises(InvalidArgument, match="length_cap"):
+        FinishMix(length_cap=0)
+    arrivals = agent_sessions(4, sessions=3, turns=2, system_prompt_tokens=32, output_tokens=(4, 6))
+    assert 0 < sum(a.max_output_tokens == 5 for a in arrivals) < len(arrivals)
+    engine = _engine(JunctionPolicy())
+    run_workload(engine, arrivals, finishes=FinishMix(length_cap=5, seed=1))
+    assert [r.finish_reason is FinishReason.LENGTH_CAPPED for r in engine.requests.values()] == [
+        a.max_output_tokens == 5 for a in arrivals
+    ]
