@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from junction.command import dispatch as main
-from junction.reference.cli import hbm, inputs, outputs
+from junction.reference.cli import fuzz, hbm, inputs, outputs
 from junction.reference.simulator.memory import MemoryLimit
 from junction.reference.workloads.files import InputFileError, read_input
 from tests.cli.in_process import Ended, run_in_process
@@ -353,3 +353,32 @@ def test_an_output_file_turned_into_a_folder_mid_run_is_one_line(
         f"cannot write {report}: it is a folder now, not a file; nothing written"
     )
     assert report.is_dir() and list(report.iterdir()) == []
+
+
+@pytest.mark.usefixtures("permissions")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fuzz", "--seconds", "1", "--json", "{path}"],
+        ["hbm", "--pools", "600", "--trace", "{trace}", "--json", "{path}"],
+        ["hbm", "--pools", "600", "--trace", "{trace}", "--plot", "{path}"],
+    ],
+    ids=["fuzz-json", "hbm-json", "hbm-plot"],
+)
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(fuzz, "_fuzz", lambda *a: pytest.fail("the run started"))
+    monkeypatch.setattr(hbm, "_replay", lambda *a: pytest.fail("the run started"))
+    trace = hash_trace(tmp_path / "t.jsonl")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "locked").mkdir(mode=0o555)
+    for path, message in (
+        (tmp_path / "taken", "is a folder, not a file"),
+        (tmp_path / "locked" / "r.png", f"the folder {tmp_path / 'locked'} is not writable"),
+    ):
+        ended = run([part.format(path=path, trace=trace) for part in argv], capsys)
+        refused(ended, f"{argv[-2]} {path}: {message}")
