@@ -1,4 +1,4 @@
-"""The promise harness: the nine promises checked on any subject, and the findings built on it.
+"""The promise harness: the ten promises checked on any subject, and the findings built on it.
 
 One concept per module: :mod:`.promise` (the promises), :mod:`.scenario`
 (a replayable input and its JSON), :mod:`.verdict` (verdicts and typed

@@ -323,7 +323,7 @@ class Mutant:
 
     The zoo runs each mutant against that one promise only: it is the one the
     defect is about (docs/domain.md, "Defect classes", lists the others it
-    also breaks), and one promise costs a fraction of all nine.
+    also breaks), and one promise costs a fraction of all ten.
     """
 
     key: str
