@@ -22,6 +22,8 @@ import pytest
 
 from junction.command import dispatch as main
 from junction.reference.cli import fuzz, hbm, inputs, outputs
+from junction.reference.cli import simulate as simulate_cli
+from junction.reference.cli import sweep as sweep_cli
 from junction.reference.simulator.memory import MemoryLimit
 from junction.reference.workloads.files import InputFileError, read_input
 from tests.cli.in_process import Ended, run_in_process
@@ -382,3 +384,37 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(
     ):
         ended = run([part.format(path=path, trace=trace) for part in argv], capsys)
         refused(ended, f"{argv[-2]} {path}: {message}")
+
+
+def test_simulate_out_file_turned_into_a_folder_mid_run_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    simulate = simulate_cli._simulate
+
+    def meanwhile(*args: object) -> object:
+        (out / "simulate.txt").mkdir(parents=True)
+        return simulate(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(simulate_cli, "_simulate", meanwhile)
+    argv = ["simulate", "--sessions", "2", "--turns", "1", "--system-prompt", "64"]
+    argv += ["--geometry", "full+swa", "--intervals", "none", "--no-plot", "--out", str(out)]
+    ended = run(argv, capsys)
+    assert ended.code == 1 and ended.last_line.endswith(
+        f"cannot write {out / 'simulate.txt'}: it is a folder now, not a file; nothing written"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["simulate.txt"]  # nothing else written
+
+
+def test_sweep_sizes_a_trace_by_its_tokens_not_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [{**LINE, "timestamp": i, "hash_ids": [i, 2]} for i in range(3)]
+    trace = hash_trace(tmp_path / "t.jsonl", *lines)  # 1,800 prompt tokens in 237 bytes
+    for module in (sweep_cli, inputs):
+        monkeypatch.setattr(module, "memory_limit", lambda: MemoryLimit(20_000, "a test"))
+    monkeypatch.setattr(sweep_cli, "run_all", lambda *a, **k: pytest.fail("the sweep started"))
+    argv = ["sweep", "--trace", str(trace), "--blocks", "2", "--jobs", "1"]
+    ended = run([*argv, "--out", str(tmp_path / "out")], capsys)
+    refused(ended, f"--trace {trace}: 1 workers would need about ")
+    assert "over the limit of 19.5 KiB (a test)" in ended.last_line
