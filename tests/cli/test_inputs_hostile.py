@@ -418,3 +418,24 @@ def test_sweep_sizes_a_trace_by_its_tokens_not_its_file(
     ended = run([*argv, "--out", str(tmp_path / "out")], capsys)
     refused(ended, f"--trace {trace}: 1 workers would need about ")
     assert "over the limit of 19.5 KiB (a test)" in ended.last_line
+
+
+def test_a_stale_lock_a_killed_run_left_is_taken_and_removed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    lock = outputs.lock_file(out)
+    lock.write_text("12345")  # a killed run's: no process holds it
+    outputs.commit(out, {"a.json": b"{}"})
+    assert not lock.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_a_lock_file_of_another_users_is_refused_not_used(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    lock = outputs.lock_file(out)
+    lock.write_text("")
+    os.chown(lock, 65534, 65534)
+    try:
+        with pytest.raises(outputs.OutputError, match=r"is not a file of this user's; remove it"):
+            outputs.check_folder("--out", out, ["a.json"])
+    finally:
+        lock.unlink()
