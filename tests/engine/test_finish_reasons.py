@@ -160,3 +160,25 @@ def test_bad_declarations_are_named() -> None:
         JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=("stopped",))  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="finish_reason"):
         Request(0, (1, 2), 1, 1, finish_reason="stopped")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("finishes", "resumed"), [({ABORTED}, 32), ({STOPPED, CAPPED}, 20)])
+def test_an_abort_mid_decode_publishes_only_where_declared(
+    finishes: set[FinishReason], resumed: int
+) -> None:
+    options = JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=finishes)
+    engine = Engine(
+        EngineConfig(
+            MAMBA, num_blocks=500, max_num_batched_tokens=16, policy=JunctionPolicy(options)
+        )
+    )
+    request_id = engine.submit(PROMPT, 30)
+    while engine.requests[request_id].num_computed_tokens < 33:
+        engine.step()
+        engine.check()
+    tokens = tuple(engine.requests[request_id].tokens)
+    engine.abort(request_id)
+    engine.check()
+    assert engine.pool.num_free == engine.pool.num_usable
+    hits = engine.coordinator.lookup(Request(-1, (*tokens, 100), 1, MAMBA.hash_block_size))
+    assert (hits.hit_length, hits.longest_hit_length) == (resumed, 32)
