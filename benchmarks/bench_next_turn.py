@@ -9,8 +9,12 @@ one Mamba preset and one sliding-window preset, and prints one markdown table
 per workload: token hit rate, prefill tokens saved, sparse blocks at peak (and
 as a share of dense's), TTFT p50/p90, and the share of dense's reused tokens
 each row recovers. ``--requests N`` replays the trace's first ``N`` requests
-by timestamp (0: all of it). docs/next-turn.md holds a run's output and its
-command.
+by timestamp (0: all of it). ``--finish-mixes`` measures instead what the
+policies keeping decode checkpoints reuse under mixes of finish reasons
+(``workloads.FinishMix``): the built-in workload under all stopped, 3:1
+stopped to length-capped and all length-capped, the trace under all stopped
+and its own output cap (``MOONCAKE_CONVERSATION``). docs/next-turn.md holds
+a run's output and its command.
 """
 
 from __future__ import annotations
@@ -21,10 +25,21 @@ import time
 
 import attrs
 
+from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.policies.registry import resolve_policy
+from junction.reference.simulator.geometries import GEOMETRIES
 from junction.reference.simulator.result import RunResult
 from junction.reference.simulator.run import Arrivals, Settings, simulate
 from junction.reference.simulator.variants import Variant
 from junction.reference.simulator.workload import Workload, builtin_workload, hash_trace_workload
+from junction.reference.workloads import (
+    ALL_STOPPED,
+    MOONCAKE_CONVERSATION,
+    FinishMix,
+    StepTimeModel,
+    run_sessions,
+    run_trace,
+)
 from junction.reference.workloads.mooncake import HashTraceRequest
 from junction.reference.workloads.tracefile import load_any_trace
 
@@ -62,6 +77,53 @@ def _table(title: str, results: list[RunResult], dense_by_preset: dict[str, RunR
     return "\n".join(lines)
 
 
+# The built-in workload: the pinned baseline too; the trace (minutes a run): the two
+# policies keeping decode checkpoints.
+BUILTIN_MIXES = (
+    ("junction", "junction+decode", "vllm-pr50551"),
+    (ALL_STOPPED, FinishMix(stopped=3, length_capped=1), FinishMix(stopped=0, length_capped=1)),
+)
+TRACE_MIXES = (("junction+decode", "vllm-pr50551"), (ALL_STOPPED, MOONCAKE_CONVERSATION))
+
+
+def _mix_table(
+    title: str,
+    workload: Workload,
+    rows: tuple[tuple[str, ...], tuple[FinishMix, ...]],
+    presets: list[str],
+    blocks: int,
+) -> str:
+    """Hit rate and hit tokens of each policy keeping (or not) decode checkpoints, per mix."""
+    lines = [
+        f"#### {title}",
+        "",
+        "| preset | policy | finishes | hit rate | hit tokens |",
+        "| --- | --- | --- | ---: | ---: |",
+    ]
+    for preset in presets:
+        geometry = GEOMETRIES[preset].build(0, False)
+        for name in rows[0]:
+            for mix in rows[1]:
+                config = EngineConfig(
+                    geometry,
+                    num_blocks=blocks,
+                    max_num_batched_tokens=2048,
+                    long_prefill_token_threshold=256,
+                    policy=resolve_policy(name),
+                )
+                engine = Engine(config)
+                if workload.timestamped:
+                    run_trace(engine, workload.turns, StepTimeModel(), finishes=mix)
+                else:
+                    run_sessions(engine, workload.sessions, 8, StepTimeModel(), finishes=mix)
+                metrics = engine.metrics
+                lines.append(
+                    f"| {preset} | {name} | {mix.describe()} | "
+                    f"{metrics.token_hit_rate:.4f} | {metrics.hit_tokens:,} |"
+                )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=0, help="trace requests (0: all)")
@@ -71,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-builtin", action="store_true", help="the trace only")
     parser.add_argument(
         "--presets", default=",".join(PRESETS), help=f"comma-separated (default {PRESETS})"
+    )
+    parser.add_argument(
+        "--finish-mixes", action="store_true", help="hit rates under mixes of finish reasons"
     )
     args = parser.parse_args(argv)
     settings = Settings(
@@ -95,6 +160,14 @@ def main(argv: list[str] | None = None) -> int:
         workloads.append(("trace", hash_trace_workload(TRACE, ordered, True), "trace"))
     for name, workload, arrivals in workloads:
         started = time.perf_counter()
+        if args.finish_mixes:
+            if name == "built-in as before":
+                continue  # no answer comes back: nothing to publish for
+            mixes = TRACE_MIXES if arrivals == "trace" else BUILTIN_MIXES
+            title = f"{name}: {workload.source}, {workload.requests:,} requests"
+            print(_mix_table(title, workload, mixes, args.presets.split(","), args.blocks))
+            print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
+            continue
         results = simulate(
             workload,
             args.presets.split(","),
