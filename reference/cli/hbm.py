@@ -311,14 +311,15 @@ def _requests(plan: Plan, args: argparse.Namespace) -> list[HashTraceRequest]:
     points = _points(plan, args)
     shares = len({(p.policy, p.retention_interval) for p in points})
     geometry = plan.geometry
-    inputs.check_replay_memory(
-        "--trace",
+    size = inputs.ReplaySize.of(
         requests,
         geometry.hash_block_size,
         len(geometry.groups),
         [p.num_blocks for p in points],
         min(args.jobs, shares),
+        "belady" in args.evictions,
     )
+    inputs.check_replay_memory("--trace", size, geometry.hash_block_size)
     return requests
 
 

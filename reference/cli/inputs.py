@@ -41,8 +41,10 @@ __all__ = [
     "CLOCK_SPAN_MS",
     "REPLAY_BYTES_PER_KEY",
     "REPLAY_BYTES_PER_UNIT",
+    "REPLAY_BYTES_PER_USE",
     "InputError",
     "LoadedTrace",
+    "ReplaySize",
     "check_clock",
     "check_memory",
     "check_replay_memory",
@@ -53,10 +55,12 @@ __all__ = [
 # A run's clock is a float of milliseconds from the first arrival: up to 2**42 ms
 # (139 years) it still resolves 2**-10 ms; beyond, a step's time is lost.
 CLOCK_SPAN_MS = 2**42
-# ``hbm``'s replay, measured upper bounds: a hash unit's prefix key held for the run,
-# and a key a point's pool caches (per group), with its books.
+# ``hbm``'s replay, measured with tracemalloc and rounded up: a hash unit's prefix key
+# held for the run, its future uses per group (``belady``), and a key a point's pool
+# caches, with its books (tests/cli/test_inputs_hostile.py checks they bound a run).
 REPLAY_BYTES_PER_UNIT = 64
-REPLAY_BYTES_PER_KEY = 320
+REPLAY_BYTES_PER_USE = 256
+REPLAY_BYTES_PER_KEY = 400
 
 
 class InputError(JunctionError, ValueError):
@@ -119,27 +123,56 @@ def check_clock(option: str, requests: Sequence[object]) -> None:
     )
 
 
-def check_replay_memory(
-    option: str,
-    requests: Sequence[HashTraceRequest],
-    unit: int,
-    groups: int,
-    pools: Sequence[int],
-    workers: int,
-) -> None:
-    """Refuse (:class:`InputError`) an ``hbm`` replay over the memory limit: every
-    request's prefix keys (in each worker), each point's pool of ``pools`` (a pool
-    caches at most every key of every group) and the longest request's keys."""
-    units = sum(r.input_length // unit for r in requests)
-    longest = max(((r.input_length + r.output_length) // unit + 1 for r in requests), default=0)
-    keys = units * REPLAY_BYTES_PER_UNIT * (workers + 1)
-    each = groups * REPLAY_BYTES_PER_KEY
-    cached = sum(min(pool, (units + longest) * groups) for pool in pools) * REPLAY_BYTES_PER_KEY
-    held = longest * each * workers
+@attrs.frozen
+class ReplaySize:
+    """``hbm``'s replay, estimated from the parsed trace before any key is built."""
+
+    units: int  # hash units of every request's prompt: the prefix keys held for the run
+    longest: int  # units of the longest request, its output included: its keys at once
+    groups: int
+    pools: tuple[int, ...]  # each point's pool, in blocks
+    workers: int  # processes replaying points: 1 is this one, more are forked
+    belady: bool  # every key's future uses are kept too
+
+    @classmethod
+    def of(
+        cls,
+        requests: Sequence[HashTraceRequest],
+        unit: int,
+        groups: int,
+        pools: Sequence[int],
+        workers: int,
+        belady: bool,
+    ) -> ReplaySize:
+        units = sum(r.input_length // unit for r in requests)
+        longest = max(((r.input_length + r.output_length) // unit + 1 for r in requests), default=0)
+        return cls(units, longest, groups, tuple(pools), workers, belady)
+
+    @property
+    def keys_bytes(self) -> int:
+        """The requests' keys (and uses) in this process and each forked worker (a
+        worker touches, so copies, them all), and the longest request's keys in each."""
+        per_unit = REPLAY_BYTES_PER_UNIT + (
+            REPLAY_BYTES_PER_USE * self.groups if self.belady else 0
+        )
+        held = self.longest * self.groups * REPLAY_BYTES_PER_UNIT * self.workers
+        copies = 1 if self.workers == 1 else self.workers + 1
+        return self.units * per_unit * copies + held
+
+    @property
+    def pools_bytes(self) -> int:
+        """Each point's pool full: at most its blocks, at most every key of every group."""
+        keys = (self.units + self.longest) * self.groups
+        return sum(min(pool, keys) for pool in self.pools) * REPLAY_BYTES_PER_KEY
+
+
+def check_replay_memory(option: str, size: ReplaySize, unit: int) -> None:
+    """Refuse (:class:`InputError`) an ``hbm`` replay over the memory limit."""
     check_memory(
-        keys + cached + held,
-        f"{option}: the replay ({units:,} hash units of {unit} tokens: "
-        f"{size_in_words(keys + held)}; {len(pools)} points' pools: {size_in_words(cached)})",
+        size.keys_bytes + size.pools_bytes,
+        f"{option}: the replay ({size.units:,} hash units of {unit} tokens: "
+        f"{size_in_words(size.keys_bytes)}; {len(size.pools)} points' pools: "
+        f"{size_in_words(size.pools_bytes)})",
     )
 
 

@@ -5,12 +5,13 @@ write, nor leave half a result. :func:`check_folder` / :func:`check_file`
 refuse an output that cannot be written before any work (status 2, naming
 the option, the path and the rule), and take a lock so a second run into the
 same output is refused (its file created ``O_EXCL|O_NOFOLLOW`` in the shared
-temporary folder, never through a planted link, and removed when released). :func:`commit` writes the whole set after the work:
-every file rendered, written to a temporary file beside its target, then all
-moved into place (:func:`commit_files`: in several folders, every one
-staged before any move); a failure leaves the previous set, and files of the
-set not produced this time are removed. :func:`rewrite` does the same for a file
-edited in place; :func:`write_set` is :func:`commit` as a command's last step.
+temporary folder, never through a planted link, and removed when released).
+:func:`commit` writes the whole set after the work: every file rendered,
+written to a temporary file beside its target, then all moved into place
+(:func:`commit_files`: in several folders, every one staged before any
+move); a failure leaves the previous set, and files of the set not produced
+this time are removed. :func:`rewrite` does the same for a file edited in
+place; :func:`write_set` is :func:`commit` as a command's last step.
 A journal makes a set one unit even against a kill
 (docs/design/output-sets.md).
 """

@@ -16,16 +16,24 @@ import os
 import resource
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from junction.command import dispatch as main
+from junction.core import HybridGeometry
 from junction.reference.cli import fuzz, hbm, inputs, outputs
 from junction.reference.cli import simulate as simulate_cli
 from junction.reference.cli import sweep as sweep_cli
+from junction.reference.replay import Point, future_uses
+from junction.reference.replay.models import catalog_model
+from junction.reference.replay.parallel import replay_in_parallel
+from junction.reference.replay.stream import replay_requests
 from junction.reference.simulator.memory import MemoryLimit
 from junction.reference.workloads.files import InputFileError, read_input
+from junction.reference.workloads.mooncake import parse_hash_trace
+from junction.reference.workloads.tracefile import read_trace_text
 from tests.cli.in_process import Ended, run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -439,3 +447,27 @@ def test_a_lock_file_of_another_users_is_refused_not_used(tmp_path: Path) -> Non
             outputs.check_folder("--out", out, ["a.json"])
     finally:
         lock.unlink()
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "gemma-3-27b"])
+def test_the_replay_estimate_bounds_what_a_replay_allocates(model: str) -> None:
+    """The constants are upper bounds: a replay of the Mooncake trace's first requests
+    (every pool large enough to cache every key, belady's uses kept) stays under them."""
+    memory = catalog_model(model)
+    geometry = HybridGeometry(memory.groups(), memory.block_size)
+    text = read_trace_text(hbm.TRACE, 2**30)
+    trace = parse_hash_trace(text, "mooncake")[:60]
+    points = [Point("junction", 0, 10**6, eviction) for eviction in ("lru", "belady")]
+    pools = [point.num_blocks for point in points]
+    unit = geometry.hash_block_size
+    size = inputs.ReplaySize.of(trace, unit, len(geometry.groups), pools, 1, True)
+    tracemalloc.start()
+    try:
+        requests = replay_requests(trace, unit)
+        uses = future_uses(geometry, requests)
+        replay_in_parallel(geometry, requests, points, 1, uses=uses, flops=None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < size.keys_bytes + size.pools_bytes
+    assert peak > (size.keys_bytes + size.pools_bytes) / 8  # a bound, not a guess
