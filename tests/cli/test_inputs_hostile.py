@@ -31,7 +31,6 @@ from junction.reference.replay.models import catalog_model
 from junction.reference.replay.parallel import replay_in_parallel
 from junction.reference.replay.stream import replay_requests
 from junction.reference.simulator.memory import MemoryLimit
-from junction.reference.workloads.files import InputFileError, read_input
 from junction.reference.workloads.mooncake import parse_hash_trace
 from junction.reference.workloads.tracefile import read_trace_text
 from tests.cli.in_process import Ended, run_in_process
@@ -111,15 +110,6 @@ def test_an_input_that_is_not_a_regular_file_is_one_line_at_once(
     assert done.stdout == ""
     last = done.stderr.strip().splitlines()[-1]
     assert path in last and ("regular file" in last or "a folder" in last), last
-
-
-def test_the_reader_judges_the_descriptor_it_reads(tmp_path: Path) -> None:
-    """What a pre-check sees can change before the open: the open file itself is checked."""
-    os.mkfifo(tmp_path / "fifo")
-    with pytest.raises(InputFileError, match=r"^cannot read: not a regular file \(a device"):
-        read_input(tmp_path / "fifo", 100)
-    with pytest.raises(InputFileError, match=r"^cannot read: not a regular file \(a folder\)"):
-        read_input(tmp_path, 100)
 
 
 # -- hbm: the trace, the budgets, the memory -------------------------------------------------
