@@ -461,3 +461,26 @@ def test_the_replay_estimate_bounds_what_a_replay_allocates(model: str) -> None:
         tracemalloc.stop()
     assert peak < size.keys_bytes + size.pools_bytes
     assert peak > (size.keys_bytes + size.pools_bytes) / 8  # a bound, not a guess
+
+
+def test_a_lock_removed_by_its_releaser_as_it_was_opened_is_taken_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    lock = outputs.lock_file(out)
+    flock = outputs.fcntl.flock
+    calls: list[int] = []
+
+    def released_meanwhile(fd: int, operation: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:  # between our open and our lock: the holder's release, and
+            lock.unlink()  # another run's new lock file at the same path
+            lock.write_text("")
+        flock(fd, operation)
+
+    monkeypatch.setattr(outputs.fcntl, "flock", released_meanwhile)
+    outputs.check_folder("--out", out, ["a.json"])
+    assert len(calls) == 2  # the unlinked file let go, the one the path names taken
+    assert lock.read_text() == str(os.getpid())
+    outputs.commit(out, {"a.json": b"{}"})
+    assert not lock.exists()
