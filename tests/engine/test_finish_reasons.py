@@ -17,7 +17,7 @@ import pytest
 from junction.core import GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.finish import FinishReason
-from junction.reference.engine.policy import CheckedPolicy, PolicyError
+from junction.reference.engine.policy import CheckedPolicy, Policy, PolicyError
 from junction.reference.engine.request import Request, RequestStatus
 from junction.reference.harness import EngineSubject, Promise, Scenario
 from junction.reference.harness.promises import check
@@ -31,10 +31,10 @@ PROMPT = tuple(range(23))
 STOPPED, CAPPED, ABORTED = FinishReason.STOPPED, FinishReason.LENGTH_CAPPED, FinishReason.ABORTED
 
 
-def _next_turn_hit(policy: object, finish: FinishReason) -> tuple[int, int, RequestStatus]:
+def _next_turn_hit(policy: Policy, finish: FinishReason) -> tuple[int, int, RequestStatus]:
     """A 23-token prompt and 9-token answer ending ``finish``; the next turn's hit,
     full attention's own hit and the request's status."""
-    engine = Engine(EngineConfig(MAMBA, num_blocks=500, max_num_batched_tokens=16, policy=policy))  # type: ignore[arg-type]
+    engine = Engine(EngineConfig(MAMBA, num_blocks=500, max_num_batched_tokens=16, policy=policy))
     request_id = engine.submit(PROMPT, 9, finish=finish)
     transcript: tuple[int, ...] = ()
     while not engine.idle:
@@ -62,7 +62,7 @@ def _next_turn_hit(policy: object, finish: FinishReason) -> tuple[int, int, Requ
     ids=["junction+decode", "vllm-pr50551", "aborts-only"],
 )
 def test_the_checkpoint_is_published_on_the_declared_finishes_only(
-    policy: object, published: set[FinishReason]
+    policy: Policy, published: set[FinishReason]
 ) -> None:
     for finish in FinishReason:
         hit, longest, status = _next_turn_hit(policy, finish)
@@ -157,7 +157,7 @@ def test_bad_declarations_are_named() -> None:
     with pytest.raises(PolicyError, match="decode_checkpoint_finishes"):
         CheckedPolicy(_BadFinishes())
     with pytest.raises(InvalidArgument, match="decode_checkpoint_finishes"):
-        JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=("stopped",))  # type: ignore[arg-type]
+        JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=("stopped",))
     with pytest.raises(InvalidArgument, match="finish_reason"):
         Request(0, (1, 2), 1, 1, finish_reason="stopped")  # type: ignore[arg-type]
 

@@ -16,6 +16,7 @@ import pytest
 from junction.core import GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.finish import FinishReason
+from junction.reference.engine.policy import Policy
 from junction.reference.engine.request import RequestStatus
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
@@ -35,8 +36,8 @@ GEOMETRY = HybridGeometry([GroupSpec.full(16), GroupSpec.mamba(16)], 16, retenti
 MIX = FinishMix(stopped=2, length_capped=1, aborted=1, seed=5)
 
 
-def _engine(policy: object) -> Engine:
-    return Engine(EngineConfig(GEOMETRY, num_blocks=4000, policy=policy))  # type: ignore[arg-type]
+def _engine(policy: Policy) -> Engine:
+    return Engine(EngineConfig(GEOMETRY, num_blocks=4000, policy=policy))
 
 
 def test_by_default_every_request_stops() -> None:
@@ -87,7 +88,7 @@ def test_the_loops_end_each_request_as_the_mix_says() -> None:
     )
 
 
-def _hit_rate(policy: object, finishes: FinishMix) -> float:
+def _hit_rate(policy: Policy, finishes: FinishMix) -> float:
     arrivals = agent_sessions(2, sessions=6, turns=4, system_prompt_tokens=64, resend_answers=True)
     engine = _engine(policy)
     run_sequential(engine, arrivals, StepTimeModel(), finishes=finishes)
