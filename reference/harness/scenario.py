@@ -69,6 +69,14 @@ class Scenario:
     declared: tuple[int, ...] = attrs.field(converter=_ints, default=())
     finish: FinishReason = attrs.field(converter=_finish, default=DEFAULT_FINISH)
 
+    @declared.validator
+    def _declared(
+        self, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]
+    ) -> None:
+        if self.promise is Promise.DECLARED_PREFIX and not value:
+            rule = "the declared_prefix promise needs a declared checkpoint"
+            raise InvalidArgument(attribute.name, value, rule)
+
     @gaps.validator
     def _gaps(self, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]) -> None:
         if value and len(value) != len(self.prompts):

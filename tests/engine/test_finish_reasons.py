@@ -182,3 +182,8 @@ def test_an_abort_mid_decode_publishes_only_where_declared(
     assert engine.pool.num_free == engine.pool.num_usable
     hits = engine.coordinator.lookup(Request(-1, (*tokens, 100), 1, MAMBA.hash_block_size))
     assert (hits.hit_length, hits.longest_hit_length) == (resumed, 32)
+
+
+def test_a_declared_prefix_scenario_needs_a_declared_checkpoint() -> None:
+    with pytest.raises(InvalidArgument, match="declared"):
+        Scenario(Promise.DECLARED_PREFIX, MAMBA, [PROMPT], PROMPT[:4])
