@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.policy import PolicyError
 
 from ._frames import FrameReader, _MalformedMessage, write_frame
@@ -97,6 +98,9 @@ class Loaded:
     fixed_boundaries: bool
     writes_prefill_checkpoints: bool
     keeps_decode_checkpoints: bool
+    keeps_declared_checkpoints: bool
+    # The finishes on which the engine publishes decode checkpoints (none when it keeps none).
+    decode_checkpoint_finishes: frozenset[FinishReason]
 
 
 def _load_failure(fields: object) -> PolicyError:
@@ -118,7 +122,14 @@ def read_loaded(message: object) -> Loaded | PolicyError:
     if type(message) is not dict or set(message) != {"loaded"}:
         raise _MalformedMessage("the first message must be loaded or load_failed")
     fields = message["loaded"]
-    keys = {"name", "fixed_boundaries", "writes_prefill_checkpoints", "keeps_decode_checkpoints"}
+    keys = {
+        "name",
+        "fixed_boundaries",
+        "writes_prefill_checkpoints",
+        "keeps_decode_checkpoints",
+        "keeps_declared_checkpoints",
+        "decode_checkpoint_finishes",
+    }
     if type(fields) is not dict or set(fields) != keys:
         raise _MalformedMessage(f"loaded must have exactly {sorted(keys)}")
     name = fields["name"]
@@ -128,7 +139,25 @@ def read_loaded(message: object) -> Loaded | PolicyError:
         fields["fixed_boundaries"],
         fields["writes_prefill_checkpoints"],
         fields["keeps_decode_checkpoints"],
+        fields["keeps_declared_checkpoints"],
     )
     if any(type(flag) is not bool for flag in flags):
         raise _MalformedMessage("the policy's declarations must be bools")
-    return Loaded(name, *flags)
+    return Loaded(name, *flags, _finishes(fields["decode_checkpoint_finishes"], flags[2]))
+
+
+def _finishes(names: object, keeps_decode_checkpoints: bool) -> frozenset[FinishReason]:
+    """The declared finishes: distinct names of :class:`FinishReason`, none without
+    decode checkpoints."""
+    known = {reason.value: reason for reason in FinishReason}
+    if (
+        type(names) is not list
+        or any(type(value) is not str or value not in known for value in names)
+        or len(set(names)) != len(names)
+    ):
+        raise _MalformedMessage(
+            f"decode_checkpoint_finishes must be a list of distinct names from {sorted(known)}"
+        )
+    if names and not keeps_decode_checkpoints:
+        raise _MalformedMessage("decode_checkpoint_finishes without keeps_decode_checkpoints")
+    return frozenset(known[value] for value in names)

@@ -92,6 +92,8 @@ class RemotePolicy:
         self.fixed_boundaries = loaded.fixed_boundaries
         self.writes_prefill_checkpoints = loaded.writes_prefill_checkpoints
         self.keeps_decode_checkpoints = loaded.keeps_decode_checkpoints
+        self.keeps_declared_checkpoints = loaded.keeps_declared_checkpoints
+        self.decode_checkpoint_finishes = loaded.decode_checkpoint_finishes
         self._worker, self._limits = worker, limits
         # The hard limit: an example the deadline found running may finish by then.
         self._hard = deadline + limits.call_seconds + GRACE

@@ -107,6 +107,8 @@ def _load(spec: str) -> tuple[Policy, dict[str, Any]]:
         "fixed_boundaries": checked.fixed_boundaries is True,
         "writes_prefill_checkpoints": checked.writes_prefill_checkpoints is True,
         "keeps_decode_checkpoints": checked.keeps_decode_checkpoints is True,
+        "keeps_declared_checkpoints": checked.keeps_declared_checkpoints is True,
+        "decode_checkpoint_finishes": sorted(r.value for r in checked.decode_checkpoint_finishes),
     }
     return policy, loaded
 

@@ -7,10 +7,14 @@ import time
 import pytest
 
 from junction.core import GroupSpec, HybridGeometry
+from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import Request
 from junction.reference.harness import Verdict, run_conformance
 from junction.reference.isolation import Limits, RemotePolicy, remote_policy
+from junction.reference.isolation._connection import read_loaded
+from junction.reference.isolation._frames import _MalformedMessage
+from junction.reference.policies import resolve_policy
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
 
@@ -34,6 +38,48 @@ def test_the_worker_asks_the_optional_prefill_checkpoint_question() -> None:
     with remote_policy("junction", limits, time.monotonic() + 30) as plain:
         assert isinstance(plain, RemotePolicy)
         assert not CheckedPolicy(plain).writes_prefill_checkpoints
+
+
+@pytest.mark.parametrize("spec", ["junction", "junction+decode", "vllm-pr50551", "vllm-0.33"])
+def test_the_next_turn_declarations_cross_the_wire(spec: str) -> None:
+    # The promises 9 and 10 a policy makes, and the finishes it publishes on, are
+    # what an isolated run judges: each as the policy declares it in this process.
+    direct = CheckedPolicy(resolve_policy(spec))
+    with remote_policy(spec, Limits(30.0, 10.0), time.monotonic() + 30) as remote:
+        watched = CheckedPolicy(remote)
+        for declaration in (
+            "keeps_decode_checkpoints",
+            "keeps_declared_checkpoints",
+            "decode_checkpoint_finishes",
+        ):
+            assert getattr(watched, declaration) == getattr(direct, declaration), declaration
+
+
+_LOADED = {
+    "name": "p",
+    "fixed_boundaries": False,
+    "writes_prefill_checkpoints": False,
+    "keeps_decode_checkpoints": True,
+    "keeps_declared_checkpoints": False,
+    "decode_checkpoint_finishes": ["stopped"],
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"decode_checkpoint_finishes": ["stopped", "stopped"]},
+        {"decode_checkpoint_finishes": ["finished"]},
+        {"decode_checkpoint_finishes": "stopped"},
+        {"decode_checkpoint_finishes": [1]},
+        {"keeps_decode_checkpoints": False},  # finishes named without the checkpoints
+        {"keeps_declared_checkpoints": 1},
+    ],
+)
+def test_a_malformed_declaration_from_the_worker_is_refused(change: dict[str, object]) -> None:
+    assert read_loaded({"loaded": _LOADED}).decode_checkpoint_finishes == {FinishReason.STOPPED}
+    with pytest.raises(_MalformedMessage):
+        read_loaded({"loaded": {**_LOADED, **change}})
 
 
 @pytest.mark.parametrize(

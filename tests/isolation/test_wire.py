@@ -184,7 +184,7 @@ class _ScriptedWorker:
 
 def _remote(answer: object) -> tuple[RemotePolicy, _ScriptedWorker]:
     worker = _ScriptedWorker(answer)
-    loaded = Loaded("scripted", False, False, False)
+    loaded = Loaded("scripted", False, False, False, False, frozenset())
     remote = RemotePolicy(worker, loaded, Limits(60.0, 10.0), time.monotonic() + 60)  # type: ignore[arg-type]
     return remote, worker
 
@@ -257,7 +257,7 @@ def test_bool_for_int_and_other_shapes_are_refused(answer: object, problem: str)
         worker.receive = lambda deadline: frames.decode(b'{"id": 1, "value": 8.0}')  # type: ignore[method-assign]
         remote = RemotePolicy(
             worker,  # type: ignore[arg-type]
-            Loaded("scripted", False, False, False),
+            Loaded("scripted", False, False, False, False, frozenset()),
             Limits(60.0, 10.0),
             time.monotonic() + 60,
         )
