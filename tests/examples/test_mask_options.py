@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-from junction.core import GroupSpec, OffGridInterval, mask_plan, reachable_block_mask
+from junction.core import GroupSpec, MaskPlan, OffGridInterval, mask_plan, reachable_block_mask
 
 FLOORED = OffGridInterval.FLOORED_INTERVAL
 
@@ -71,6 +71,15 @@ def test_when_off_grid_segment_ends_keep_every_block() -> None:
     assert mask_plan(2, GroupSpec.mamba(4), False, 3) is None
     assert mask_plan(2, GroupSpec.mamba(4), False, 5) is not None
     assert mask_plan(8, GroupSpec.mamba(4), False, 3) is not None  # B | A, A > B
+
+
+def test_an_interval_on_the_grid_is_planned_as_periodic_runs() -> None:
+    # R = 8, a multiple of A = 4 and of B = 2: a segment ends every 4 blocks, so
+    # the plan is periodic (segment 0), not the off-grid form's segment ends,
+    # which batched kernels answer only where end_block * B + A + R fits int64.
+    window = GroupSpec.sliding_window(2, 3)  # need 1
+    assert mask_plan(4, window, False, 8) == MaskPlan(4, 1, 0, 2, 4, True, 0, True)
+    assert mask_plan(4, GroupSpec.mamba(2), False, 8) == MaskPlan(4, 1, 0, 2, 4, True)
 
 
 def _floored_restatement(
