@@ -23,6 +23,7 @@ from junction.core import (
     next_grid_point,
     prefill_end,
     promised_positions,
+    promised_stop,
     reachable_boundaries,
     reconcile_hits,
     segment_boundaries,
@@ -174,6 +175,12 @@ def test_a_promised_position_at_the_chunk_start_is_not_its_stop() -> None:
         checkpoint_stop(geometry, start=4, end=12, num_prompt_tokens=20, shared_prefix_boundary=4)
         == 12
     )
+
+
+def test_a_boundary_at_zero_is_accepted_and_never_a_stop() -> None:
+    # Boundaries are ints >= 0; 0 lies inside no chunk (start >= 0), so the stop is the end.
+    geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
+    assert promised_stop(geometry, (0,), start=0, end=12) == 12
 
 
 def test_mask_plan_takes_the_off_grid_interval_form_it_is_given() -> None:
