@@ -19,7 +19,7 @@ import runpy
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 __all__ = [
     "BENCHMARKS",
@@ -183,7 +183,15 @@ def _load(command: Command, parser: argparse.ArgumentParser, path: str) -> Any:
         )
 
 
-class _Subcommand(argparse.ArgumentParser):
+class _Parser(argparse.ArgumentParser):
+    """A parser whose refusal is one line: a bad argument or input is named by
+    its message, and the usage is a ``--help`` away, not printed above it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class _Subcommand(_Parser):
     """A subcommand's parser: its options are declared the first time it is used."""
 
     def __init__(self, *args: object, command: Command | None = None, **kwargs: object) -> None:
@@ -229,7 +237,7 @@ def _subcommands(parser: argparse.ArgumentParser, rows: Sequence[Command | Group
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole tree; no subcommand's options are declared until it is parsed."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Junction: the retention decisions of hybrid-model prefix caches. "
         f"`{PROG} SUBCOMMAND --help` for a subcommand's options.",
