@@ -206,3 +206,31 @@ def test_the_console_script_runs_a_benchmark_from_any_folder(tmp_path: Path) -> 
 def test_bench_knows_every_benchmark_of_the_checkout() -> None:
     files = {p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py")}
     assert set(command.BENCHMARKS) == files
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["nosuch"],
+        ["fuzz", "--seconds", "x"],
+        ["simulate", "--trace", "{bad}"],
+        ["sweep", "--trace", "{bad}"],
+        ["hbm", "--trace", "{bad}", "--model", "llama-3.1-8b"],
+        ["replay", "{bad}"],
+    ],
+)
+def test_a_refused_argument_or_input_is_one_line(argv: list[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{bad\n")
+    argv = [str(bad) if a == "{bad}" else a for a in argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "junction", *argv],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and ": error: " in done.stderr, done.stderr
