@@ -11,10 +11,14 @@ import pickle
 import subprocess
 import sys
 
+import pytest
+
 from junction.core import (
     ChunkSplitter,
+    GroupMask,
     GroupSpec,
     HybridGeometry,
+    InvalidArgument,
     OffGridInterval,
     checkpoint_stop,
     group_finder,
@@ -181,6 +185,16 @@ def test_a_boundary_at_zero_is_accepted_and_never_a_stop() -> None:
     # Boundaries are ints >= 0; 0 lies inside no chunk (start >= 0), so the stop is the end.
     geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4)
     assert promised_stop(geometry, (0,), start=0, end=12) == 12
+
+
+def test_a_mask_too_long_for_a_list_names_its_start_in_the_rule() -> None:
+    # Both paths: a Mamba group under R = 0 (one block per boundary) and under R = 8.
+    most = sys.maxsize // 8
+    for interval in (0, 8):
+        with pytest.raises(InvalidArgument) as info:
+            GroupMask(4, GroupSpec.mamba(4), False, interval).reachable_block_mask(7, 8 + most)
+        rule = f"must be <= start_block (7) + {most}: no list holds a longer mask"
+        assert info.value.rule == rule
 
 
 def test_mask_plan_takes_the_off_grid_interval_form_it_is_given() -> None:
