@@ -26,7 +26,7 @@ class Ended:
 
     @property
     def last_line(self) -> str:
-        """Standard error's last line: the one-line message (argparse puts its usage first)."""
+        """Standard error's last line: the one-line message."""
         return self.err.strip().splitlines()[-1]
 
 

@@ -162,13 +162,23 @@ def test_a_subcommand_runs_with_the_rest_of_the_line() -> None:
         (["bench", "nosuch"], "junction bench: error: argument NAME: invalid choice: 'nosuch'"),
         ([], "junction: error: the following arguments are required: SUBCOMMAND"),
         (["hbm", "--hbm", "8"], "junction hbm: error: --hbm needs --model or --model-config"),
+        (["fuzz", "--seconds", "x"], "junction fuzz: error: argument --seconds: "),
+        (["simulate", "--trace", "{bad}"], "junction simulate: error: --trace: "),
+        (["sweep", "--trace", "{bad}"], "junction sweep: error: --trace: "),
+        (["hbm", "--trace", "{bad}", "--model", "llama-3.1-8b"], "junction hbm: error: --trace"),
+        (["replay", "{bad}"], "junction replay: error: "),
     ],
 )
 def test_a_usage_error_exits_2_with_one_line_naming_the_subcommand(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A refused argument or input is the one line, no usage printed above it.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{bad\n")
+    argv = [str(bad) if a == "{bad}" else a for a in argv]
     ended = run_in_process(command.dispatch, argv, capsys)
     assert ended.code == 2 and ended.last_line.startswith(message)
+    assert len(ended.err.strip().splitlines()) == 1, ended.err
 
 
 def test_replay_reaches_the_reference_command(
@@ -206,31 +216,3 @@ def test_the_console_script_runs_a_benchmark_from_any_folder(tmp_path: Path) -> 
 def test_bench_knows_every_benchmark_of_the_checkout() -> None:
     files = {p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py")}
     assert set(command.BENCHMARKS) == files
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["nosuch"],
-        ["fuzz", "--seconds", "x"],
-        ["simulate", "--trace", "{bad}"],
-        ["sweep", "--trace", "{bad}"],
-        ["hbm", "--trace", "{bad}", "--model", "llama-3.1-8b"],
-        ["replay", "{bad}"],
-    ],
-)
-def test_a_refused_argument_or_input_is_one_line(argv: list[str], tmp_path: Path) -> None:
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("{bad\n")
-    argv = [str(bad) if a == "{bad}" else a for a in argv]
-    done = subprocess.run(
-        [sys.executable, "-m", "junction", *argv],
-        cwd=tmp_path,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
-    assert len(done.stderr.splitlines()) == 1 and ": error: " in done.stderr, done.stderr
