@@ -320,8 +320,9 @@ def _bind(coordinator: Any) -> _BoundLookup:
     and attention groups, its hash unit, partial hits and scheduler block) is
     still its own; else looked up by what it is built from, built (and
     validated) on the configuration's first lookup. The kept one is the
-    common call's: one ``dict.get`` and a tuple compared by identity, where
-    the key is three maps over the groups."""
+    common call's: one ``dict.get`` and a tuple compared (its parts are the
+    same objects: each found equal at once), where the key is three maps
+    over the groups."""
     sources = (
         coordinator.kv_cache_config,
         coordinator.single_type_managers,
