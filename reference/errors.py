@@ -12,9 +12,10 @@ message.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable, Collection, Sized
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -25,6 +26,7 @@ __all__ = [
     "Validator",
     "int_at_least",
     "int_between",
+    "member",
     "non_empty",
     "number_between",
     "of_type",
@@ -32,6 +34,7 @@ __all__ = [
 ]
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+E = TypeVar("E", bound=enum.Enum)
 
 
 class PoolExhausted(JunctionError, RuntimeError):
@@ -80,6 +83,18 @@ def number_between(
             raise InvalidArgument(attribute.name, value, rule)
 
     return validate
+
+
+def member(kind: type[E], argument: str, value: E | str) -> E:
+    """``value`` as a member of ``kind`` (itself, or its value); :class:`InvalidArgument`
+    naming ``argument`` and the choices otherwise."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(choice.value) for choice in kind)
+        raise InvalidArgument(argument, value, f"must be one of {choices}") from None
 
 
 def one_of(choices: Collection[object]) -> Validator:

@@ -13,7 +13,8 @@ import enum
 
 import attrs
 
-from junction.core import HybridGeometry, InvalidArgument
+from junction.core import HybridGeometry
+from junction.reference.errors import member
 
 __all__ = ["Promise", "Retention"]
 
@@ -43,13 +44,7 @@ class Promise(enum.Enum):
     @classmethod
     def named(cls, name: str | Promise) -> Promise:
         """The promise called ``name``; ``ValueError`` naming the choices otherwise."""
-        if isinstance(name, Promise):
-            return name
-        try:
-            return cls(name)
-        except ValueError:
-            choices = ", ".join(p.value for p in cls)
-            raise InvalidArgument("promise", name, f"must be one of {choices}") from None
+        return member(cls, "promise", name)
 
     @property
     def number(self) -> int:

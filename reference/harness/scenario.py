@@ -14,7 +14,7 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.finish import DEFAULT_FINISH, FinishReason
-from junction.reference.errors import int_at_least
+from junction.reference.errors import int_at_least, member
 
 from .promise import Promise
 
@@ -34,13 +34,7 @@ def _promise(name: Promise | str) -> Promise:
 
 
 def _finish(name: FinishReason | str) -> FinishReason:
-    if isinstance(name, FinishReason):
-        return name
-    try:
-        return FinishReason(name)
-    except ValueError:
-        choices = ", ".join(r.value for r in FinishReason)
-        raise InvalidArgument("finish", name, f"must be one of {choices}") from None
+    return member(FinishReason, "finish", name)
 
 
 @attrs.frozen
