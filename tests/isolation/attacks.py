@@ -69,6 +69,7 @@ status = open("/proc/self/status").read()
 fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
 log(
     attack="limits",
+    pid=os.getpid(),  # 1 where the policy is its own PID namespace's init
     no_new_privs=fields.get("NoNewPrivs", "").strip(),
     capabilities=fields.get("CapEff", "").strip(),
     open_files=resource.getrlimit(resource.RLIMIT_NOFILE)[0],

@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,12 +36,34 @@ pytestmark = [
 ]
 
 
-def _fuzz(*argv: str) -> tuple[int, str, str]:
+# A caller whose kernel gives it no user namespace (docs/fuzzing.md's third column):
+# as uid 1000 without capabilities, in a namespace allowed no namespace below it.
+NO_NAMESPACES = (
+    "unshare", "--user", "--map-root-user", "--",
+    "sh", "-c", 'echo 1 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh",
+    "unshare", "--user", "--map-user=1000", "--map-group=1000", "--",
+)  # fmt: skip
+
+
+def _without_namespaces() -> tuple[str, ...]:
+    """:data:`NO_NAMESPACES`, once seen to refuse a namespace; skip where it cannot be set up."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no util-linux unshare to take user namespaces away")
+    probe = [*NO_NAMESPACES, "sh", "-c", "id -u; unshare --user true"]
+    done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    if done.stdout.split() != ["1000"] or "unshare failed" not in done.stderr:
+        pytest.skip(f"cannot take user namespaces away here: {done.stderr.strip()[-200:]}")
+    if _landlock_abi() < 6:  # docs/fuzzing.md: SIGSTOP is contained there by Landlock alone
+        pytest.skip("Landlock below ABI 6: a stopped parent is not contained without namespaces")
+    return NO_NAMESPACES
+
+
+def _fuzz(*argv: str, wrapper: tuple[str, ...] = ()) -> tuple[int, str, str]:
     limit = SECONDS + CALL_SECONDS + SLACK
     started = time.monotonic()
     limits = ["--seconds", str(SECONDS), "--call-seconds", str(CALL_SECONDS)]
     done = subprocess.run(
-        [sys.executable, "-m", "junction", "fuzz", *limits, "--promise", "replay", *argv],
+        [*wrapper, sys.executable, "-m", "junction", "fuzz", *limits, "--promise", "replay", *argv],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},  # the caller's own path only
         capture_output=True,  # a child holding the output open blocks this
@@ -67,9 +90,11 @@ def _landlock_abi() -> int:
     return int(libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
 
 
+@pytest.mark.parametrize("namespaces", ["allowed", "unavailable"])
 def test_a_policy_that_attacks_its_parent_still_fails_and_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    namespaces: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    wrapper = _without_namespaces() if namespaces == "unavailable" else ()
     policies = tmp_path / "policies"
     policies.mkdir()
     (policies / "attacker.py").write_text(attacks.ATTACKER, encoding="utf-8")
@@ -80,8 +105,9 @@ def test_a_policy_that_attacks_its_parent_still_fails_and_leaves_nothing(
     monkeypatch.setenv("ATTACK_OUTSIDE", str(outside))
     try:
         code, out, _ = _fuzz(
-            "--policy", "attacker:Policy", "--policy-path", str(policies), "--json", str(report)
-        )
+            "--policy", "attacker:Policy", "--policy-path", str(policies), "--json", str(report),
+            wrapper=wrapper,
+        )  # fmt: skip
         assert code == 1, out
         time.sleep(2)  # an escapee that survived rewrites the report by now
         assert json.loads(report.read_text())["passed"] is False
@@ -101,6 +127,8 @@ def test_a_policy_that_attacks_its_parent_still_fails_and_leaves_nothing(
     assert limits["no_new_privs"] == "1" and int(limits["capabilities"], 16) == 0, limits
     assert 0 < limits["open_files"] <= 256 and limits["address_space"] > 0, limits
     assert limits["cpu"] > 0, limits
+    if wrapper:  # contained above without a namespace of its own
+        assert limits["pid"] != 1, limits
 
 
 def test_modules_planted_beside_the_policy_run_in_the_worker_only(tmp_path: Path) -> None:
