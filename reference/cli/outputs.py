@@ -8,12 +8,12 @@ same output is refused (its file created ``O_EXCL|O_NOFOLLOW`` in the shared
 temporary folder, never through a planted link, and removed when released).
 :func:`commit` writes the whole set after the work: every file rendered,
 written to a temporary file beside its target, then all moved into place
-(:func:`commit_files`: in several folders, every one staged before any
-move); a failure leaves the previous set, and files of the set not produced
-this time are removed. :func:`rewrite` does the same for a file edited in
-place; :func:`write_set` is :func:`commit` as a command's last step.
-A journal makes a set one unit even against a kill
-(docs/design/output-sets.md).
+(:func:`commit_files`: in several folders, every one staged and journalled,
+then one decision file, before any move); a failure leaves the previous set,
+and files of the set not produced this time are removed. :func:`rewrite`
+does the same for a file edited in place; :func:`write_set` is
+:func:`commit` as a command's last step. A journal makes a set one unit
+even against a kill (docs/design/output-sets.md).
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,7 @@ class OutputError(JunctionError):
 
 
 JOURNAL_PREFIX = ".junction-commit-"  # a set's journal: this, its names' digest, ".json"
+DECISION_PREFIX = ".junction-decided-"  # a set over several folders: committed once present
 # output (real path) -> the descriptor holding its lock, and the lock file
 _held: dict[str, tuple[int, Path]] = {}
 
@@ -161,33 +161,56 @@ def _journal(folder: Path, names: Iterable[str]) -> Path:
     return folder / f"{JOURNAL_PREFIX}{digest}.json"
 
 
+def _decision(folder: Path) -> Path:
+    """A new decision file's path: a set spanning folders is committed once it exists."""
+    return folder / f"{DECISION_PREFIX}{secrets.token_hex(6)}.json"
+
+
 def _finish_journal(folder: Path) -> None:
-    """Complete the moves killed commits into ``folder`` left in their journals."""
+    """Complete the moves killed commits into ``folder`` left in their journals; undo a
+    journal whose set's decision was never written; drop decisions no journal needs."""
     with contextlib.suppress(OSError):
-        journals = [e.path for e in os.scandir(folder) if _JOURNAL_NAME.fullmatch(e.name)]
-        for journal in map(Path, journals):
-            try:
-                moves = json.loads(journal.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                moves = None
-            if type(moves) is dict:
-                for temp, target in moves.get("moves", []):
+        entries = list(os.scandir(folder))
+        for journal in (Path(e.path) for e in entries if _JOURNAL_NAME.fullmatch(e.name)):
+            record = _read_json(journal)
+            moves = record.get("moves", [])
+            decided = record.get("decision")
+            if isinstance(decided, str) and not Path(decided).exists():
+                for temp, _ in moves:  # killed before the set was decided: undone
+                    (folder / Path(temp).name).unlink(missing_ok=True)
+            else:
+                for temp, target in moves:
                     source = folder / Path(temp).name
                     if source.exists():
                         os.replace(source, folder / Path(target).name)
-                for name in moves.get("stale", []):
+                for name in record.get("stale", []):
                     (folder / Path(name).name).unlink(missing_ok=True)
             journal.unlink(missing_ok=True)
+        for decision in (Path(e.path) for e in entries if _DECISION_NAME.fullmatch(e.name)):
+            journals = _read_json(decision).get("journals", [])
+            if not any(Path(j).exists() for j in journals if isinstance(j, str)):
+                decision.unlink(missing_ok=True)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A journal's or decision's record; an unreadable one is empty (nothing to redo)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if type(record) is dict else {}
 
 
 _JOURNAL_NAME = re.compile(rf"{re.escape(JOURNAL_PREFIX)}[0-9a-f]{{12}}\.json")
+_DECISION_NAME = re.compile(rf"{re.escape(DECISION_PREFIX)}[0-9a-f]{{12}}\.json")
 
 
 def _remove_leftovers(folder: Path, names: Iterable[str], keep: set[Path]) -> None:
     """Remove this module's temporary files for ``names`` and for any journal (a killed
     run's), but ``keep``."""
     patterns = [re.compile(rf"\.{re.escape(n)}\.[0-9a-f]{{8}}\.tmp") for n in names]
-    patterns.append(re.compile(rf"\.{_JOURNAL_NAME.pattern}\.[0-9a-f]{{8}}\.tmp"))
+    for name in (_JOURNAL_NAME, _DECISION_NAME):
+        patterns.append(re.compile(rf"\.{name.pattern}\.[0-9a-f]{{8}}\.tmp"))
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             if any(p.fullmatch(entry.name) for p in patterns) and Path(entry.path) not in keep:
@@ -253,60 +276,76 @@ def _temporary(target: Path) -> Path:
     return temp
 
 
-@contextmanager
-def _staged(folder: Path, stale: Iterable[str] = ()) -> Iterator[Callable[[Path], Path]]:
-    """Yield ``stage(target) -> temporary file``; on a clean exit move every one into place.
+class _Staging:
+    """One folder's part of a set: files staged beside their targets, a journal, the moves.
 
-    ``folder`` (and its missing parents) is created first, a half-done commit
-    a killed run left there is finished, and this module's leftovers are
-    removed. On any failure before the journal is written the temporary
-    files and the folders created are removed and an ``OSError`` becomes an
-    :class:`OutputError`; nothing is moved. After it, the moves and the
-    removal of the ``stale`` names happen, then the journal goes.
+    :meth:`open` creates the folder (and its missing parents), finishes a
+    commit a killed run left there and yields temporary files to
+    :meth:`stage`; :meth:`prepare` writes the journal (naming the set's
+    ``decision`` file when the set spans several folders); :meth:`move` puts
+    every file in place, removes the ``stale`` names, then the journal.
+    :meth:`abort`, before any move, removes what was staged and the folders
+    created. A failure names the folder, or the file being written.
     """
-    missing = [p for p in (folder, *folder.parents) if not p.exists()]
-    temps: dict[Path, Path] = {}
-    writing = [folder]  # what a failure names: the folder, then the file being written
 
-    def stage(target: Path) -> Path:
-        writing[0] = target
-        temps[target] = _temporary(target)
-        return temps[target]
+    def __init__(self, folder: Path, stale: Iterable[str]) -> None:
+        self.folder, self.stale = folder, list(stale)
+        self.missing = [p for p in (folder, *folder.parents) if not p.exists()]
+        self.temps: dict[Path, Path] = {}
+        self.writing = folder
+        self.journal: Path | None = None
 
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _finish_journal(folder)
-        yield stage
-        for target in temps:  # turned into a folder while the run went on
+    def open(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        _finish_journal(self.folder)
+
+    def stage(self, target: Path) -> Path:
+        self.writing = target
+        self.temps[target] = _temporary(target)
+        return self.temps[target]
+
+    def prepare(self, decision: Path | None) -> None:
+        for target in self.temps:  # turned into a folder while the run went on
             if target.is_dir():
-                writing[0] = target
+                self.writing = target
                 raise IsADirectoryError(errno.EISDIR, "it is a folder now, not a file")
-        _remove_leftovers(folder, [target.name for target in temps], set(temps.values()))
-        journal = _journal(folder, [target.name for target in temps])
-        record: dict[str, list[Any]] = {
-            "moves": [[t.name, target.name] for target, t in temps.items()]
+        names = [target.name for target in self.temps]
+        _remove_leftovers(self.folder, names, set(self.temps.values()))
+        record: dict[str, Any] = {
+            "moves": [[t.name, target.name] for target, t in self.temps.items()],
+            "stale": self.stale,
         }
-        record["stale"] = list(stale)
-        staged = _temporary(journal)
-        staged.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(staged, journal)  # from here on the set is committed: a kill is redone
-    except BaseException as error:
-        for temp in temps.values():
+        if decision is not None:
+            record["decision"] = str(decision)
+        self.writing = _journal(self.folder, names)
+        _write_atomically(self.writing, json.dumps(record))
+        self.journal = self.writing  # one folder: from here on a kill is redone
+
+    def abort(self) -> None:
+        for temp in self.temps.values():
             temp.unlink(missing_ok=True)
-        for made in missing:  # innermost first
+        if self.journal is not None:
+            self.journal.unlink(missing_ok=True)
+        for made in self.missing:  # innermost first
             if made.exists():
                 made.rmdir()
-        if isinstance(error, OSError):
-            raise OutputError(f"cannot write {writing[0]}: {error.strerror or error}") from None
-        raise
-    for target, temp in temps.items():
-        try:
-            os.replace(temp, target)
-        except OSError as error:  # the journal finishes it at the next commit here
-            raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
-    for name in stale:
-        (folder / name).unlink(missing_ok=True)
-    journal.unlink(missing_ok=True)
+
+    def move(self) -> None:
+        for target, temp in self.temps.items():
+            try:
+                os.replace(temp, target)
+            except OSError as error:  # the journal finishes it at the next commit here
+                raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
+        for name in self.stale:
+            (self.folder / name).unlink(missing_ok=True)
+        if self.journal is not None:
+            self.journal.unlink(missing_ok=True)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    staged = _temporary(path)
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, path)
 
 
 def commit(folder: Path, files: Mapping[str, bytes], stale: Iterable[str] = ()) -> list[Path]:
@@ -333,21 +372,47 @@ def commit_files(files: Mapping[Path, bytes]) -> list[Path]:
 
 
 def _commit(sets: Mapping[Path, tuple[Mapping[str, bytes], list[str]]]) -> list[Path]:
-    """Each folder's files and stale names, staged in every folder before any move."""
+    """Each folder's files and stale names, staged and journalled in every folder before
+    any move; several folders are one set by a decision file in the first (a kill before
+    it undoes every folder's part at its next commit, a kill after it redoes them)."""
     keys = [
         k for folder, (files, _) in sets.items() for k in (folder, *(folder / n for n in files))
     ]
+    stagings: list[_Staging] = []
+    decision = None
+    at: _Staging | Path = next(iter(sets))  # what a failure names
     try:
         for folder, (files, _) in sets.items():
             if not any(
                 os.path.realpath(k) in _held for k in (folder, *(folder / n for n in files))
             ):
                 _lock("output", folder)
-        with contextlib.ExitStack() as stack:
+        try:
             for folder, (files, stale) in sets.items():
-                stage = stack.enter_context(_staged(folder, stale))
+                at = _Staging(folder, stale)
+                stagings.append(at)
+                at.open()
                 for name, data in files.items():
-                    stage(folder / name).write_bytes(data)
+                    at.stage(folder / name).write_bytes(data)
+            if len(stagings) > 1:
+                decision = _decision(stagings[0].folder)
+            for at in stagings:
+                at.prepare(decision)
+            if decision is not None:
+                at = decision
+                journals = [str(staging.journal) for staging in stagings]
+                _write_atomically(decision, json.dumps({"journals": journals}))
+        except BaseException as error:
+            for staging in reversed(stagings):
+                staging.abort()
+            if isinstance(error, OSError):
+                named = at.writing if isinstance(at, _Staging) else at
+                raise OutputError(f"cannot write {named}: {error.strerror or error}") from None
+            raise
+        for staging in stagings:
+            staging.move()
+        if decision is not None:
+            decision.unlink(missing_ok=True)
     finally:
         for key in keys:
             _unlock(key)

@@ -123,6 +123,69 @@ def test_a_commit_killed_between_its_moves_is_finished_by_the_next_run(tmp_path:
     assert (out / "run.txt").read_bytes() == b"new text"
 
 
+@pytest.mark.parametrize(
+    ("replaces", "after"),
+    [(2, "old"), (4, "new")],
+    ids=["killed-before-the-decision", "killed-between-the-folders-moves"],
+)
+def test_a_set_over_two_folders_killed_mid_commit_ends_old_or_new_in_both(
+    replaces: int, after: str, tmp_path: Path
+) -> None:
+    # os.replace's order: the journal in each folder, the decision, then each folder's move.
+    json_file, plot = tmp_path / "a" / "curve.json", tmp_path / "b" / "curve.png"
+    for path in (json_file, plot):
+        path.parent.mkdir()
+        path.write_bytes(b"old")
+    killed = _python(
+        f"""
+        import os
+        from pathlib import Path
+        from junction.reference.cli import outputs
+        done = []
+        real = os.replace
+        def replace(source, target):
+            real(source, target)
+            done.append(target)
+            if len(done) == {replaces}:
+                os._exit(9)  # as SIGKILL would: nothing after this runs
+        os.replace = replace
+        outputs.commit_files({{Path({str(json_file)!r}): b"new", Path({str(plot)!r}): b"new"}})
+        """
+    )
+    killed.communicate(timeout=60)
+    assert killed.returncode == 9
+    outputs.check_file("--plot", plot)  # the next runs, the second folder first
+    outputs.check_file("--json", json_file)
+    assert (json_file.read_bytes(), plot.read_bytes()) == (after.encode(), after.encode())
+    assert sorted(p.name for p in tmp_path.glob("*/*")) == ["curve.json", "curve.png"]
+    assert sorted(p.name for p in tmp_path.glob("*/.*")) == []  # no journal, decision, temp
+
+
+@pytest.mark.parametrize("failing", ["curve.json", "curve.png"])
+def test_a_set_over_two_folders_whose_journal_fails_in_either_moves_nothing(
+    failing: str, tmp_path: Path
+) -> None:
+    json_file, plot = tmp_path / "a" / "curve.json", tmp_path / "b" / "curve.png"
+    target = json_file if failing == json_file.name else plot
+    for path in (json_file, plot):
+        path.parent.mkdir()
+        path.write_bytes(b"old")
+    real = outputs._journal
+
+    def journal(folder: Path, names: list[str]) -> Path:
+        if folder == target.parent:  # this folder's journal cannot be written
+            raise OSError(28, "No space left on device")
+        return real(folder, names)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(outputs, "_journal", journal)
+        with pytest.raises(outputs.OutputError, match=f"cannot write {target}: No space"):
+            outputs.commit_files({json_file: b"new", plot: b"new"})
+    assert (json_file.read_bytes(), plot.read_bytes()) == (b"old", b"old")
+    assert sorted(p.name for p in tmp_path.glob("*/*")) == ["curve.json", "curve.png"]
+    assert sorted(p.name for p in tmp_path.glob("*/.*")) == []
+
+
 def test_leftover_temporary_files_of_a_killed_run_are_removed(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
