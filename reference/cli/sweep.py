@@ -39,6 +39,7 @@ from junction.reference.simulator.parallel import (
     RunSpec,
     TraceSource,
     WorkloadSource,
+    ray_endpoint,
     run_all,
     workers,
 )
@@ -58,6 +59,16 @@ __all__ = ["add_options", "run", "sweep_specs"]
 
 JSON, TEXT = "sweep.json", "sweep.txt"
 DEFAULT_INTERVALS = (0, 256)
+
+
+def _ray_address(text: str) -> str:
+    """``--ray``'s value, its form checked while the arguments are read (before any work)."""
+    if text != "auto":
+        try:
+            ray_endpoint(text)
+        except RayUnreachable as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +101,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     options.add_jobs(where, default=None)
     where.add_argument(
         "--ray",
+        type=_ray_address,
         metavar="ADDRESS|auto",
         help="run on the Ray cluster at HOST:PORT or ray://HOST:PORT; auto: a local Ray "
         "(the cluster running here, or a new one); needs the ray extra",

@@ -52,6 +52,7 @@ __all__ = [
     "TraceSource",
     "WorkloadSource",
     "load_workload",
+    "ray_endpoint",
     "run_all",
     "run_spec",
     "workers",
@@ -285,8 +286,9 @@ def _in_processes(
     return [result for result in results if result is not None]
 
 
-def _check_reachable(address: str) -> None:
-    """Raise :class:`RayUnreachable` unless something accepts a connection at ``address``."""
+def ray_endpoint(address: str) -> tuple[str, int]:
+    """The host and port of a Ray ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``);
+    :class:`RayUnreachable` when it has neither, so a command refuses it before any work."""
     try:
         split = urlsplit(address if "://" in address else f"ray://{address}")
         host, port = split.hostname, split.port
@@ -294,6 +296,12 @@ def _check_reachable(address: str) -> None:
         host, port = None, None
     if not host or port is None:
         raise RayUnreachable(f"{address!r} is not HOST:PORT, ray://HOST:PORT or auto")
+    return host, port
+
+
+def _check_reachable(address: str) -> None:
+    """Raise :class:`RayUnreachable` unless something accepts a connection at ``address``."""
+    host, port = ray_endpoint(address)
     try:
         with socket.create_connection((host, port), timeout=CONNECT_SECONDS):
             pass
