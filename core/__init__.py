@@ -8,7 +8,8 @@ relative imports only: copy this package into an engine unchanged.
 * Decision 2, chunk stop point: :func:`mamba_block_aligned_split`.
 * Decision 3, reachable-block mask: :func:`reachable_block_mask`.
 * The one source of truth behind all three: :func:`promised_positions`,
-  :func:`checkpoint_stop` and :func:`decode_checkpoint`.
+  :func:`checkpoint_stop` and :func:`decode_checkpoint` (with
+  :func:`decode_step_state` under speculative decode steps).
 
 Invalid input raises :class:`InvalidArgument` naming the argument, the value
 and the rule; it derives from :class:`JunctionError`, the root of every error
@@ -19,8 +20,10 @@ is fixed once (docs/design/bound-calls.md).
 
 from .boundaries import reachable_boundaries, replay_boundary
 from .checkpoints import (
+    CrossedGridPoints,
     checkpoint_stop,
     decode_checkpoint,
+    decode_step_state,
     promised_positions,
     promised_stop,
     segment_boundaries,
@@ -48,6 +51,7 @@ from .split import (
 
 __all__ = [
     "ChunkSplitter",
+    "CrossedGridPoints",
     "Finder",
     "GroupKind",
     "GroupLookup",
@@ -64,6 +68,7 @@ __all__ = [
     "cdiv",
     "checkpoint_stop",
     "decode_checkpoint",
+    "decode_step_state",
     "floor_to",
     "group_finder",
     "last_cacheable_position",

@@ -9,11 +9,16 @@ decode checkpoint (where the next turn resumes). The mask keeps what these
 need, and :func:`checkpoint_stop` makes the split stop at every one of them,
 so a promised Mamba state is always materialised
 (docs/design/checkpoint-stops.md). :func:`promised_stop` is the same rule on
-boundaries the caller holds already.
+boundaries the caller holds already. Under speculative decoding a step
+computes several tokens, and whether a Mamba block end crossed inside a step
+holds a state is the engine's (:class:`CrossedGridPoints`):
+:func:`decode_step_state` names the state a step leaves, and
+:func:`decode_checkpoint` takes the states written.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 
 from .boundaries import reachable_boundaries
@@ -21,7 +26,31 @@ from .errors import InvalidArgument, int_error, require_int
 from .geometry import GroupKind, HybridGeometry
 from .grid import floor_to, next_grid_point
 
-__all__ = ["checkpoint_stop", "decode_checkpoint", "promised_positions", "promised_stop"]
+__all__ = [
+    "CrossedGridPoints",
+    "checkpoint_stop",
+    "decode_checkpoint",
+    "decode_step_state",
+    "promised_positions",
+    "promised_stop",
+]
+
+
+class CrossedGridPoints(enum.Enum):
+    """What an engine keeps of a Mamba block end that a speculative decode step
+    passes without ending there (a step verifies several draft tokens and
+    accepts some; the value is its name in JSON).
+
+    ``CAPTURED``: the step writes the state at the deepest Mamba block end it
+    reaches, one per group (vLLM 0.33.0's ``postprocess_mamba`` copies the
+    accepted column at ``floor_B(new computed)``; SGLang #30437 scatters the
+    crossing state after verify). ``UNCACHED``: only the state at a step's end
+    exists; a block end crossed inside it stays uncached (tokenspeed #1584,
+    #1597). With one token a step both keep every block end.
+    """
+
+    CAPTURED = "captured"
+    UNCACHED = "uncached"
 
 
 def _boundaries(
@@ -73,7 +102,13 @@ def promised_positions(
     return tuple(sorted(positions))
 
 
-def decode_checkpoint(geometry: HybridGeometry, finished_tokens: int) -> int:
+def decode_checkpoint(
+    geometry: HybridGeometry,
+    finished_tokens: int,
+    *,
+    states_from: int | None = None,
+    written_states: Iterable[int] = (),
+) -> int:
     """The deepest position the next turn can resume at, on the hit grid (0: none).
 
     A request that finished with ``N`` tokens (prompt and answer) computed
@@ -82,24 +117,82 @@ def decode_checkpoint(geometry: HybridGeometry, finished_tokens: int) -> int:
     only blocks the request filled: ``floor_B(c)`` tokens. An EAGLE group's
     lookup also matches its drop past the hit (full attention ``min(A, B)``,
     a sliding window one block; Mamba, whose state exists at every decode
-    position, neither). So the follow-up resumes at most at
-    ``floor_G(min(c, min over groups of floor_B(c) - drop))``, and there when
-    every group kept what it reads there. Why per group, not ``c - d`` as the
-    prompt's landings: a finished request holds no block past ``c``, so a
-    group's own block grid cuts first. Raises :class:`InvalidArgument` when
-    ``finished_tokens < 2`` (a prompt token and an answer token).
+    position, neither). So the follow-up lands at most at
+    ``floor_G(min(c, min over groups of floor_B(c) - drop))``, and resumes
+    there when every group kept what it reads there. Why per group, not ``c -
+    d`` as the prompt's landings: a finished request holds no block past
+    ``c``, so a group's own block grid cuts first.
+
+    That is the answer with one token a step, where every grid point reached
+    holds a Mamba state. With ``states_from`` (the computed tokens where the
+    request's decode began, ``<= c``) a Mamba state above it exists only
+    where a step left one (``written_states``, each a
+    :func:`decode_step_state`, 0 for none): the answer is the deepest of
+    them at or below the landing, else ``floor_G(states_from)`` (the
+    prompt's side, kept as without steps). Without a Mamba group the steps
+    change nothing. Raises :class:`InvalidArgument` when ``finished_tokens <
+    2`` (a prompt token and an answer token), ``states_from`` is not in
+    ``[0, c]`` or a written state is not a multiple of the hit grid ``>= 0``.
     """
     computed = require_int("finished_tokens", finished_tokens, 2) - 1
     if not isinstance(geometry, HybridGeometry):
         raise InvalidArgument("geometry", geometry, "must be a HybridGeometry")
     alignment, use_eagle = geometry.alignment_tokens, geometry.use_eagle
     reach = computed
+    mamba = False
     for group in geometry.groups:
         if group.kind is GroupKind.MAMBA:
+            mamba = True
             continue
         drop = group.eagle_drop_tokens(alignment) if group.eagle_lookup(use_eagle) else 0
         reach = min(reach, floor_to(computed, group.block_size) - drop)
-    return floor_to(max(reach, 0), geometry.hit_grid_tokens)
+    grid = geometry.hit_grid_tokens
+    landing = floor_to(max(reach, 0), grid)
+    if states_from is None:
+        return landing
+    require_int("states_from", states_from, 0)
+    if states_from > computed:
+        raise InvalidArgument("states_from", states_from, f"must be <= the {computed} computed")
+    deepest = floor_to(states_from, grid)
+    for index, state in enumerate(written_states):
+        if type(state) is not int or state < 0 or state % grid:
+            rule = f"must be an int >= 0, a multiple of the hit grid ({grid})"
+            raise InvalidArgument(f"written_states[{index}]", state, rule)
+        if deepest < state <= landing:
+            deepest = state
+    return landing if not mamba or landing <= states_from else deepest
+
+
+def decode_step_state(
+    geometry: HybridGeometry, start: int, end: int, crossed: CrossedGridPoints
+) -> int:
+    """The position on the hit grid where a decode step from ``start`` to ``end``
+    computed tokens leaves a state in every Mamba group (0: none).
+
+    Under :attr:`CrossedGridPoints.UNCACHED` a state exists at the step's end
+    only, so ``end`` when it is on the grid. Under ``CAPTURED`` each Mamba
+    group writes its deepest block end in ``(start, end]``; the hit grid's
+    deepest point in it holds every group's state only if no group's capture
+    lies past it (a step crossing two block ends keeps the deeper). Raises
+    :class:`InvalidArgument` when ``start < 0``, ``end <= start`` or
+    ``crossed`` is not a :class:`CrossedGridPoints`.
+    """
+    if not isinstance(geometry, HybridGeometry):
+        raise InvalidArgument("geometry", geometry, "must be a HybridGeometry")
+    require_int("start", start, 0)
+    require_int("end", end, start + 1, "start + 1")
+    if not isinstance(crossed, CrossedGridPoints):
+        raise InvalidArgument("crossed", crossed, "must be a CrossedGridPoints")
+    grid = geometry.hit_grid_tokens
+    if crossed is CrossedGridPoints.UNCACHED:
+        return 0 if end % grid else end
+    position = floor_to(end, grid)
+    if position <= start:
+        return 0
+    for group in geometry.groups:
+        if group.kind is GroupKind.MAMBA and floor_to(end, group.block_size) != position:
+            return 0
+    return position
 
 
 def segment_boundaries(retention_interval: int | None, prefill_end: int) -> range:

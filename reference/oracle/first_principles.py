@@ -14,9 +14,10 @@ first.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 __all__ = [
@@ -414,12 +415,29 @@ def _everything_up_to(
     return held
 
 
+def _decoded_states(block: int, steps: Sequence[int], crossed: str) -> frozenset[int]:
+    """The state blocks a Mamba group of ``block`` holds after decoding in ``steps``:
+    every block end up to ``steps[0]`` (where decode began), then what each step
+    ``(start, end]`` wrote: its deepest block end when crossed ones are
+    ``"captured"``, its end alone (on a block end) when ``"uncached"``."""
+    ends = set(range(block, steps[0] + 1, block))
+    for start, end in itertools.pairwise(steps):
+        deepest = end // block * block
+        if crossed == "captured" and deepest > start:
+            ends.add(deepest)
+        elif crossed == "uncached" and end % block == 0:
+            ends.add(end)
+    return frozenset(end // block - 1 for end in ends)
+
+
 def oracle_decode_checkpoint(
     groups: Sequence[tuple[str, int, int | None, bool]],
     hash_block_size: int,
     alignment_tokens: int,
     use_eagle: bool,
     finished_tokens: int,
+    steps: Sequence[int] | None = None,
+    crossed: str = "captured",
 ) -> int:
     """Where the next turn of a request that finished with ``finished_tokens`` tokens
     resumes, when every group kept everything the request computed (0: nowhere).
@@ -427,15 +445,26 @@ def oracle_decode_checkpoint(
     ``groups``: ``(kind, block_size, window, eagle_group)`` each. The request
     computed every token but the last (sampled, never fed back), so each group
     holds the blocks (Mamba: the states at block ends) that lie whole in the
-    first ``finished_tokens - 1`` tokens. Two follow-ups are looked up, by
-    trying every length: the exact resend (``M = N - 1``, its hashed tokens
-    ``floor_H(N)`` the EAGLE limit) and one with new text after it (hashed
-    further, but resuming no further than the tokens computed: nothing past
-    them was ever computed, even for a group that reads nothing); the deepest
-    hit of the two.
+    first ``finished_tokens - 1`` tokens. With ``steps`` (the computed tokens
+    where decode began, then at the end of each decode step, the last
+    ``finished_tokens - 1``) a Mamba group holds only the states those steps
+    wrote (:func:`_decoded_states`; ``crossed``: ``"captured"`` or
+    ``"uncached"``); without, one token a step. Two follow-ups are looked
+    up, by trying every length: the exact resend (``M = N - 1``, its hashed
+    tokens ``floor_H(N)`` the EAGLE limit) and one with new text after it
+    (hashed further, but resuming no further than the tokens computed:
+    nothing past them was ever computed, even for a group that reads
+    nothing); the deepest hit of the two.
     """
     computed = finished_tokens - 1
     held = _everything_up_to(groups, alignment_tokens, computed, filled_past=False)
+    if steps is not None:
+        held = [
+            replace(g, cached=_decoded_states(g.block_size, steps, crossed))
+            if g.kind == MAMBA
+            else g
+            for g in held
+        ]
     exact_limit = _largest_multiple_at_most(finished_tokens, hash_block_size)
     exact = oracle_reconcile(held, alignment_tokens, use_eagle, computed, exact_limit)[0]
     longer = finished_tokens + 4 * max(alignment_tokens, *(g[1] for g in groups))

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from .core_under_test import (
     ChunkSplitter,
+    CrossedGridPoints,
     GroupKind,
     GroupLookup,
     GroupMask,
@@ -29,6 +30,7 @@ from .core_under_test import (
     PrefillCheckpoints,
     checkpoint_stop,
     decode_checkpoint,
+    decode_step_state,
     group_finder,
     last_cacheable_position,
     mamba_block_aligned_split,
@@ -408,6 +410,34 @@ def test_the_next_turn_options_name_their_rules() -> None:
         (lambda: decode_checkpoint(geometry, 1), "finished_tokens=1: must be >= 2"),
         (
             lambda: decode_checkpoint(None, 5),  # type: ignore[arg-type]
+            "geometry=None: must be a HybridGeometry",
+        ),
+        (
+            lambda: decode_checkpoint(geometry, 9, states_from=9),
+            "states_from=9: must be <= the 8 computed",
+        ),
+        (
+            lambda: decode_checkpoint(geometry, 9, states_from=-1),
+            "states_from=-1: must be >= 0",
+        ),
+        (
+            lambda: decode_checkpoint(geometry, 9, states_from=2, written_states=(4, 6)),
+            "written_states[1]=6: must be an int >= 0, a multiple of the hit grid (4)",
+        ),
+        (
+            lambda: decode_step_state(geometry, 4, 4, CrossedGridPoints.CAPTURED),
+            "end=4: must be >= start + 1 (5)",
+        ),
+        (
+            lambda: decode_step_state(geometry, -1, 4, CrossedGridPoints.CAPTURED),
+            "start=-1: must be >= 0",
+        ),
+        (
+            lambda: decode_step_state(geometry, 0, 4, "captured"),  # type: ignore[arg-type]
+            "crossed='captured': must be a CrossedGridPoints",
+        ),
+        (
+            lambda: decode_step_state(None, 0, 4, CrossedGridPoints.UNCACHED),  # type: ignore[arg-type]
             "geometry=None: must be a HybridGeometry",
         ),
     ]

@@ -18,9 +18,15 @@
   a declared checkpoint adds to ``promised_positions`` exactly where the
   oracle's sibling sharing the prefix up to it resumes (with and without the
   EAGLE drop).
+* Speculative decode steps: where the steps left Mamba states
+  (``decode_step_state`` under each ``CrossedGridPoints``), the decode
+  checkpoint is where the oracle's follow-up resumes on the states those
+  steps wrote; one token a step is the plain answer.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,10 +40,12 @@ from junction.reference.oracle.first_principles import (
 )
 
 from .core_under_test import (
+    CrossedGridPoints,
     GroupKind,
     HybridGeometry,
     checkpoint_stop,
     decode_checkpoint,
+    decode_step_state,
     floor_to,
     promised_positions,
     promised_stop,
@@ -185,6 +193,37 @@ def test_the_decode_checkpoint_is_where_the_next_turn_resumes(
     base = set(promised_positions(geometry, prompt))
     got = set(promised_positions(geometry, prompt, finished_tokens=finished))
     assert got == base | ({want} - {0}), (sorted(got), sorted(base), want)
+
+
+@given(
+    geometries(),
+    st.integers(1, 40),
+    st.lists(st.integers(1, 5), min_size=1, max_size=12),
+    st.sampled_from(list(CrossedGridPoints)),
+)
+def test_the_decode_checkpoint_follows_the_states_the_steps_wrote(
+    geometry: HybridGeometry, prompt: int, sizes: list[int], crossed: CrossedGridPoints
+) -> None:
+    """Decode begins at the prompt's end; each step computes 1 to 5 tokens (the
+    sampled one and the drafts it accepted)."""
+    steps = [prompt]
+    for size in sizes:
+        steps.append(steps[-1] + size)
+    finished = steps[-1] + 1
+    written = [decode_step_state(geometry, a, b, crossed) for a, b in itertools.pairwise(steps)]
+    got = decode_checkpoint(geometry, finished, states_from=prompt, written_states=written)
+    want = oracle_decode_checkpoint(
+        _plain(geometry),
+        geometry.hash_block_size,
+        geometry.alignment_tokens,
+        geometry.use_eagle,
+        finished,
+        steps,
+        crossed.value,
+    )
+    assert got == want, (steps, written, got, want)
+    if set(sizes) == {1}:  # one token a step: every grid point reached holds a state
+        assert got == decode_checkpoint(geometry, finished)
 
 
 @given(geometries(), st.integers(1, 60), st.data())
