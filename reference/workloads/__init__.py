@@ -16,6 +16,7 @@ from .drive import (
 )
 from .finishes import ALL_STOPPED, MOONCAKE_CONVERSATION, FinishMix
 from .mooncake import HashTraceRequest, parse_hash_trace
+from .resends import EXACT, Resend, ResendMix
 from .sessions import Arrival, Turn, agent_sessions
 from .step_time import StepTimeModel
 from .trace import TraceError, TraceRequest, load_trace, parse_trace
@@ -23,6 +24,7 @@ from .tracefile import FORMATS, TraceFormat, detect_format, load_any_trace, pars
 
 __all__ = [
     "ALL_STOPPED",
+    "EXACT",
     "FORMATS",
     "MOONCAKE_CONVERSATION",
     "Arrival",
@@ -31,6 +33,8 @@ __all__ = [
     "PoolTooSmall",
     "Replay",
     "RequestTiming",
+    "Resend",
+    "ResendMix",
     "StepTimeModel",
     "Timeline",
     "TraceError",

@@ -25,6 +25,7 @@ from junction.reference.engine.engine import Engine, Metrics
 from junction.reference.engine.request import RequestStatus
 
 from .finishes import ALL_STOPPED, FinishMix
+from .resends import EXACT, ResendMix
 from .sessions import Arrival, Turn
 from .step_time import StepTimeModel
 
@@ -53,9 +54,11 @@ def run_workload(
     *,
     check: bool = False,
     finishes: FinishMix = ALL_STOPPED,
+    resends: ResendMix = EXACT,
 ) -> Metrics:
     """Submit each arrival after its gap (stepping meanwhile), then run to completion;
-    the ``i``-th ends as ``finishes.reason(i, its outputs)`` says."""
+    the ``i``-th ends as ``finishes.reason(i, its outputs)`` says, and emits its
+    scripted answer as ``resends.emitted(i, answer)`` says."""
     for index, arrival in enumerate(arrivals):
         for _ in range(arrival.steps_after_previous):
             if engine.idle:
@@ -66,7 +69,7 @@ def run_workload(
         engine.submit(
             arrival.prompt,
             arrival.max_output_tokens,
-            answer=arrival.answer,
+            answer=resends.emitted(index, arrival.answer),
             finish=finishes.reason(index, arrival.max_output_tokens),
         )
     while not engine.idle:
@@ -98,7 +101,8 @@ class Timeline:
 
     ``on_finished(n)`` hears of ``n`` requests finished after each step (for
     a progress line). ``finishes``: how each submitted request ends, by its
-    submission order (every one stopped by default).
+    submission order (every one stopped by default); ``resends``: how far its
+    next turn carries its scripted answer (all of it by default).
     """
 
     def __init__(
@@ -107,9 +111,10 @@ class Timeline:
         model: StepTimeModel,
         on_finished: Callable[[int], None] | None = None,
         finishes: FinishMix = ALL_STOPPED,
+        resends: ResendMix = EXACT,
     ) -> None:
         self.engine = engine
-        self.finishes = finishes
+        self.finishes, self.resends = finishes, resends
         self.model = model
         self.now = 0.0
         self._on_finished = on_finished
@@ -125,8 +130,9 @@ class Timeline:
         """Submit ``turn``, arrived at ``arrival_ms``; its prompt is built here."""
         try:
             # A scripted answer (a turn the next one resends), where the workload has one.
-            answer = getattr(turn, "answer", ())
-            finish = self.finishes.reason(len(self._arrival), turn.max_output_tokens)
+            index = len(self._arrival)
+            answer = self.resends.emitted(index, getattr(turn, "answer", ()))
+            finish = self.finishes.reason(index, turn.max_output_tokens)
             request_id = self.engine.submit(
                 turn.prompt, turn.max_output_tokens, answer=answer, finish=finish
             )
@@ -201,13 +207,14 @@ def run_sessions(
     model: StepTimeModel | None = None,
     on_finished: Callable[[int], None] | None = None,
     finishes: FinishMix = ALL_STOPPED,
+    resends: ResendMix = EXACT,
 ) -> Replay:
     """Closed loop: ``concurrency`` sessions open; a turn is sent when the previous finished.
 
     A turn arrives when it is sent, and the next is sent however it ended
     (``finishes``: aborted ones too). Raises :class:`PoolTooSmall`.
     """
-    timeline = Timeline(engine, model or StepTimeModel(), on_finished, finishes)
+    timeline = Timeline(engine, model or StepTimeModel(), on_finished, finishes, resends)
     pending = deque(range(len(sessions)))
     active: dict[int, tuple[int, int]] = {}  # request id -> (session, turn)
 
@@ -233,6 +240,7 @@ def run_trace(
     model: StepTimeModel,
     on_finished: Callable[[int], None] | None = None,
     finishes: FinishMix = ALL_STOPPED,
+    resends: ResendMix = EXACT,
 ) -> Replay:
     """Open loop: each turn is submitted once the clock reaches its ``arrival_ms``.
 
@@ -260,7 +268,7 @@ def run_trace(
     # left for a step's milliseconds. Differences are taken in ints, then made floats.
     first = times[0] if times else 0
     times = [time - first for time in times]
-    timeline = Timeline(engine, model, on_finished, finishes)
+    timeline = Timeline(engine, model, on_finished, finishes, resends)
     following = 0
     while following < len(turns) or not engine.idle:
         if engine.idle:
@@ -278,9 +286,10 @@ def run_sequential(
     model: StepTimeModel,
     on_finished: Callable[[int], None] | None = None,
     finishes: FinishMix = ALL_STOPPED,
+    resends: ResendMix = EXACT,
 ) -> Replay:
     """One turn at a time, each sent when the engine is idle again. Raises :class:`PoolTooSmall`."""
-    timeline = Timeline(engine, model, on_finished, finishes)
+    timeline = Timeline(engine, model, on_finished, finishes, resends)
     for turn in turns:
         timeline.submit(turn, timeline.now)
         while not engine.idle:
