@@ -2,14 +2,16 @@
 
 The file is read by its family's reader (``configs``: its transformers config
 class's defaults fill what the file leaves out, without importing
-transformers; every field read is checked). From it, as vLLM's own
-calculators do (tensor parallel 1, cache dtype ``auto``): the bytes per
-token of each attention layer, the bytes of each state layer's state, the
-block (16 tokens, or with state layers the smallest multiple of 16 whose
-attention page holds a state), and the groups of ``group_size`` layers
-sharing one pool. :meth:`MemoryModel.groups` is that layout as a geometry's
-groups, so the replay counts blocks as vLLM does; ``tests/replay/test_models.py``
-checks each catalog model against vLLM's own functions.
+transformers; every field read is checked), its cache dtypes resolved as vLLM
+resolves them, the user's choices included (``dtypes``). From it, as vLLM's
+own calculators do (tensor parallel 1): the bytes per token of each attention
+layer, the bytes of each state layer's state, the block (16 tokens, or with
+state layers the smallest multiple of 16 whose attention page holds a state),
+and the groups of ``group_size`` layers sharing one pool.
+:meth:`MemoryModel.groups` is that layout as a geometry's groups, so the
+replay counts blocks as vLLM does; ``tests/audit/test_cache_dtypes.py``
+checks each catalog model's page, block and blocks at a budget against
+vLLM's own code.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from junction.core import GroupSpec, cdiv
 from junction.reference.workloads.files import InputFileError, NotJSON, read_json
 
 from .configs import ModelConfigError, ModelShape, read_config
+from .dtypes import BYTES, CacheDtypes, cache_dtypes
 
 __all__ = [
     "CATALOG",
@@ -39,7 +42,6 @@ __all__ = [
 
 GIB = 2**30
 KERNEL_BLOCK = 16  # FlashAttention's kernel block (MultipleOf(16)) and vLLM's default
-_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 # The catalog: catalog/NAME.json, package data (its README records each file's source).
 CATALOG_DIRECTORY = Path(__file__).resolve().parent / "catalog"
 CATALOG = tuple(sorted(path.stem for path in CATALOG_DIRECTORY.glob("*.json")))
@@ -56,14 +58,14 @@ class MemoryModel:
     state_layers: int
     kv_heads: int
     head_dim: int
-    dtype_bytes: int
+    dtypes: CacheDtypes
     state_bytes: int  # per state layer, one state
     block_size: int
 
     @property
     def kv_bytes_per_token(self) -> int:
         """Per attention layer and token: K and V."""
-        return 2 * self.kv_heads * self.head_dim * self.dtype_bytes
+        return 2 * self.kv_heads * self.head_dim * BYTES[self.dtypes.kv]
 
     @property
     def page_bytes(self) -> int:
@@ -124,7 +126,7 @@ class MemoryModel:
         return (
             f"blocks of {self.block_size} tokens, {self.block_bytes / 2**20:.2f} MiB, shared by "
             f"{_count(sum((full, window, state)), 'group')} ({', '.join(kinds)}; "
-            f"{_count(self.group_size, 'layer')} each)"
+            f"{_count(self.group_size, 'layer')} each); {self.dtypes.describe(bool(state))}"
         )
 
     def describe(self, gib: float) -> str:
@@ -136,13 +138,19 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def shape_layout(name: str, shape: ModelShape) -> MemoryModel:
-    """The memory model of a resolved config: vLLM 0.33.0's page and block from its sizes."""
-    dtype = _DTYPE_BYTES[shape.dtype]
+def shape_layout(
+    name: str, shape: ModelShape, kv_dtype: str = "auto", state_dtype: str = "auto"
+) -> MemoryModel:
+    """The memory model of a resolved config: vLLM 0.33.0's page and block from its sizes,
+    under ``--kv-dtype`` and ``--state-dtype`` (:func:`dtypes.cache_dtypes`)."""
+    dtypes = cache_dtypes(name, shape, kv_dtype, state_dtype)
     kinds = shape.layer_types
-    windowed, state = kinds.count("sliding_attention"), kinds.count("linear_attention")
-    kv_bytes = 2 * shape.kv_heads * shape.head_dim * dtype
-    state_bytes = dtype * shape.state.elements() if state and shape.state is not None else 0
+    windowed, stateful = kinds.count("sliding_attention"), kinds.count("linear_attention")
+    kv_bytes = 2 * shape.kv_heads * shape.head_dim * BYTES[dtypes.kv]
+    state_bytes = 0
+    if stateful and shape.state is not None:
+        state_bytes = BYTES[dtypes.conv] * shape.state.conv_elements()
+        state_bytes += BYTES[dtypes.ssm] * shape.state.ssm_elements()
     block = KERNEL_BLOCK
     if state_bytes:
         # vLLM's Platform._align_hybrid_block_size: the smallest multiple of the
@@ -153,24 +161,26 @@ def shape_layout(name: str, shape: ModelShape) -> MemoryModel:
         full_layers=kinds.count("full_attention"),
         window_layers=windowed,
         window=shape.sliding_window if windowed else None,
-        state_layers=state,
+        state_layers=stateful,
         kv_heads=shape.kv_heads,
         head_dim=shape.head_dim,
-        dtype_bytes=dtype,
+        dtypes=dtypes,
         state_bytes=state_bytes,
         block_size=block,
     )
 
 
-def memory_model(name: str, fields: Mapping[str, Any]) -> MemoryModel:
+def memory_model(
+    name: str, fields: Mapping[str, Any], kv_dtype: str = "auto", state_dtype: str = "auto"
+) -> MemoryModel:
     """The memory model of a config's fields (a parsed ``config.json``), named ``name``
-    in errors; raises :class:`ModelConfigError` naming the field at fault."""
-    return shape_layout(name, read_config(name, fields))
+    in errors; raises :class:`ModelConfigError` naming the field (or option) at fault."""
+    return shape_layout(name, read_config(name, fields), kv_dtype, state_dtype)
 
 
-def load_model_config(path: Path) -> MemoryModel:
-    """:func:`memory_model` of a ``config.json`` file (one-line errors name the field);
-    the file is read as every input is (``workloads.files``: a regular file, capped)."""
+def _fields(path: Path) -> dict[str, Any]:
+    """A ``config.json`` file's fields, read as every input is (``workloads.files``:
+    a regular file, capped); one-line errors name the file."""
     source = str(path)
     try:
         fields = read_json(path)
@@ -181,11 +191,17 @@ def load_model_config(path: Path) -> MemoryModel:
         raise ModelConfigError(source, "file", source, str(error)) from None
     if not isinstance(fields, dict):
         raise ModelConfigError(source, "json", type(fields).__name__, "must be an object")
-    return memory_model(source, fields)
+    return fields
 
 
-def catalog_model(name: str) -> MemoryModel:
-    """The memory model of the catalog's ``name`` (one of :data:`CATALOG`)."""
+def load_model_config(path: Path, kv_dtype: str = "auto", state_dtype: str = "auto") -> MemoryModel:
+    """:func:`memory_model` of a ``config.json`` file, named by its path in errors."""
+    return memory_model(str(path), _fields(path), kv_dtype, state_dtype)
+
+
+def catalog_model(name: str, kv_dtype: str = "auto", state_dtype: str = "auto") -> MemoryModel:
+    """The memory model of the catalog's ``name`` (one of :data:`CATALOG`), named
+    ``name`` in errors."""
     if name not in CATALOG:
         raise ModelConfigError(name, "model", name, f"must be one of {', '.join(CATALOG)}")
-    return attrs.evolve(load_model_config(CATALOG_DIRECTORY / f"{name}.json"), name=name)
+    return memory_model(name, _fields(CATALOG_DIRECTORY / f"{name}.json"), kv_dtype, state_dtype)

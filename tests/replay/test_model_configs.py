@@ -1,11 +1,15 @@
-"""Malformed model configs: every one is refused in one line naming the field; none runs.
+"""Malformed and catalog-adjacent model configs: each is laid out or refused in one line.
 
-Each row is a ``config.json`` the memory model must refuse (negative, zero,
-non-integer and huge layer counts; layer patterns inconsistent with the
-count; unknown and missing model types; missing and mistyped fields). All
-rows go through the library (``load_model_config``); a few go through the
-command in a subprocess, which must end with exit status 2 and one line on
-standard error, no traceback.
+Each row of ``MALFORMED`` is a ``config.json`` the memory model must refuse
+(negative, zero, non-integer and huge layer counts; layer patterns
+inconsistent with the count; unknown and missing model types; missing and
+mistyped fields, dtypes among them). All rows go through the library
+(``load_model_config``); a few go through the command in a subprocess, which
+must end with exit status 2 and one line on standard error, no traceback.
+``ADJACENT`` holds configs of the families beside the catalog's (Gemma 4,
+Qwen3.5, quantized checkpoints): through the command, each is either laid
+out (exit 0) or refused in one line naming the field whose value the layout
+cannot express.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import Any
 
 import pytest
 
+from junction.command import dispatch as main
 from junction.reference.replay.models import ModelConfigError, load_model_config
+from tests.cli.in_process import run_in_process
 
 _PATTERN_52 = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
 
@@ -191,6 +197,107 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
         {"model_type": "gemma3", "text_config": {"num_hidden_layers": -1}},
         "text_config.num_hidden_layers",
     ),
+    (
+        "unknown SSM dtype",
+        {"model_type": "nemotron_h", "mamba_ssm_cache_dtype": "int8"},
+        "mamba_ssm_cache_dtype",
+    ),
+    (
+        "null SSM dtype",
+        {"model_type": "nemotron_h", "mamba_ssm_cache_dtype": None},
+        "mamba_ssm_cache_dtype",
+    ),
+    (
+        "mistyped SSM dtype, Qwen3.5",
+        {"model_type": "qwen3_5", "text_config": {"mamba_ssm_dtype": 32}},
+        "text_config.mamba_ssm_dtype",
+    ),
+    (
+        "text config's legacy dtype",
+        {"model_type": "qwen3_5_moe", "text_config": {"torch_dtype": "fp8"}},
+        "text_config.torch_dtype",
+    ),
+    (
+        "unknown bidirectional mode",
+        {"model_type": "gemma4_text", "use_bidirectional_attention": "yes"},
+        "use_bidirectional_attention",
+    ),
+]
+
+# Configs beside the catalog's: (id, fields, the field refused, or None: laid out).
+_GEMMA4_31B = {
+    "num_hidden_layers": 60,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 16,
+    "num_global_key_value_heads": 4,
+    "head_dim": 256,
+    "global_head_dim": 512,
+    "attention_k_eq_v": True,
+    "sliding_window": 1024,
+    "dtype": "bfloat16",
+}
+ADJACENT: list[tuple[str, dict[str, Any], str | None]] = [
+    (
+        "Gemma 4 31B",
+        {
+            "architectures": ["Gemma4ForConditionalGeneration"],
+            "model_type": "gemma4",
+            "text_config": {"model_type": "gemma4_text", **_GEMMA4_31B},
+            "vision_config": {"model_type": "gemma4_vision"},
+        },
+        "text_config.global_head_dim",
+    ),
+    ("Gemma 4 text defaults", {"model_type": "gemma4_text"}, "global_head_dim"),
+    (
+        "Gemma 4, one head size, two KV head counts",
+        {**_GEMMA4_31B, "model_type": "gemma4_text", "global_head_dim": 256},
+        "num_global_key_value_heads",
+    ),
+    (
+        "Gemma 4 with shared KV layers",
+        {"model_type": "gemma4_text", "global_head_dim": 256, "num_kv_shared_layers": 20},
+        "num_kv_shared_layers",
+    ),
+    (
+        "Gemma 4 per-layer sizes",
+        {"model_type": "gemma4_text", "per_layer_config": {"5": {"head_dim": 512}}},
+        "per_layer_config",
+    ),
+    (
+        "Gemma 4, one page size",
+        {"model_type": "gemma4_text", "num_hidden_layers": 12, "global_head_dim": 256},
+        None,
+    ),
+    (
+        "Qwen3.5 27B",
+        {
+            "architectures": ["Qwen3_5ForConditionalGeneration"],
+            "model_type": "qwen3_5",
+            "text_config": {
+                "model_type": "qwen3_5_text",
+                "num_hidden_layers": 64,
+                "num_attention_heads": 24,
+                "num_key_value_heads": 4,
+                "head_dim": 256,
+                "linear_num_value_heads": 48,
+                "mamba_ssm_dtype": "float32",
+                "dtype": "bfloat16",
+            },
+            "vision_config": {"depth": 27},
+        },
+        None,
+    ),
+    ("Qwen3.5 MoE text", {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 8}, None),
+    (
+        "FP8 checkpoint",
+        {"model_type": "qwen3", "quantization_config": {"quant_method": "fp8"}},
+        "quantization_config",
+    ),
+    (
+        "compressed-tensors checkpoint",
+        {"model_type": "llama", "compression_config": {"kv_cache_scheme": {"num_bits": 8}}},
+        "compression_config",
+    ),
 ]
 
 # Through the command, in a subprocess: the issue's four cases.
@@ -246,3 +353,19 @@ def test_the_command_refuses_it_in_one_line_with_status_2(tmp_path: Path, name: 
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and f": {field}: " in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"), [row[1:] for row in ADJACENT], ids=[row[0] for row in ADJACENT]
+)
+def test_an_adjacent_config_is_laid_out_or_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fields: dict[str, Any], field: str | None
+) -> None:
+    config = _write(tmp_path, fields)
+    argv = ["hbm", "--model-config", str(config), "--requests", "5", "--hbm", "8"]
+    ended = run_in_process(main, argv, capsys)
+    if field is None:
+        assert ended.code == 0 and "8 GiB = " in ended.out, ended
+        return
+    assert (ended.code, ended.out) == (2, ""), ended
+    assert ended.err.count("\n") == 1 and f"{config}: {field}: " in ended.err, ended.err

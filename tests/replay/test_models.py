@@ -1,16 +1,13 @@
-"""The memory model: the catalog, a user's config.json, malformed ones, and vLLM 0.33.0.
+"""The memory model: the catalog, a user's config.json and dtype choices, malformed ones.
 
-Where vLLM is installed (the audit extra) each catalog model's state bytes
-come from vLLM's own state calculators, its block from vLLM's
-``_align_hybrid_block_size`` (the presets' audit, ``tests/audit/test_presets.py``)
-and its groups and block bytes from vLLM's grouping of per-layer specs.
+Worked by hand here; ``tests/audit/test_cache_dtypes.py`` checks every catalog
+model's dtypes, page, block, groups and blocks at a budget against vLLM
+0.33.0's own code where vLLM is installed.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import types
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +17,21 @@ from junction.command import dispatch as main
 from junction.reference.replay.models import (
     CATALOG,
     GIB,
-    MemoryModel,
     ModelConfigError,
     catalog_model,
     load_model_config,
+    memory_model,
 )
 from junction.reference.simulator.geometries import PRESETS
 
+# A preset and the catalog model and --state-dtype of its blocks: the nemotron-h
+# preset's blocks of 528 are vLLM's with a bf16 SSM state, where vLLM's own
+# choice for Nemotron-H, float32, makes them 1,040.
 PRESET_MODELS = {
-    "qwen3-next": "qwen3-next-80b-a3b",
-    "nemotron-h": "nemotron-h-8b",
-    "gpt-oss": "gpt-oss-120b",
-    "gemma3": "gemma-3-27b",
+    "qwen3-next": ("qwen3-next-80b-a3b", "auto"),
+    "nemotron-h": ("nemotron-h-8b", "bfloat16"),
+    "gpt-oss": ("gpt-oss-120b", "auto"),
+    "gemma3": ("gemma-3-27b", "auto"),
 }
 
 
@@ -44,7 +44,8 @@ def test_the_catalog_has_hybrid_and_attention_only_models() -> None:
 
 @pytest.mark.parametrize("preset", sorted(PRESET_MODELS))
 def test_a_preset_family_has_the_presets_block(preset: str) -> None:
-    model = catalog_model(PRESET_MODELS[preset])
+    name, state_dtype = PRESET_MODELS[preset]
+    model = catalog_model(name, state_dtype=state_dtype)
     assert {g.block_size for g in model.groups()} == {g.block_size for g in PRESETS[preset].groups}
     assert {g.kind for g in model.groups()} == {g.kind for g in PRESETS[preset].groups}
 
@@ -57,6 +58,64 @@ def test_qwen3_next_by_hand() -> None:
     assert model.block_size == 544  # 16 x cdiv(1,097,728, 16 x 2,048)
     assert model.group_counts() == (1, 0, 3)
     assert model.blocks(8) == 8 * GIB // (12 * 544 * 2048)
+
+
+def test_nemotron_h_8b_by_hand() -> None:
+    """4 attention layers (8 KV heads x 128) and 24 Mamba-2 layers whose SSM state vLLM
+    keeps in float32 (its NemotronH config hook), the conv state in bf16."""
+    model = catalog_model("nemotron-h-8b")
+    conv, ssm = 3 * (128 * 64 + 2 * 8 * 128), 128 * 64 * 128
+    assert (model.dtypes.conv, model.dtypes.ssm) == ("bfloat16", "float32")
+    assert model.state_bytes == 2 * conv + 4 * ssm == 4_255_744
+    assert model.block_size == 1040  # 16 x cdiv(4,255,744, 16 x 4,096)
+    assert model.group_counts() == (1, 0, 6) and model.group_size == 4
+    assert model.blocks(3) == 3 * GIB // (4 * 1040 * 4096) == 189
+    chosen = catalog_model("nemotron-h-8b", state_dtype="bfloat16")
+    assert (chosen.state_bytes, chosen.block_size, chosen.blocks(3)) == (2_158_592, 528, 372)
+    assert "state conv bfloat16 + SSM float32" in model.layout
+
+
+def test_a_kv_dtype_of_your_choice() -> None:
+    auto, fp8 = catalog_model("llama-3.1-8b"), catalog_model("llama-3.1-8b", kv_dtype="fp8")
+    assert (auto.kv_bytes_per_token, fp8.kv_bytes_per_token) == (2 * 8 * 128 * 2, 2 * 8 * 128)
+    assert fp8.blocks(3) == 2 * auto.blocks(3) and "KV cache fp8" in fp8.layout
+    # A hybrid's block must hold a state: at half the bytes a token, about twice the tokens.
+    fp8_hybrid = catalog_model("qwen3-next-80b-a3b", kv_dtype="fp8_e4m3")
+    assert fp8_hybrid.block_size == 1072  # 16 x cdiv(1,097,728, 16 x 1,024)
+
+
+@pytest.mark.parametrize(
+    ("fields", "choice", "model", "kv"),
+    [
+        ({"model_type": "llama", "dtype": "float32"}, "auto", "bfloat16", "bfloat16"),
+        ({"model_type": "llama", "dtype": "float16"}, "float16", "float16", "float16"),
+        ({"model_type": "gemma3_text", "torch_dtype": "half"}, "auto", "bfloat16", "bfloat16"),
+        ({"model_type": "gemma3", "dtype": "float16"}, "fp8", "bfloat16", "fp8"),
+    ],
+)
+def test_the_model_runs_in_the_dtype_vllm_chooses(
+    fields: dict[str, Any], choice: str, model: str, kv: str
+) -> None:
+    dtypes = memory_model("config.json", fields, kv_dtype=choice).dtypes
+    assert (dtypes.model, dtypes.kv) == (model, kv)
+
+
+@pytest.mark.parametrize(
+    ("kv", "state", "option"),
+    [
+        ("float32", "auto", "--kv-dtype"),
+        ("auto", "fp8", "--state-dtype"),
+        ("float16", "auto", "--kv-dtype"),
+    ],
+)
+def test_a_choice_vllm_refuses_is_one_line_naming_the_option(
+    kv: str, state: str, option: str
+) -> None:
+    with pytest.raises(ModelConfigError) as raised:
+        catalog_model("nemotron-h-8b", kv_dtype=kv, state_dtype=state)
+    assert raised.value.field == option
+    assert str(raised.value).startswith(f"nemotron-h-8b: {option}: must be ")
+    assert "\n" not in str(raised.value)
 
 
 def test_a_config_of_your_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,119 +167,3 @@ def test_a_file_that_is_not_json(tmp_path: Path) -> None:
     config.write_text("{not json")
     with pytest.raises(ModelConfigError, match=r"config.json: json: .* at line 1"):
         load_model_config(config)
-
-
-# -- against vLLM 0.33.0 ---------------------------------------------------------------
-
-
-def _vllm() -> None:
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        if os.environ.get("JUNCTION_REQUIRE_VLLM"):
-            raise
-        pytest.skip("vLLM 0.33.0 (the audit extra) is not installed")
-
-
-def _hf(name: str) -> Any:
-    import transformers
-
-    fields = json.loads(
-        (
-            Path(__file__).resolve().parents[2] / "reference/replay/catalog" / f"{name}.json"
-        ).read_text()
-    )
-    family = fields.pop("model_type")
-    return transformers.AutoConfig.for_model(family, **fields).get_text_config()
-
-
-def _vllm_state(model: MemoryModel, hf: Any) -> Any:
-    """vLLM's MambaSpec of one state layer of ``hf`` (bf16, cache dtypes auto, TP 1)."""
-    import torch
-    from vllm.model_executor.layers.mamba.mamba_utils import (
-        MambaStateDtypeCalculator,
-        MambaStateShapeCalculator,
-    )
-    from vllm.v1.kv_cache_interface import MambaSpec
-
-    if hf.model_type == "qwen3_next":
-        shapes = MambaStateShapeCalculator.gated_delta_net_state_shape(
-            1,
-            hf.linear_num_key_heads,
-            hf.linear_num_value_heads,
-            hf.linear_key_head_dim,
-            hf.linear_value_head_dim,
-            hf.linear_conv_kernel_dim,
-            0,
-        )
-        dtypes = MambaStateDtypeCalculator.gated_delta_net_state_dtype(
-            torch.bfloat16, "auto", "auto"
-        )
-    else:
-        shapes = MambaStateShapeCalculator.mamba2_state_shape(
-            intermediate_size=hf.mamba_num_heads * hf.mamba_head_dim,
-            tp_world_size=1,
-            n_groups=hf.n_groups,
-            num_heads=hf.mamba_num_heads,
-            head_dim=hf.mamba_head_dim,
-            state_size=hf.ssm_state_size,
-            conv_kernel=hf.conv_kernel,
-            num_spec=0,
-        )
-        dtypes = MambaStateDtypeCalculator.mamba2_state_dtype(torch.bfloat16, "auto", "auto")
-    return MambaSpec(shapes=shapes, dtypes=dtypes, block_size=model.block_size)
-
-
-@pytest.mark.parametrize("name", CATALOG)
-def test_the_layout_is_what_vllm_derives(name: str) -> None:
-    _vllm()
-    import torch
-    from vllm.v1.core import kv_cache_planning as planning
-    from vllm.v1.kv_cache_interface import (
-        FullAttentionSpec,
-        MambaSpec,
-        SlidingWindowSpec,
-    )
-
-    model, hf = catalog_model(name), _hf(name)
-    block, dtype = model.block_size, torch.bfloat16
-    specs: dict[str, Any] = {}
-    for i in range(model.full_layers):
-        specs[f"full.{i}"] = FullAttentionSpec(
-            block_size=block, num_kv_heads=model.kv_heads, head_size=model.head_dim, dtype=dtype
-        )
-    for i in range(model.window_layers):
-        specs[f"window.{i}"] = SlidingWindowSpec(
-            block_size=block,
-            num_kv_heads=model.kv_heads,
-            head_size=model.head_dim,
-            dtype=dtype,
-            sliding_window=model.window,
-        )
-    if model.state_layers:
-        state = _vllm_state(model, hf)
-        assert state.page_size_bytes == model.state_bytes
-        from tests.audit.test_presets import _mamba_block, _NemotronH, _Qwen3Next
-
-        stand_in = _Qwen3Next() if hf.model_type == "qwen3_next" else _NemotronH()
-        assert _mamba_block(hf, stand_in) == block
-        for i in range(model.state_layers):
-            specs[f"state.{i}"] = MambaSpec(
-                shapes=state.shapes,
-                dtypes=state.dtypes,
-                block_size=block,
-                page_size_padded=model.page_bytes,
-            )
-    if len({type(s) for s in specs.values()}) == 1 and not model.window_layers:
-        groups = [types.SimpleNamespace(layer_names=list(specs))]
-    else:
-        groups = planning._get_kv_cache_groups_uniform_page_size(specs)
-    kinds = [specs[g.layer_names[0]] for g in groups]
-    counts = (
-        sum(type(k) is FullAttentionSpec for k in kinds),
-        sum(type(k) is SlidingWindowSpec for k in kinds),
-        sum(type(k) is MambaSpec for k in kinds),
-    )
-    assert counts == model.group_counts()
-    assert max(len(g.layer_names) for g in groups) == model.group_size
-    assert {s.page_size_bytes for s in specs.values()} == {model.page_bytes}
