@@ -5,9 +5,11 @@ sequential arrivals on one preset, for the compared retention variants x
 ``--pools`` x ``--evictions``, in one pass (``reference.replay``, proven
 equal to the reference engine request by request). Prints one table per
 eviction, writes every point to ``--json`` and draws hit rate against pool
-size to ``--plot`` (the band up to Belady's bound shaded when ``belady`` is
-among the evictions). With a model (``--model``, ``--model-config``) pools
-are GiB (``--hbm``), laid out as vLLM 0.33.0 does
+size to ``--plot`` (the band to Belady's offline eviction shaded when
+``belady`` is among the evictions: a reference, not a bound). A request a
+pool is too small to hold is refused and counts as a miss in every rate;
+each table shows the refusals per pool. With a model (``--model``,
+``--model-config``) pools are GiB (``--hbm``), laid out as vLLM 0.33.0 does
 (``reference.replay.models``). TTFT and queueing need the engine's steps:
 ``simulate`` gives them. The trace, the replay's memory and the outputs are
 checked before the run as every command's are (``cli.inputs``,
@@ -149,6 +151,11 @@ def _table(
     for variant in variants:
         rates = "  ".join(f"{rate:>8.4f}" for _, rate in _rates(results, variant, eviction))
         rows.append(f"{variant.label:>45}: {rates}")
+    # A pool refuses by the groups' peaks alone: the same requests in every row.
+    refused = {r.point.num_blocks: r.refused for r in results if r.point.eviction == eviction}
+    if any(refused.values()):
+        counts = "  ".join(f"{refused[pool]:>8,}" for pool in pools)
+        rows.append(f"{'refused requests (counted as misses)':>45}: {counts}")
     return "\n".join(rows)
 
 
@@ -175,12 +182,12 @@ def _plot(
         pools, rates = [sizes[p] for p, _ in points], [h for _, h in points]
         drawn = axes.plot(pools, rates, marker="o", label=variant.label)
         if shade:
-            bound = [h for _, h in _rates(results, variant, "belady")]
-            axes.fill_between(pools, rates, bound, color=drawn[0].get_color(), alpha=0.15)
+            offline = [h for _, h in _rates(results, variant, "belady")]
+            axes.fill_between(pools, rates, offline, color=drawn[0].get_color(), alpha=0.15)
     axes.set_xscale("log", base=2)
     axes.set_xlabel(f"pool ({unit})")
-    axes.set_ylabel("token hit rate")
-    shaded = ", shaded up to Belady's bound" if shade else ""
+    axes.set_ylabel("token hit rate (a refused request a miss)")
+    shaded = ", shaded to Belady's (offline, furthest next use; not a bound)" if shade else ""
     wrapped = "\n".join(textwrap.wrap(title, 100))
     axes.set_title(f"{wrapped}\n{line} eviction{shaded}", fontsize=9)
     axes.grid(True, alpha=0.3)
@@ -355,14 +362,17 @@ def _report(plan: Plan, replayed: Replayed, trace: str, evictions: list[str]) ->
     ]
     for eviction in evictions:
         lines.append(_table(replayed.results, replayed.variants, eviction, plan.labels, plan.unit))
-    refused = sum(r.refused for r in replayed.results)
-    if refused:
-        lines.append(f"{refused:,} request-points refused: a request longer than its pool holds")
+    if any(r.refused for r in replayed.results):
+        lines.append(
+            "a refused request (longer than its pool holds) counts as a miss: its prompt's "
+            "tokens are in every rate's denominator"
+        )
     return "\n".join(lines)
 
 
 def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
-    """``--json``: every point with what it found."""
+    """``--json``: every point with what it found; ``token_hit_rate`` and
+    ``prefill_saved_share`` count a refused request's prompt as missed."""
     rows = [
         {
             "policy": r.point.policy,
@@ -372,6 +382,9 @@ def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
             "eviction": r.point.eviction,
             "requests": r.requests,
             "refused": r.refused,
+            "refused_prompt_tokens": r.refused_tokens,
+            "hit_tokens": r.hit_tokens,
+            "served_prompt_tokens": r.lookup_tokens,
             "token_hit_rate": r.token_hit_rate,
             "prefill_saved_share": r.prefill_saved_share,
             "evictions": r.evictions,

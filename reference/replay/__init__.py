@@ -14,11 +14,12 @@ reference engine's.
 
 from .keys import PrefixKeys
 from .plan import Planner, RequestPlan
-from .pool import EVICTIONS, ReplayPool, Usage
+from .pool import EVICTIONS, FutureUses, ReplayPool, Usage
 from .sweep import Point, PointResult, ReplayRequest, RequestRecord, future_uses, replay
 
 __all__ = [
     "EVICTIONS",
+    "FutureUses",
     "Planner",
     "Point",
     "PointResult",

@@ -6,10 +6,16 @@ engine's free order), and how many blocks the running request holds; the
 unhashed free blocks are the rest (recycled first, and which one is taken
 changes nothing). A key is ``prefix_key * groups + group``
 (``keys.PrefixKeys``). The eviction order picks the cached block an
-allocation evicts: ``lru`` (the engine's default), ``fifo``, ``belady`` (the
-next use furthest ahead, known offline: the bound) or ``flop-aware`` (the
-engine's own ``FlopAwareOrder``). A request's block is a cached key,
-``PRIVATE`` (-1) or ``NULL`` (-2, a slot a window released).
+allocation evicts: ``lru`` (the engine's default), ``fifo``, ``belady`` or
+``flop-aware`` (the engine's own ``FlopAwareOrder``). ``belady`` evicts the
+block whose next use lies furthest ahead, known offline (:class:`FutureUses`);
+among equal next uses the one ending deepest, since a block is of no use to a
+lookup once the block before it is gone. It is a reference, not a bound
+(``tests/replay/test_belady.py``): a request holds blocks of its own and
+recomputes some already cached, and a sliding window or Mamba state serves a
+lookup only where the hit lands, which no next use tells. A request's block
+is a cached key, ``PRIVATE`` (-1) or ``NULL`` (-2, a slot a window
+released).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from junction.reference.engine.eviction import FlopAware, FlopAwareOrder, FlopMo
 
 from .plan import CACHE, RELEASE, RequestPlan
 
-__all__ = ["EVICTIONS", "NULL", "PRIVATE", "ReplayPool", "Usage"]
+__all__ = ["EVICTIONS", "NULL", "PRIVATE", "FutureUses", "ReplayPool", "Usage"]
 
 EVICTIONS = ("lru", "fifo", "flop-aware", "belady")
 PRIVATE, NULL = -1, -2
@@ -52,6 +58,16 @@ class _Block:
 
 
 @attrs.frozen
+class FutureUses:
+    """What ``belady`` knows ahead: per key, the requests whose lookups can reach it
+    (their indexes, ascending); per request, its last computed token (``P + outputs
+    - 1``), by which a pool knows the requests it will refuse: they use nothing."""
+
+    keys: Mapping[int, Sequence[int]]
+    last_tokens: Sequence[int]
+
+
+@attrs.frozen
 class Usage:
     """The pool after a request: evictions so far, cached blocks per group, their peaks."""
 
@@ -63,10 +79,12 @@ class Usage:
 class ReplayPool:
     """One point's pool: ``num_blocks`` blocks (one the null block), evicting by ``eviction``.
 
-    ``uses`` (``belady`` only): per key, the indexes of the requests whose
-    prompts contain it, ascending. ``flops`` (``flop-aware`` only): the
-    geometry's FLOP model. ``track_ends``: keep ``ends``, the prefix length
-    each cached key ends (what a test compares with the engine's blocks).
+    ``uses`` (``belady`` only): the requests' future uses; ``longest``: the
+    last token of the longest request the pool serves (``None``: every one).
+    ``flops`` (``flop-aware`` only): the geometry's FLOP model.
+    ``track_ends``: keep ``ends``, the prefix length each cached key ends
+    (what a test compares with the engine's blocks; ``belady`` keeps it too,
+    to break ties of next use by depth).
     """
 
     def __init__(
@@ -75,7 +93,8 @@ class ReplayPool:
         num_blocks: int,
         eviction: str = "lru",
         *,
-        uses: Mapping[int, Sequence[int]] | None = None,
+        uses: FutureUses | None = None,
+        longest: int | None = None,
         flops: FlopModel | None = None,
         track_ends: bool = False,
     ) -> None:
@@ -100,11 +119,14 @@ class ReplayPool:
         self.peak = [0] * len(self.groups)
         self.now = 0  # the request being replayed
         self._stamp = 0
-        self._heap: list[tuple[int, int, int]] = []
+        # fifo: (born, 0, 0, key); belady: (-next use, -end, stamp, key).
+        self._heap: list[tuple[int, int, int, int]] = []
         self._born: dict[int, int] = {}
-        self._uses = uses or {}
+        self._uses = uses.keys if uses else {}
+        self._last_tokens = uses.last_tokens if uses else ()
+        self._longest = longest
         self._blocks: dict[int, _Block] = {}
-        self.ends: dict[int, int] | None = {} if track_ends else None
+        self.ends: dict[int, int] | None = {} if track_ends or eviction == "belady" else None
         self._flop_order = (
             FlopAwareOrder(FlopAware(flops), self.groups)
             if eviction == "flop-aware" and flops
@@ -166,19 +188,24 @@ class ReplayPool:
     def _remember_free(self, key: int) -> None:
         """``fifo``, ``belady``: a freed key's place in the heap."""
         if self.eviction == "fifo":
-            heapq.heappush(self._heap, (self._born[key], 0, key))
+            heapq.heappush(self._heap, (self._born[key], 0, 0, key))
         else:
             self._push_next_use(key)
 
     def _next_use(self, key: int) -> int:
-        """The first request after the current one whose prompt contains ``key``."""
+        """The first request after the current one, served, whose lookup can reach ``key``."""
         uses = self._uses.get(key, ())
         at = bisect_right(uses, self.now)
+        if self._longest is not None:
+            last, longest = self._last_tokens, self._longest
+            while at < len(uses) and last[uses[at]] > longest:
+                at += 1
         return uses[at] if at < len(uses) else _NEVER
 
     def _push_next_use(self, key: int) -> None:
         self._stamp += 1
-        heapq.heappush(self._heap, (-self._next_use(key), self._stamp, key))
+        end = self.ends[key] if self.ends is not None else 0  # belady keeps ends
+        heapq.heappush(self._heap, (-self._next_use(key), -end, self._stamp, key))
 
     def _allocate(self, count: int) -> None:
         """``count`` blocks, unhashed ones first, then evicting."""
@@ -218,7 +245,7 @@ class ReplayPool:
             return chosen.block_id
         heap = self._heap
         while True:
-            first, _, key = heapq.heappop(heap)
+            first, _, _, key = heapq.heappop(heap)
             if key not in free:
                 continue
             if self.eviction == "fifo":

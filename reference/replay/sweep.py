@@ -9,7 +9,8 @@ future: :func:`future_uses` reads the requests once more, before.
 
 A request the pool could never hold alone (more blocks at its peak than the
 pool has: the engine's ``submit`` refuses it) is counted as refused and
-skipped in that point.
+skipped in that point; its prompt counts as a miss in the rates, so a
+smaller pool never looks better for serving fewer requests.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv
+from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv, floor_to
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.errors import one_of
 from junction.reference.policies.registry import resolve_policy
 
 from .keys import FRESH_BASE
 from .plan import Planner, RequestPlan
-from .pool import EVICTIONS, ReplayPool, Usage
+from .pool import EVICTIONS, FutureUses, ReplayPool, Usage
 
 __all__ = [
     "Point",
@@ -67,11 +68,17 @@ class RequestRecord:
 
 @attrs.frozen
 class PointResult:
-    """One point's totals (and, when asked, every request's record)."""
+    """One point's totals (and, when asked, every request's record).
+
+    ``lookup_tokens``, ``hit_tokens``, ``prompt_tokens`` and
+    ``prefill_tokens_computed`` are the served requests'; ``refused_tokens``
+    the refused ones' prompts, which both rates count as missed.
+    """
 
     point: Point
     requests: int
     refused: int
+    refused_tokens: int
     lookup_tokens: int
     hit_tokens: int
     prompt_tokens: int
@@ -84,13 +91,17 @@ class PointResult:
 
     @property
     def token_hit_rate(self) -> float:
-        return self.hit_tokens / self.lookup_tokens if self.lookup_tokens else 0.0
+        """Hit tokens over every prompt token, a refused request's all missed."""
+        looked_up = self.lookup_tokens + self.refused_tokens
+        return self.hit_tokens / looked_up if looked_up else 0.0
 
     @property
     def prefill_saved_share(self) -> float:
-        if not self.prompt_tokens:
+        """Prefill tokens saved over every prompt token, a refused request's none saved."""
+        prompts = self.prompt_tokens + self.refused_tokens
+        if not prompts:
             return 0.0
-        return 1 - self.prefill_tokens_computed / self.prompt_tokens
+        return (self.prompt_tokens - self.prefill_tokens_computed) / prompts
 
 
 def _group_peak(group: GroupSpec, num_tokens: int, chunk_limit: int) -> int:
@@ -124,18 +135,20 @@ def _parents(geometry: HybridGeometry, units: Sequence[int]) -> list[list[int]]:
     return parents
 
 
-def future_uses(
-    geometry: HybridGeometry, requests: Iterable[ReplayRequest]
-) -> dict[int, list[int]]:
-    """Per key, the indexes of the requests whose prompts contain it (``belady``)."""
+def future_uses(geometry: HybridGeometry, requests: Iterable[ReplayRequest]) -> FutureUses:
+    """What ``belady`` reads ahead (:class:`FutureUses`). A request uses the blocks its
+    lookup can match: those ending by ``floor_A(P - 1)`` (a lookup never covers the
+    last token and lands on the hit alignment ``A``)."""
     uses: dict[int, list[int]] = {}
-    unit = geometry.hash_block_size
+    last_tokens = []
+    unit, alignment = geometry.hash_block_size, geometry.alignment_tokens
     for index, request in enumerate(requests):
-        hashed = request.prompt_tokens // unit
-        for blocks in _block_keys(geometry, request.units, hashed):
+        last_tokens.append(request.prompt_tokens + request.output_tokens - 1)
+        reach = floor_to(max(request.prompt_tokens - 1, 0), alignment) // unit
+        for blocks in _block_keys(geometry, request.units, reach):
             for key in blocks:
                 uses.setdefault(key, []).append(index)
-    return uses
+    return FutureUses(uses, last_tokens)
 
 
 class _Run:
@@ -146,7 +159,7 @@ class _Run:
         point: Point,
         geometry: HybridGeometry,
         planner: Planner,
-        uses: dict[int, list[int]] | None,
+        uses: FutureUses | None,
         flops: FlopModel | None,
         chunk_limit: int,
         keep_records: bool,
@@ -154,17 +167,18 @@ class _Run:
     ) -> None:
         self.point, self.geometry, self.planner = point, geometry, planner
         self.keep_records = keep_records
+        self.longest = self._longest_fitting(chunk_limit)
         self.pool = ReplayPool(
             geometry,
             point.num_blocks,
             point.eviction,
             uses=uses,
+            longest=self.longest,
             flops=flops,
             track_ends=track_ends,
         )
-        self.longest = self._longest_fitting(chunk_limit)
         self.chunk_limit = chunk_limit
-        self.requests = self.refused = self.lookup = self.hits = 0
+        self.requests = self.refused = self.refused_tokens = self.lookup = self.hits = 0
         self.prompt = self.computed = self.flops_saved = 0
         self.records: list[RequestRecord] = []
 
@@ -196,7 +210,7 @@ def replay(
     max_num_batched_tokens: int = 2048,
     long_prefill_token_threshold: int = 0,
     flops: FlopModel | None = None,
-    uses: dict[int, list[int]] | None = None,
+    uses: FutureUses | None = None,
     keep_records: bool = False,
     on_request: Callable[[int], None] | None = None,
     observe: Callable[[int, ReplayPool], None] | None = None,
@@ -288,8 +302,9 @@ def _one(
     pool = run.pool
     pool.now = index
     if run.longest is not None and prompt + outputs - 1 > run.longest:
-        run.refused += counted
-        pool.belady_refresh(lookup_keys)  # its uses pass too
+        if counted:
+            run.refused += 1
+            run.refused_tokens += prompt
         return
     found = pool.lookup(lookup_keys, prompt)
     hit, junction = found.hit_length, found.shared_prefix_boundary
@@ -319,6 +334,7 @@ def _result(run: _Run) -> PointResult:
         point=run.point,
         requests=run.requests,
         refused=run.refused,
+        refused_tokens=run.refused_tokens,
         lookup_tokens=run.lookup,
         hit_tokens=run.hits,
         prompt_tokens=run.prompt,

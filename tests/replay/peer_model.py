@@ -73,22 +73,32 @@ class Cache:
         self.trace, self.capacity, self.eviction, self.sem = trace, capacity, eviction, semantics
         self.paths = [[tuple(ids[: j + 1]) for j in range(len(ids))] for _, ids in trace]
         self.order: dict[Node, int] = {}  # the peer's node numbers: by first appearance
-        self.uses: dict[Node, list[int]] = {}
-        for index, path in enumerate(self.paths):
+        self.uses: dict[Node, list[int]] = {}  # the peer's: every block of the prompt
+        # The engine's Belady: the blocks a served request's lookup can match.
+        self.reached: dict[Node, list[int]] = {}
+        for index, (path, (prompt, _)) in enumerate(zip(self.paths, trace, strict=True)):
             for node in path:
                 self.order.setdefault(node, len(self.order))
                 self.uses.setdefault(node, []).append(index)
+            if not self._refuses(prompt):
+                for node in path[: (prompt - 1) // BLOCK]:
+                    self.reached.setdefault(node, []).append(index)
         self.cached: dict[Node, int] = {}  # node -> its order key (see _stamp)
         self.next_use: dict[Node, int] = {}  # the peer's optimal: set when touched
         self.clock = self.evictions = self.refused = 0
         self.now = 0
 
     # -- shared ---------------------------------------------------------------
-    def _next(self, node: Node) -> int:
-        """The first request after the current one whose prompt contains ``node``."""
-        uses = self.uses[node]
-        at = bisect_right(uses, self.now)
-        return uses[at] if at < len(uses) else NEVER
+    def _next(self, node: Node, uses: dict[Node, list[int]] | None = None) -> int:
+        """The first request after the current one that uses ``node`` (by default:
+        whose prompt contains it)."""
+        found = (self.uses if uses is None else uses).get(node, [])
+        at = bisect_right(found, self.now)
+        return found[at] if at < len(found) else NEVER
+
+    def _refuses(self, prompt: int) -> bool:
+        """The engine's pool refuses a request it could never hold alone."""
+        return self.sem.running_request_held and cdiv(prompt, BLOCK) > self.capacity
 
     def _stamp(self, node: Node) -> None:
         self.clock += 1
@@ -174,9 +184,8 @@ class Cache:
         cached block is evicted when a block is needed and none is unhashed."""
         sem, capacity = self.sem, self.capacity
         whole = cacheable[: prompt // BLOCK]
-        if sem.running_request_held and cdiv(prompt, BLOCK) > capacity:
+        if self._refuses(prompt):
             self.refused += 1
-            self._refresh(whole)
             return 0
         hit = self._hit(prompt, cacheable)
         held = cacheable[:hit]
@@ -226,9 +235,11 @@ class Cache:
 
     def _free_victim(self, held: list[Node]) -> Node:
         """LRU: freed longest ago; FIFO: cached longest ago; Belady: used furthest
-        ahead (ties: queued longest ago); any block the request does not hold."""
+        ahead by a request it serves whose lookup can match it (ties: the deepest,
+        then queued longest ago); any block the request does not hold."""
         holding = set(held)
         free = [n for n in self.cached if n not in holding]
         if self.eviction == "optimal":
-            return min(free, key=lambda n: (-self._next(n), self.cached[n]))
+            reached = self.reached
+            return min(free, key=lambda n: (-self._next(n, reached), -len(n), self.cached[n]))
         return min(free, key=self.cached.__getitem__)

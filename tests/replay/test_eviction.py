@@ -44,3 +44,16 @@ def test_belady_sees_a_use_pass_in_a_refused_request() -> None:
     )
     assert result.refused == 1
     assert [r.usage.evictions for r in result.records[:2]] == [0, 1]
+
+
+def test_a_refused_request_is_a_miss_in_both_rates() -> None:
+    """A (9 tokens) twice in a pool of 5 blocks; B (39 tokens) between them is refused:
+    the resend hits 8 of A's 9 tokens, out of 57 prompt tokens in all."""
+    geometry = HybridGeometry([GroupSpec.full(4)], 4)
+    keys = PrefixKeys(4)
+    prompts = (A, list(range(300, 339)), A)
+    stream = [ReplayRequest(len(p), 1, keys.tokens(p)) for p in prompts]
+    (result,) = replay(geometry, stream, [Point("junction", None, 6)])
+    assert (result.refused, result.refused_tokens, result.hit_tokens) == (1, 39, 8)
+    assert result.token_hit_rate == 8 / 57
+    assert result.prefill_saved_share == 8 / 57
