@@ -101,6 +101,7 @@ VARIANTS: list[dict[str, Any]] = [
     {"model_type": "gemma3"},
     {"model_type": "gemma3", "torch_dtype": "float32", "text_config": _GEMMA_27B},
     {"model_type": "gemma3", "text_config": {**_GEMMA_27B, "dtype": "float16"}},
+    {"model_type": "gemma3", "dtype": "float32", "text_config": {"dtype": "float16"}},
     {"model_type": "qwen3_next"},
     {"model_type": "qwen3_next", "num_hidden_layers": 12, "full_attention_interval": 3},
     {"model_type": "qwen3_next", "num_hidden_layers": 5, "full_attention_interval": 2},
