@@ -2,13 +2,16 @@
 one switch per difference, for the cross-check with the peer (``test_peer.py``).
 
 With every switch on the peer's side it is kvcache-simulator 0.1.3's replay
-(``kvcache_sim.policies``); with every switch on the engine's side it is the fast
-replay of full attention on blocks of 512, one output token, ``dense``, a pool of
-``capacity + 1`` blocks (the null block). ``test_peer.py`` checks both ends on the
-conversation trace's first requests, so there the two sides differ by the switches
-and nothing else; each switch is one difference of docs/replay.md ("The peer").
+(``kvcache_sim.policies``), which has no outputs; with every switch on the
+engine's side it is the fast replay of full attention on blocks of 512, each
+request's output tokens (one by default), ``dense``, a pool of ``capacity + 1``
+blocks (the null block). ``test_peer.py`` checks both ends on the conversation
+trace's first requests, so there the two sides differ by the switches and nothing
+else; each switch is one difference of docs/replay.md ("The peer").
 
-A block is named by the hash ids up to it (a node of the peer's prefix tree).
+A block is named by the hash ids up to it (a node of the peer's prefix tree); a
+block the engine fills with output tokens by the ids up to the prompt's last whole
+block, then one ``-1 - request`` per block past it (no prompt has them).
 """
 
 from __future__ import annotations
@@ -29,22 +32,27 @@ Node = tuple[int, ...]
 
 @attrs.frozen
 class Semantics:
-    """The four differences, each ``True`` on the engine's side."""
+    """The five differences, each ``True`` on the engine's side."""
 
     last_token_recomputed: bool  # 1: a hit covers at most P - 1 tokens
     whole_blocks_only: bool  # 2: a partial last block is never cached (nor hit)
     running_request_held: bool  # 3: the pool holds the running request's blocks too
     engine_eviction: bool  # 4: any free block; else leaves, the path protected, declining
+    outputs_cached: bool  # 5: the output's full blocks are cached, under keys of their own
 
     def __attrs_post_init__(self) -> None:
         if self.running_request_held and not self.engine_eviction:
             raise InvalidArgument(
                 "running_request_held", True, "the engine's pool needs engine_eviction"
             )
+        if self.outputs_cached and not self.running_request_held:
+            raise InvalidArgument(
+                "outputs_cached", True, "outputs are in the pool only with running_request_held"
+            )
 
 
-PEER = Semantics(False, False, False, False)
-ENGINE = Semantics(True, True, True, True)
+PEER = Semantics(False, False, False, False, False)
+ENGINE = Semantics(True, True, True, True, True)
 
 
 @attrs.frozen
@@ -67,10 +75,19 @@ def _tokens(prompt: int, index: int) -> int:
 
 class Cache:
     """The model: ``run`` a trace under ``semantics`` with ``capacity`` blocks of cache
-    and ``eviction`` one of ``lru``, ``fifo``, ``optimal`` (the engine's ``belady``)."""
+    and ``eviction`` one of ``lru``, ``fifo``, ``optimal`` (the engine's ``belady``);
+    ``outputs``: each request's output tokens (one each by default)."""
 
-    def __init__(self, trace: Trace, capacity: int, eviction: str, semantics: Semantics) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        capacity: int,
+        eviction: str,
+        semantics: Semantics,
+        outputs: Sequence[int] = (),
+    ) -> None:
         self.trace, self.capacity, self.eviction, self.sem = trace, capacity, eviction, semantics
+        self.outputs = list(outputs) or [1] * len(trace)
         self.paths = [[tuple(ids[: j + 1]) for j in range(len(ids))] for _, ids in trace]
         self.order: dict[Node, int] = {}  # the peer's node numbers: by first appearance
         self.uses: dict[Node, list[int]] = {}  # the peer's: every block of the prompt
@@ -80,7 +97,7 @@ class Cache:
             for node in path:
                 self.order.setdefault(node, len(self.order))
                 self.uses.setdefault(node, []).append(index)
-            if not self._refuses(prompt):
+            if not self._refuses(prompt, self.outputs[index]):
                 for node in path[: (prompt - 1) // BLOCK]:
                     self.reached.setdefault(node, []).append(index)
         self.cached: dict[Node, int] = {}  # node -> its order key (see _stamp)
@@ -96,9 +113,11 @@ class Cache:
         at = bisect_right(found, self.now)
         return found[at] if at < len(found) else NEVER
 
-    def _refuses(self, prompt: int) -> bool:
-        """The engine's pool refuses a request it could never hold alone."""
-        return self.sem.running_request_held and cdiv(prompt, BLOCK) > self.capacity
+    def _refuses(self, prompt: int, outputs: int) -> bool:
+        """The engine's pool refuses a request it could never hold alone: its blocks
+        when its last token is computed (``P + outputs - 1`` tokens)."""
+        held = cdiv(prompt + outputs - 1, BLOCK)
+        return self.sem.running_request_held and held > self.capacity
 
     def _stamp(self, node: Node) -> None:
         self.clock += 1
@@ -184,16 +203,17 @@ class Cache:
         cached block is evicted when a block is needed and none is unhashed."""
         sem, capacity = self.sem, self.capacity
         whole = cacheable[: prompt // BLOCK]
-        if self._refuses(prompt):
+        outputs = self.outputs[self.now]
+        if self._refuses(prompt, outputs):
             self.refused += 1
             return 0
         hit = self._hit(prompt, cacheable)
         held = cacheable[:hit]
         self._refresh(whole[hit:])
-        if sem.running_request_held:  # chunk by chunk: allocate, then cache the full blocks
+        if sem.running_request_held:  # step by step: allocate, then cache the full blocks
             private, computed, offered = 0, hit * BLOCK, hit
-            while computed < prompt:
-                end = min(computed + CHUNK, prompt)
+            while computed < prompt + outputs - 1:  # a prefill chunk, or one decode token
+                end = min(computed + CHUNK, prompt) if computed < prompt else computed + 1
                 more = cdiv(end, BLOCK) - cdiv(computed, BLOCK)
                 unhashed = capacity - len(self.cached) - private
                 for _ in range(more - unhashed):
@@ -204,6 +224,12 @@ class Cache:
                     if node not in self.cached:
                         self._engine_cache(node, held)
                         private -= 1
+                    offered += 1
+                while sem.outputs_cached and (offered + 1) * BLOCK <= end:
+                    past = offered + 1 - len(cacheable)  # blocks past the prompt's
+                    ids = cacheable[-1] if cacheable else ()
+                    self._engine_cache((*ids, *[-1 - self.now] * past), held)
+                    private -= 1
                     offered += 1
                 computed = end
         else:  # the cached blocks alone fill the pool

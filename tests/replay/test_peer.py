@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -38,14 +39,16 @@ REPLAY_EVICTION = {
     "optimal": "belady",
 }  # the peer's name -> the replay's
 
-# From the peer's semantics to the engine's, one difference a step: 2, 1, 4, then 3
+# From the peer's semantics to the engine's, one difference a step: 2, 1, 4, 3, then 5
 # (2 first: a hit never reaches a partial last block once 1 holds, so caching one then
-# only fills the cache; the pool holding the running request needs the engine's eviction).
+# only fills the cache; the pool holding the running request needs the engine's eviction,
+# and caching its outputs needs the pool to hold them).
 LADDER = (
     PEER,
     attrs.evolve(PEER, whole_blocks_only=True),
     attrs.evolve(PEER, whole_blocks_only=True, last_token_recomputed=True),
-    attrs.evolve(ENGINE, running_request_held=False),
+    attrs.evolve(ENGINE, running_request_held=False, outputs_cached=False),
+    attrs.evolve(ENGINE, outputs_cached=False),
     ENGINE,
 )
 
@@ -72,20 +75,29 @@ def peer_run(trace: Trace, capacity: int, eviction: str) -> int:
     return int(result.hitTokens)
 
 
-def replay_run(trace: Trace, capacity: int, eviction: str, measure_from: int) -> tuple[int, ...]:
+def replay_run(
+    trace: Trace, capacity: int, eviction: str, measure_from: int, outputs: Sequence[int] = ()
+) -> tuple[int, ...]:
     """The fast replay's hit tokens, evictions and refusals: full attention on blocks of
-    512, one output token, ``capacity`` blocks besides the null block."""
+    512, each request's output tokens (one by default), ``capacity`` blocks besides the
+    null block."""
     geometry = HybridGeometry([GroupSpec.full(512)], 512)
     keys = PrefixKeys(512)
-    stream = [ReplayRequest(n, 1, keys.hash_ids(ids, n)) for n, ids in trace]
+    counts = list(outputs) or [1] * len(trace)
+    stream = [
+        ReplayRequest(n, out, keys.hash_ids(ids, n))
+        for (n, ids), out in zip(trace, counts, strict=True)
+    ]
     point = Point("dense", None, capacity + 1, REPLAY_EVICTION[eviction])
     uses = future_uses(geometry, stream)
     (result,) = replay(geometry, stream, [point], uses=uses, measure_from=measure_from)
     return result.hit_tokens, result.evictions, result.refused
 
 
-def model(trace: Trace, capacity: int, eviction: str, semantics: Semantics) -> Outcome:
-    return Cache(trace, capacity, eviction, semantics).run()
+def model(
+    trace: Trace, capacity: int, eviction: str, semantics: Semantics, outputs: Sequence[int] = ()
+) -> Outcome:
+    return Cache(trace, capacity, eviction, semantics, outputs).run()
 
 
 # -- the two ends, on the trace ---------------------------------------------------
@@ -95,18 +107,20 @@ SCALES = [(400, 24), (400, 96), pytest.param(0, 128, marks=pytest.mark.whole_tra
 
 
 @pytest.fixture(scope="module")
-def conversation() -> list[tuple[int, list[int]]]:
-    """The conversation trace's requests by timestamp (file order on ties)."""
+def conversation() -> tuple[Trace, tuple[int, ...]]:
+    """The conversation trace's requests by timestamp (file order on ties), and their
+    output tokens."""
     requests = parse_hash_trace(gzip.decompress(TRACE.read_bytes()).decode(), str(TRACE))
-    return [(r.input_length, list(r.hash_ids)) for r in sorted(requests, key=lambda r: r.timestamp)]
+    ordered = sorted(requests, key=lambda r: r.timestamp)
+    return [(r.input_length, r.hash_ids) for r in ordered], tuple(r.output_length for r in ordered)
 
 
 @pytest.mark.parametrize(("requests", "capacity"), SCALES)
 @pytest.mark.parametrize("eviction", ["lru", "fifo", "optimal"])
 def test_the_model_with_the_peers_semantics_is_the_peer(
-    conversation: Trace, requests: int, capacity: int, eviction: str
+    conversation: tuple[Trace, tuple[int, ...]], requests: int, capacity: int, eviction: str
 ) -> None:
-    trace = conversation[: requests or None]
+    trace = conversation[0][: requests or None]
     outcome = model(trace, capacity, eviction, PEER)
     assert outcome.evictions > 0
     assert outcome.measured(len(trace) // 2) == peer_run(trace, capacity, eviction)
@@ -115,13 +129,15 @@ def test_the_model_with_the_peers_semantics_is_the_peer(
 @pytest.mark.parametrize(("requests", "capacity"), SCALES)
 @pytest.mark.parametrize("eviction", ["lru", "fifo", "optimal"])
 def test_the_model_with_the_engines_semantics_is_the_fast_replay(
-    conversation: Trace, requests: int, capacity: int, eviction: str
+    conversation: tuple[Trace, tuple[int, ...]], requests: int, capacity: int, eviction: str
 ) -> None:
-    trace = conversation[: requests or None]
-    outcome = model(trace, capacity, eviction, ENGINE)
+    """With the trace's output lengths: the running request holds its output's blocks
+    and the pool caches the full ones."""
+    trace, outputs = (part[: requests or None] for part in conversation)
+    outcome = model(trace, capacity, eviction, ENGINE, outputs)
     assert outcome.evictions > 0
     found = (outcome.measured(0), outcome.evictions, outcome.refused)
-    assert found == replay_run(trace, capacity, eviction, 0)
+    assert found == replay_run(trace, capacity, eviction, 0, outputs)
 
 
 # -- the ladder, on tiny traces ----------------------------------------------------
@@ -134,8 +150,9 @@ class Case:
     trace: Trace
     capacity: int
     eviction: str
-    hits: tuple[int, int, int, int, int]
+    hits: tuple[int, int, int, int, int, int]
     cached: tuple[frozenset[Node], ...]
+    outputs: tuple[int, ...] = ()  # each request's output tokens (one by default)
 
 
 def blocks(*paths: Node) -> frozenset[Node]:
@@ -160,12 +177,13 @@ CASES = [
         ],
         6,
         "lru",
-        (2560,) * 5,
+        (2560,) * 6,
         (
             blocks((4,), (4, 5), (4, 5, 6), (4, 5, 6, 7), (4, 5, 6, 7, 14), (4, 5, 15)),
             blocks((1,), (1, 2), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
             blocks((1,), (1, 2), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
             blocks((1,), (1, 2), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
+            blocks((1,), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
             blocks((1,), (4,), (4, 5), (4, 5, 6), (4, 5, 6, 7)),
         ),
     ),
@@ -177,8 +195,8 @@ CASES = [
         [(1024, [1, 2]), (1024, [1, 2])],
         2,
         "lru",
-        (1024, 1024, 512, 512, 512),
-        (blocks((1,), (1, 2)),) * 5,
+        (1024, 1024, 512, 512, 512, 512),
+        (blocks((1,), (1, 2)),) * 6,
     ),
     Case(
         # 2: the peer caches the partial last block (188 tokens) and a resend hits it.
@@ -186,8 +204,8 @@ CASES = [
         [(700, [1, 2]), (700, [1, 2])],
         2,
         "lru",
-        (700, 512, 512, 512, 512),
-        (blocks((1,), (1, 2)),) + (blocks((1,)),) * 4,
+        (700, 512, 512, 512, 512, 512),
+        (blocks((1,), (1, 2)),) + (blocks((1,)),) * 5,
     ),
     Case(
         # Both keep the running request's hits: the second request hits (1,), (1, 2),
@@ -198,8 +216,8 @@ CASES = [
         [(1024, [1, 2]), (1536, [1, 2, 3]), (1025, [1, 2, 5])],
         2,
         "lru",
-        (2048, 2048, 2048, 2048, 0),
-        (blocks((1,), (1, 2)),) * 5,
+        (2048, 2048, 2048, 2048, 0, 0),
+        (blocks((1,), (1, 2)),) * 6,
     ),
     Case(
         # 4, LRU: the peer protects the blocks on the request's path when it starts,
@@ -211,8 +229,8 @@ CASES = [
         [(1536 + 10, [1, 2, 3, 4]), (1536 + 10, [1, 2, 3, 4])],
         2,
         "lru",
-        (512, 512, 512, 1024, 0),
-        (blocks((1,)),) * 3 + (blocks((1,), (1, 2)), blocks()),
+        (512, 512, 512, 1024, 0, 0),
+        (blocks((1,)),) * 3 + (blocks((1,), (1, 2)), blocks(), blocks()),
     ),
     Case(
         # 4, FIFO: the peer's queue holds every block, the running request's too. The
@@ -230,12 +248,13 @@ CASES = [
         ],
         3,
         "fifo",
-        (1024, 1024, 1024, 2560, 0),
+        (1024, 1024, 1024, 2560, 0, 0),
         (
             blocks((5, 6, 7), (5, 6, 7, 8), (5, 6, 7, 8, 93)),
             blocks((5, 6), (5, 6, 7), (5, 6, 7, 8)),
             blocks((5, 6), (5, 6, 7), (5, 6, 7, 8)),
             blocks((5,), (5, 6), (5, 6, 7)),
+            blocks((5,), (5, 6)),
             blocks((5,), (5, 6)),
         ),
     ),
@@ -243,7 +262,7 @@ CASES = [
         # 4, optimal: (3,) is never used again and (1, 2), the only leaf, is used next
         # by the third request: the peer declines to cache (3,) and both later requests
         # hit (1,), (1, 2). The engine caches every block: its Belady evicts (1, 2) (used
-        # as soon as (1,), freed before it) for (3,); the third request hits (1,) and
+        # as soon as (1,), and the deeper) for (3,); the third request hits (1,) and
         # caches (1, 2) again in place of (3,); the fourth hits both. 3: the engine's
         # pool of two refuses the three-block requests (the second request, of two
         # blocks, evicted both for its own).
@@ -251,8 +270,8 @@ CASES = [
         [(1024, [1, 2]), (513, [3, 91]), (1025, [1, 2, 92]), (1025, [1, 2, 93])],
         2,
         "optimal",
-        (2048, 2048, 2048, 1536, 0),
-        (blocks((1,), (1, 2)),) * 4 + (blocks((3,)),),
+        (2048, 2048, 2048, 1536, 0, 0),
+        (blocks((1,), (1, 2)),) * 4 + (blocks((3,)),) * 2,
     ),
     Case(
         # 3: caching whole blocks only (from step 1), the peer's two blocks of cache hold
@@ -263,15 +282,36 @@ CASES = [
         [(1024 + 100, [1, 2, 3]), (1024 + 100, [1, 2, 3])],
         2,
         "lru",
-        (512, 1024, 1024, 1024, 0),
-        (blocks((1,)), blocks((1,), (1, 2)), blocks((1,), (1, 2)), blocks((1,), (1, 2)), blocks()),
+        (512, 1024, 1024, 1024, 0, 0),
+        (
+            blocks((1,)),
+            *[blocks((1,), (1, 2))] * 3,
+            blocks(),
+            blocks(),
+        ),
+    ),
+    Case(
+        # 5: the third request's output fills two blocks past its prompt's. Cached under
+        # keys no prompt has, they are free blocks of the cache when it finishes, and the
+        # fourth request's two blocks evict the least recently freed, (1, 2) and (1,): the
+        # resend hits nothing. Uncached, they go back unhashed, the fourth request takes
+        # them and the resend hits (1,). (1: the resend's second block holds its last
+        # token. 3: the third request, three blocks with its output, evicts (8,)'s three
+        # blocks at 3, 4 and 5 alike, as the peer and step 3 do caching (3,), (4,), (4, 5).)
+        "output cached",
+        [(1536, [8, 9, 10]), (1024, [1, 2]), (512, [3]), (1024, [4, 5]), (1024, [1, 2])],
+        5,
+        "lru",
+        (1024, 1024, 512, 512, 512, 0),
+        (blocks((1,), (1, 2), (3,), (4,), (4, 5)),) * 6,
+        (1, 1, 1025, 1, 1),
     ),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_each_difference_changes_the_hits_at_its_own_step(case: Case) -> None:
-    outcomes = [model(case.trace, case.capacity, case.eviction, s) for s in LADDER]
+    outcomes = [model(case.trace, case.capacity, case.eviction, s, case.outputs) for s in LADDER]
     middle = len(case.trace) // 2
     assert tuple(o.measured(middle) for o in outcomes) == case.hits
     assert tuple(o.cached for o in outcomes) == case.cached
@@ -284,5 +324,6 @@ def test_the_peer_is_the_first_step(case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_fast_replay_is_the_last_step(case: Case) -> None:
-    hits, _, _ = replay_run(case.trace, case.capacity, case.eviction, len(case.trace) // 2)
+    middle = len(case.trace) // 2
+    hits, _, _ = replay_run(case.trace, case.capacity, case.eviction, middle, case.outputs)
     assert hits == case.hits[-1]
