@@ -9,7 +9,8 @@ relative imports only: copy this package into an engine unchanged.
 * Decision 3, reachable-block mask: :func:`reachable_block_mask`.
 * The one source of truth behind all three: :func:`promised_positions`,
   :func:`checkpoint_stop` and :func:`decode_checkpoint` (with
-  :func:`decode_step_state` under speculative decode steps).
+  :func:`decode_step_state` and :func:`deepest_decode_state` under
+  speculative decode steps).
 
 Invalid input raises :class:`InvalidArgument` naming the argument, the value
 and the rule; it derives from :class:`JunctionError`, the root of every error
@@ -24,6 +25,7 @@ from .checkpoints import (
     checkpoint_stop,
     decode_checkpoint,
     decode_step_state,
+    deepest_decode_state,
     promised_positions,
     promised_stop,
     segment_boundaries,
@@ -69,6 +71,7 @@ __all__ = [
     "checkpoint_stop",
     "decode_checkpoint",
     "decode_step_state",
+    "deepest_decode_state",
     "floor_to",
     "group_finder",
     "last_cacheable_position",

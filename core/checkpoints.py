@@ -13,7 +13,7 @@ boundaries the caller holds already. Under speculative decoding a step
 computes several tokens, and whether a Mamba block end crossed inside a step
 holds a state is the engine's (:class:`CrossedGridPoints`):
 :func:`decode_step_state` names the state a step leaves, and
-:func:`decode_checkpoint` takes the states written.
+:func:`deepest_decode_state` the one kept for a position.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ __all__ = [
     "checkpoint_stop",
     "decode_checkpoint",
     "decode_step_state",
+    "deepest_decode_state",
     "promised_positions",
     "promised_stop",
 ]
@@ -125,42 +126,71 @@ def decode_checkpoint(
 
     That is the answer with one token a step, where every grid point reached
     holds a Mamba state. With ``states_from`` (the computed tokens where the
-    request's decode began, ``<= c``) a Mamba state above it exists only
-    where a step left one (``written_states``, each a
-    :func:`decode_step_state`, 0 for none): the answer is the deepest of
-    them at or below the landing, else ``floor_G(states_from)`` (the
-    prompt's side, kept as without steps). Without a Mamba group the steps
-    change nothing. Raises :class:`InvalidArgument` when ``finished_tokens <
-    2`` (a prompt token and an answer token), ``states_from`` is not in
-    ``[0, c]`` or a written state is not a multiple of the hit grid ``>= 0``.
+    request's decode began, ``<= c``) and ``written_states`` (where its steps
+    left states, each a :func:`decode_step_state`) it is the
+    :func:`deepest_decode_state` at or below that landing. Raises
+    :class:`InvalidArgument` when ``finished_tokens < 2`` (a prompt token and
+    an answer token), ``states_from`` exceeds ``c``, or as
+    :func:`deepest_decode_state` does.
     """
     computed = require_int("finished_tokens", finished_tokens, 2) - 1
     if not isinstance(geometry, HybridGeometry):
         raise InvalidArgument("geometry", geometry, "must be a HybridGeometry")
     alignment, use_eagle = geometry.alignment_tokens, geometry.use_eagle
     reach = computed
-    mamba = False
     for group in geometry.groups:
         if group.kind is GroupKind.MAMBA:
-            mamba = True
             continue
         drop = group.eagle_drop_tokens(alignment) if group.eagle_lookup(use_eagle) else 0
         reach = min(reach, floor_to(computed, group.block_size) - drop)
-    grid = geometry.hit_grid_tokens
-    landing = floor_to(max(reach, 0), grid)
+    landing = floor_to(max(reach, 0), geometry.hit_grid_tokens)
     if states_from is None:
         return landing
-    require_int("states_from", states_from, 0)
-    if states_from > computed:
+    if type(states_from) is int and states_from > computed:
         raise InvalidArgument("states_from", states_from, f"must be <= the {computed} computed")
-    deepest = floor_to(states_from, grid)
+    return deepest_decode_state(
+        geometry, landing, states_from=states_from, written_states=written_states
+    )
+
+
+def deepest_decode_state(
+    geometry: HybridGeometry,
+    position: int,
+    *,
+    states_from: int | None,
+    written_states: Iterable[int] = (),
+) -> int:
+    """The deepest position at or below ``position``, on the hit grid, where a
+    decoding request holds every group's state (0: none).
+
+    With one token a step (``states_from`` ``None``) every grid point reached
+    holds one: ``floor_G(position)``. Under speculative steps a Mamba state
+    above ``states_from`` (the computed tokens where decode began) exists
+    only where a step left one (``written_states``, each a
+    :func:`decode_step_state`; 0 for none): the deepest of them at or below
+    ``position``, else ``floor_G(states_from)`` (the prompt's side, kept as
+    without steps). Without a Mamba group the steps change nothing (every
+    other group holds a block for every token computed). How an engine keeps
+    the state a policy's decode checkpoint names. Raises
+    :class:`InvalidArgument` on a ``position`` or ``states_from`` below 0 or
+    a written state that is not a multiple of the hit grid ``>= 0``.
+    """
+    if not isinstance(geometry, HybridGeometry):
+        raise InvalidArgument("geometry", geometry, "must be a HybridGeometry")
+    grid = geometry.hit_grid_tokens
+    floored = floor_to(require_int("position", position, 0), grid)
+    if states_from is None:
+        return floored
+    begun = require_int("states_from", states_from, 0)
+    deepest = floor_to(begun, grid)
     for index, state in enumerate(written_states):
         if type(state) is not int or state < 0 or state % grid:
             rule = f"must be an int >= 0, a multiple of the hit grid ({grid})"
             raise InvalidArgument(f"written_states[{index}]", state, rule)
-        if deepest < state <= landing:
+        if deepest < state <= floored:
             deepest = state
-    return landing if not mamba or landing <= states_from else deepest
+    mamba = any(group.kind is GroupKind.MAMBA for group in geometry.groups)
+    return floored if not mamba or floored <= begun else deepest
 
 
 def decode_step_state(

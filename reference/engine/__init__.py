@@ -20,6 +20,7 @@ from .finish import FinishReason
 from .invariants import InvariantViolation, MambaStateMissing
 from .policy import CheckedPolicy, Policy, PolicyError, PolicyOutOfTime, PolicyTimeout, RequestView
 from .request import Request, RequestStatus
+from .speculative import SpeculativeDecoding
 from .tier import ExternalTier, TierSaving
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "RequestStatus",
     "RequestTooLarge",
     "RequestView",
+    "SpeculativeDecoding",
     "TierSaving",
     "eviction_policy",
 ]

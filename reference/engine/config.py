@@ -7,6 +7,7 @@ import attrs
 from junction.core import HybridGeometry, InvalidArgument
 from junction.reference.engine.eviction import EvictionPolicy, LeastRecentlyUsed
 from junction.reference.engine.protocol import Policy
+from junction.reference.engine.speculative import SpeculativeDecoding
 from junction.reference.engine.tier import ExternalTier, TierSaving
 
 __all__ = ["EngineConfig", "Metrics"]
@@ -22,6 +23,13 @@ def _non_negative(instance: object, attribute: attrs.Attribute[int], value: int)
         raise InvalidArgument(attribute.name, value, "must be an int >= 0")
 
 
+def _speculative(
+    instance: object, attribute: attrs.Attribute[SpeculativeDecoding | None], value: object
+) -> None:
+    if value is not None and not isinstance(value, SpeculativeDecoding):
+        raise InvalidArgument(attribute.name, value, "must be None or a SpeculativeDecoding")
+
+
 @attrs.frozen
 class EngineConfig:
     """Everything that shapes a run besides the submitted requests.
@@ -35,6 +43,8 @@ class EngineConfig:
     naming what its save path hands the mask.
     ``eviction`` chooses which free cached block a full pool recycles
     (``eviction.py``; least recently freed first by default).
+    ``speculative``: decode steps verifying draft tokens (``speculative.py``;
+    ``None``, the default: one token a step).
     """
 
     geometry: HybridGeometry
@@ -47,6 +57,9 @@ class EngineConfig:
     tier: ExternalTier | None = attrs.field(default=None, kw_only=True, eq=False)
     tier_saving: TierSaving = attrs.field(default=TierSaving.POLICY, kw_only=True)
     eviction: EvictionPolicy = attrs.field(factory=LeastRecentlyUsed, kw_only=True)
+    speculative: SpeculativeDecoding | None = attrs.field(
+        default=None, kw_only=True, validator=_speculative
+    )
 
 
 @attrs.define

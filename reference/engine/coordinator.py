@@ -17,10 +17,13 @@ from __future__ import annotations
 import functools
 
 from junction.core import (
+    CrossedGridPoints,
     HitReconciler,
     HitReconciliation,
     HybridGeometry,
     decode_checkpoint,
+    decode_step_state,
+    deepest_decode_state,
     floor_to,
 )
 from junction.reference.engine.block_pool import Block, BlockPool, NoFreeBlocks
@@ -46,11 +49,21 @@ def decode_lag(geometry: HybridGeometry) -> int:
 
 
 class Coordinator:
-    def __init__(self, geometry: HybridGeometry, pool: BlockPool, policy: CheckedPolicy) -> None:
+    """``crossed``: under speculative decode steps, what a Mamba block end passed inside
+    a step keeps (``None``: one token a step)."""
+
+    def __init__(
+        self,
+        geometry: HybridGeometry,
+        pool: BlockPool,
+        policy: CheckedPolicy,
+        crossed: CrossedGridPoints | None = None,
+    ) -> None:
         self.geometry = geometry
         self.pool = pool
+        self.crossed = crossed
         self.managers: list[GroupManager] = [
-            make_manager(group_id, spec, geometry, pool, policy)
+            make_manager(group_id, spec, geometry, pool, policy, crossed)
             for group_id, spec in enumerate(geometry.groups)
         ]
         self.reconciler = HitReconciler(geometry)  # core's decision 1, bound once
@@ -83,6 +96,10 @@ class Coordinator:
         for manager in self.managers:
             manager.attach_hit(request, hit)
         request.num_computed_tokens = request.hit_length = hit
+        # Under speculative steps, where decode began (a hit may reach the prefill's end).
+        request.decode_states.clear()
+        speculative = self.crossed is not None and hit >= request.prefill_end
+        request.decode_states_from = hit if speculative else None
         self.quiet[request.request_id] = -1  # nothing known yet: ask every group
         request.shared_prefix_boundary = hits.shared_prefix_boundary if hits else 0
         return hits
@@ -107,6 +124,9 @@ class Coordinator:
             if count:
                 manager.allocate(request, num_tokens, blocks[taken : taken + count])
                 taken += count
+        # A speculative step may end below what it allocated for (its drafts): its
+        # end asks every group even so (a Mamba spare is used or given back).
+        self.quiet[request.request_id] = -1
 
     def after_step(self, request: Request) -> None:
         rid, end = request.request_id, request.num_computed_tokens
@@ -115,6 +135,11 @@ class Coordinator:
                 block.state_position = end
             return
         if self.keeps_decode and end >= request.prefill_end:
+            begun = request.decode_states_from
+            if begun is not None and self.crossed is not None and request.step_start >= begun:
+                left = decode_step_state(self.geometry, request.step_start, end, self.crossed)
+                if left:
+                    request.decode_states.append(left)
             self._track_decode(request, end)
         # One pass: a manager's quiet_until reads only its own blocks, which
         # no other manager's after_step touches.
@@ -129,15 +154,30 @@ class Coordinator:
 
     def _track_decode(self, request: Request, end: int) -> None:
         """Ask the policy where the next turn resumes were the request to finish now
-        (``end`` computed, ``end + 1`` tokens), and tell every group the lowest."""
+        (``end`` computed, ``end + 1`` tokens), and tell every group the lowest and
+        how far below ``end`` a later answer may still lie (the lag). Under
+        speculative steps a position is kept as the deepest state the steps left
+        at or below it (``core.deepest_decode_state``), which may lie below the
+        lag; the steps' states below the lowest are forgotten."""
         positions = self.policy.decode_checkpoints(self.geometry, NextTurnView(request, end))
+        begun = request.decode_states_from
+        if begun is not None:  # each position's state: the deepest the steps left below it
+            written = request.decode_states
+            kept = {
+                deepest_decode_state(self.geometry, x, states_from=begun, written_states=written)
+                for x in positions
+            }
+            positions = tuple(sorted(kept - {0}))
         self.decode_positions[request.request_id] = positions
         grid = self.geometry.hit_grid_tokens
         # None now: a later answer may still lie down to the lag below (it grows with c).
-        low = min(positions) if positions else max(end - self.decode_lag, 0)
-        lowest = floor_to(low, grid)
+        recent = max(end - self.decode_lag, 0)
+        lowest = floor_to(min(positions) if positions else recent, grid)
+        if request.decode_states:
+            request.decode_states[:] = [s for s in request.decode_states if s >= lowest]
+        recent = floor_to(recent, grid)
         for manager in self.managers:
-            manager.track_decode(request, lowest)
+            manager.track_decode(request, lowest, recent)
 
     def publish(self, request: Request) -> None:
         """The request finished: each group caches what its next turn reads at the

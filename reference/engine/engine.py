@@ -2,7 +2,8 @@
 
 No model runs; the KV-cache management of a serving engine is simulated
 exactly: admission with prefix-cache lookup, a token budget per step,
-chunked prefill with core's align-mode stop, decode, preemption and freeing.
+chunked prefill with core's align-mode stop, decode (one token a step, or
+speculative steps: ``speculative.py``), preemption and freeing.
 Every retention decision comes from ``core`` through the caller's policy;
 this module only schedules. The same config and submissions give the same
 run, step for step, in any process. ``check()`` verifies every invariant
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from junction.core import GroupKind, GroupSpec, JunctionError, cdiv
+from junction.core import CrossedGridPoints, GroupKind, GroupSpec, JunctionError, cdiv
 from junction.reference.engine.block_pool import BlockPool, NoFreeBlocks
 from junction.reference.engine.config import EngineConfig, Metrics
 from junction.reference.engine.coordinator import Coordinator
@@ -43,7 +44,9 @@ class Engine:
         self.geometry = config.geometry
         self.pool = BlockPool(config.num_blocks, config.eviction.order(config.geometry))
         self.policy = CheckedPolicy(config.policy)
-        self.coordinator = Coordinator(self.geometry, self.pool, self.policy)
+        self.speculative = config.speculative
+        crossed = None if config.speculative is None else config.speculative.crossed
+        self.coordinator = Coordinator(self.geometry, self.pool, self.policy, crossed)
         self.connector = (
             None
             if config.tier is None
@@ -171,17 +174,26 @@ class Engine:
         checkpoint (its block is held during the step). With decode checkpoints
         kept, a Mamba group also pins a state at each hit-grid point within the
         lag below the computed tokens (:meth:`decode_pins`), and a sliding window
-        holds its window that much further back.
+        holds its window that much further back. Under speculative steps a
+        decode step's drafts are within the chunk limit; a Mamba group takes one
+        more block for a passed block end's state when it captures them, and the
+        decode checkpoint may lie below the lag (the deepest state the steps
+        left): one pin more, and a window keeps the blocks it reads there.
         """
         size = group.block_size
+        speculative = self.speculative
         if group.kind is GroupKind.MAMBA:
-            base = 3 if self.policy.writes_prefill_checkpoints else 2
+            captures = speculative is not None and speculative.crossed is CrossedGridPoints.CAPTURED
+            base = 3 if self.policy.writes_prefill_checkpoints or captures else 2
             return base + self.decode_pins
         every_block = cdiv(num_tokens, size)
         if group.window is None:
             return every_block
         reach = group.window - 1 + self._chunk_limit + size - 1 + self._decode_lag
-        return min(every_block, cdiv(reach, size))
+        held = cdiv(reach, size)
+        if speculative is not None and self._decode_lag:
+            held += group.blocks_for_hit(self.geometry.use_eagle)
+        return min(every_block, held)
 
     def _decode_checkpoint_lag(self) -> int:
         """How far below the computed tokens a next turn may resume (0 without decode
@@ -194,7 +206,8 @@ class Engine:
         checkpoints): the hit-grid points within :meth:`_decode_checkpoint_lag`."""
         if not self.policy.keeps_decode_checkpoints:
             return 0
-        return self._decode_lag // self.geometry.hit_grid_tokens + 1
+        below = 0 if self.speculative is None else 1  # the deepest state below the lag
+        return self._decode_lag // self.geometry.hit_grid_tokens + 1 + below
 
     @property
     def _chunk_limit(self) -> int:
@@ -226,10 +239,20 @@ class Engine:
     def _tokens_for(self, request: Request, budget: int) -> int:
         """Tokens to compute for ``request`` this step, within ``budget`` (> 0)."""
         if request.num_computed_tokens >= request.prefill_end:
-            # Decode: one token, which neither the cap nor a split may cut
-            # (vLLM asks its split only during prefill, core's returns n).
-            return 1
+            return self._decode_tokens(request, budget)
         return self._prefill_tokens(request, budget)
+
+    def _decode_tokens(self, request: Request, budget: int) -> int:
+        """A decode step: the token after the computed ones, which neither the cap nor
+        a split may cut (vLLM asks its split only during prefill, core's returns n),
+        and under speculative decoding its drafts: at most ``k``, the outputs left
+        but the one the step samples, and what the budget and the cap leave."""
+        speculative = self.speculative
+        if speculative is None:
+            return 1
+        left = request.max_output_tokens - request.num_output_tokens - 1
+        drafts = min(speculative.num_tokens, left, budget - 1, self._chunk_limit - 1)
+        return 1 + max(drafts, 0)
 
     def _prefill_tokens(self, request: Request, budget: int) -> int:
         """A prefill chunk: the budget, the long-prefill cap, then the policy's split."""
@@ -247,6 +270,8 @@ class Engine:
         self.coordinator.free(request)
         request.num_computed_tokens = 0
         request.shared_prefix_boundary = 0
+        request.decode_states_from = None
+        request.decode_states.clear()
 
     def _preempt(self, request: Request) -> None:
         self._release(request)
@@ -255,7 +280,8 @@ class Engine:
         self.metrics.preemptions += 1
 
     def step(self) -> list[tuple[int, int, int]]:
-        """Schedule and execute one step; returns ``(request_id, start, tokens)`` per chunk."""
+        """Schedule and execute one step; returns ``(request_id, start, tokens computed)``
+        per chunk."""
         budget = self.config.max_num_batched_tokens
         scheduled: list[tuple[Request, int, int]] = []
         preempted = False
@@ -265,7 +291,7 @@ class Engine:
             request = running[index]
             start = request.num_computed_tokens
             if start >= request.prefill_end:
-                tokens = 1  # decode: the one token after the computed ones
+                tokens = self._decode_tokens(request, budget)
             else:
                 tokens = self._prefill_tokens(request, budget)
                 if tokens == 0:
@@ -303,34 +329,39 @@ class Engine:
             if tokens:
                 scheduled.append((request, request.num_computed_tokens, tokens))
                 budget -= tokens
-        self._execute(scheduled)
-        return [(r.request_id, start, tokens) for r, start, tokens in scheduled]
+        return self._execute(scheduled)
 
-    def _execute(self, scheduled: list[tuple[Request, int, int]]) -> None:
+    def _execute(self, scheduled: list[tuple[Request, int, int]]) -> list[tuple[int, int, int]]:
+        """Run the scheduled chunks; returns ``(request_id, start, tokens computed)`` each
+        (a speculative step computes its sampled token and the drafts it accepted)."""
         metrics, after_step = self.metrics, self.coordinator.after_step
         metrics.steps += 1
         for request in self._finished:
             request.release_tokens()
         self._finished.clear()
-        seed, vocab_size = self.config.seed, self.config.vocab_size
         connector = self.connector
+        computed = []
         for request, start, tokens in scheduled:
             prefill = start < request.prefill_end
             if prefill:
                 metrics.chunks += 1
                 metrics.prefill_tokens_computed += tokens
-            end = request.num_computed_tokens = start + tokens
+                end = start + tokens
+                if end >= request.prefill_end and self.speculative is not None:
+                    request.decode_states_from = end  # decode begins here
+                    request.decode_states.clear()
+            else:
+                end = start + 1 + self._accept(request, start, tokens - 1)
+            request.step_start = start
+            request.num_computed_tokens = end
             after_step(request)
             if prefill and connector is not None:
                 connector.save(request)
             if end == request.num_tokens:
-                emitted, answer = end - request.num_prompt_tokens, request.answer
-                if emitted < len(answer):
-                    request.append_output(answer[emitted])
-                else:
-                    request.append_output(hash((seed, request.request_id, end)) % vocab_size)
+                self._emit(request)
                 if request.num_tokens - request.num_prompt_tokens >= request.max_output_tokens:
                     self._finish(request)
+            computed.append((request.request_id, start, end - start))
         metrics.evictions = self.pool.evictions
         retained = self.pool.cached_blocks_per_group()
         metrics.retained_final = retained
@@ -338,6 +369,32 @@ class Engine:
         for group_id, count in retained.items():
             if count > peak.get(group_id, 0):
                 peak[group_id] = count
+        return computed
+
+    def _accept(self, request: Request, start: int, drafts: int) -> int:
+        """How many of a decode step's ``drafts`` are accepted (``speculative.py``); each
+        becomes an output token, emitted before the step's own sampled one."""
+        speculative = self.speculative
+        if speculative is None or not drafts:
+            return 0
+        step = request.decode_steps
+        request.decode_steps += 1
+        seed = self.config.seed
+        accepted = speculative.accepted_count(seed, request.request_id, start, step, drafts)
+        for _ in range(accepted):
+            self._emit(request)
+        return accepted
+
+    def _emit(self, request: Request) -> None:
+        """Append the request's next output token: the scripted answer's first, then the
+        engine's own (a function of the seed, the request and the position)."""
+        position = request.num_tokens
+        emitted, answer = position - request.num_prompt_tokens, request.answer
+        if emitted < len(answer):
+            request.append_output(answer[emitted])
+        else:
+            token = hash((self.config.seed, request.request_id, position))
+            request.append_output(token % self.config.vocab_size)
 
     def _finish(self, request: Request) -> None:
         """The request ends after its last output, for its scripted reason: the decode

@@ -159,9 +159,11 @@ class GroupManager:
         """Full attention does nothing else after a step."""
         self.cache_full_blocks(request)
 
-    def track_decode(self, request: Request, lowest: int) -> None:
+    def track_decode(self, request: Request, lowest: int, recent: int) -> None:
         """Hear the lowest position (on the hit grid) the request's next turn may still
-        resume at, after a step at or past the prefill's end (decode checkpoints on).
+        resume at, after a step at or past the prefill's end (decode checkpoints on),
+        and ``recent``, the lowest a later answer may lie at (the lag below the
+        computed tokens; ``lowest`` lies below it only under speculative steps).
         Full attention holds every block to the end anyway: nothing to do."""
 
     def publish(self, request: Request, positions: Sequence[int]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
+from junction.core import CrossedGridPoints, GroupKind, GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.block_pool import Block, BlockPool
 from junction.reference.engine.group_manager import BlockIndex, GroupManager
 from junction.reference.engine.invariants import InvariantViolation, MambaStateMissing
@@ -43,8 +43,12 @@ class SlidingWindowManager(GroupManager):
             raise InvalidArgument("spec", spec, "a sliding-window manager needs a window")
         self.window = spec.window
         self.released: dict[int, int] = {}
-        # Decode checkpoints: the first block the next turn may still read (held).
+        # Decode checkpoints: the first block the next turn may still read (held), and,
+        # when its position lies below the held run (speculative steps), the blocks the
+        # window reads there, held one reference more (index -> block).
         self.hold: dict[int, int] = {}
+        self.kept: dict[int, dict[int, Block]] = {}
+        self._peek = 1 if spec.eagle_lookup(geometry.use_eagle) else 0
 
     def attach_hit(self, request: Request, hit_length: int) -> None:
         full = hit_length // self.block_size
@@ -78,9 +82,36 @@ class SlidingWindowManager(GroupManager):
         leaves = (released + 1) * self.block_size + self.window - 2
         return min(super().quiet_until(request), leaves)
 
-    def track_decode(self, request: Request, lowest: int) -> None:
-        """Hold the window blocks a next turn resuming at ``lowest`` or above reads."""
-        self.hold[request.request_id] = self.spec.first_window_block(lowest)
+    def track_decode(self, request: Request, lowest: int, recent: int) -> None:
+        """Hold the window blocks a next turn resuming at ``lowest`` or above reads: the
+        run from there, or, when ``lowest`` lies below ``recent``, the run from
+        ``recent`` and the blocks the window reads at ``lowest`` (kept apart)."""
+        rid = request.request_id
+        first = self.spec.first_window_block
+        self.hold[rid] = first(max(lowest, recent))
+        kept = self.kept.get(rid)
+        wanted = range(first(lowest), lowest // self.block_size + self._peek)
+        if lowest >= recent or not lowest:
+            wanted = range(0)
+        if kept is None and not wanted:
+            return
+        kept = self.kept.setdefault(rid, {})
+        stale = [index for index in kept if index not in wanted]
+        if stale:
+            self.pool.free([kept.pop(index) for index in stale])
+        blocks, null = self.blocks[rid], self.pool.null_block
+        for index in wanted:
+            if index not in kept:
+                block = blocks[index]
+                if block is null:
+                    raise InvariantViolation(
+                        "a decode checkpoint's window blocks are held until it is kept",
+                        f"group {self.group_id}: {request}: block {index} for {lowest} "
+                        "was released",
+                        self.pool.dump(),
+                    )
+                self.pool.touch([block])
+                kept[index] = block
 
     def publish(self, request: Request, positions: Sequence[int]) -> None:
         """Cache the held full blocks the mask marks for the decode checkpoints."""
@@ -91,7 +122,13 @@ class SlidingWindowManager(GroupManager):
         start = self.released.get(rid, 0)
         if full <= start or not positions:
             return
-        mask = self.policy.block_mask(self.geometry, self.spec, request, start, full, positions)
+        policy, geometry, spec = self.policy, self.geometry, self.spec
+        for index, block in sorted(self.kept.get(rid, {}).items()):
+            if index < start and block.key is None:  # below the held run
+                mask = policy.block_mask(geometry, spec, request, index, index + 1, positions)
+                if mask is None or mask[0]:
+                    self.cache_block(request, block, index)
+        mask = policy.block_mask(geometry, spec, request, start, full, positions)
         null = self.pool.null_block
         for k, index in enumerate(range(start, full)):
             block = blocks[index]
@@ -101,7 +138,13 @@ class SlidingWindowManager(GroupManager):
     def free(self, request: Request) -> None:
         self.released.pop(request.request_id, None)
         self.hold.pop(request.request_id, None)
+        kept = self.kept.pop(request.request_id, None)
+        if kept:
+            self.pool.free(kept.values())
         super().free(request)
+
+    def held(self, request_id: int) -> list[Block]:
+        return super().held(request_id) + list(self.kept.get(request_id, {}).values())
 
 
 class MambaManager(GroupManager):
@@ -129,6 +172,14 @@ class MambaManager(GroupManager):
     mask marks for the policy's decode checkpoints are cached when it
     finishes (:meth:`publish`). A preempted or aborted request gives its
     copies back uncached: it publishes nothing.
+
+    Speculative decode steps with crossed block ends captured (``crossed``):
+    a decode step that may pass a block end without ending there takes one
+    more block (``spare``, vLLM's speculative slot), into which the state at
+    the deepest block end it passed is written once the accepted count is
+    known (vLLM's ``postprocess_mamba``); it is offered to the mask and pinned
+    like a step end's, then released. Left uncached, a passed block end gets
+    nothing: only a step's end holds a state.
     """
 
     moves_state = True
@@ -140,8 +191,12 @@ class MambaManager(GroupManager):
         geometry: HybridGeometry,
         pool: BlockPool,
         policy: CheckedPolicy,
+        crossed: CrossedGridPoints | None = None,
     ):
         super().__init__(group_id, spec, geometry, pool, policy)
+        self.crossed = crossed
+        self._captures = crossed is CrossedGridPoints.CAPTURED
+        self.spare: dict[int, Block] = {}  # during a decode step that may pass a block end
         self.latest: dict[int, Block] = {}
         self.running: dict[int, Block] = {}
         self.checkpoint: dict[int, tuple[Block, int]] = {}  # during a step
@@ -192,7 +247,18 @@ class MambaManager(GroupManager):
         fresh = 0 if latest is not None and latest.key is None and latest.ref_count == 1 else 1
         if self._writes_checkpoints and self._checkpoint_in(request, num_tokens):
             return fresh + 1
+        if self._captures and self._passes_block_end(request, num_tokens):
+            return fresh + 1
         return fresh
+
+    def _passes_block_end(self, request: Request, num_tokens: int) -> bool:
+        """Whether a decode step scheduling ``[c, num_tokens)`` may end past a block end
+        it does not end on (the drafts it accepts decide; the spare is taken before)."""
+        start = request.num_computed_tokens
+        return (
+            start >= request.prefill_end
+            and num_tokens - 1 - (num_tokens - 1) % self.block_size > start
+        )
 
     def quiet_until(self, request: Request) -> int:
         # A chunk continues in place (blocks_needed is 0) and its after_step
@@ -213,6 +279,8 @@ class MambaManager(GroupManager):
         # latest block, left where it is, with no bookkeeping.
         if self._writes_checkpoints and (position := self._checkpoint_in(request, num_tokens)):
             self.checkpoint[request.request_id] = (blocks.pop(), position)
+        if self._captures and self._passes_block_end(request, num_tokens):
+            self.spare[request.request_id] = blocks.pop()
         if blocks:
             self.running[request.request_id] = blocks[0]
 
@@ -227,6 +295,8 @@ class MambaManager(GroupManager):
         end = request.num_computed_tokens
         if self._writes_checkpoints and rid in self.checkpoint:
             self._write_checkpoint(request)
+        if self._captures and rid in self.spare:
+            self._capture(request)
         running = self.running.pop(rid, None)
         if running is None:  # continued in place: the latest block holds the new state
             running = self.latest[rid]
@@ -244,23 +314,51 @@ class MambaManager(GroupManager):
             self.cache_block(request, running, end // size - 1)
         self.num_cached[rid] = end // size
 
-    def track_decode(self, request: Request, lowest: int) -> None:
+    def track_decode(self, request: Request, lowest: int, recent: int) -> None:
         self.lowest[request.request_id] = lowest
+
+    def _capture(self, request: Request) -> None:
+        """The state at the deepest block end the step passed without ending there,
+        written into the spare block: cached through the mask, pinned as a decode
+        state, then released (staying cached or pinned if it is)."""
+        rid, size = request.request_id, self.block_size
+        block = self.spare.pop(rid)
+        start, end = request.step_start, request.num_computed_tokens
+        position = end - end % size
+        if start < position < end:
+            block.state_position = self.written[rid] = position
+            first, index = self.num_cached[rid], position // size
+            if first < index and position <= request.chain.num_hashed_tokens:
+                mask = self.mask(request, first, index)
+                if mask is None or mask[-1]:
+                    self.cache_block(request, block, index - 1)
+                self.num_cached[rid] = index
+            if self._keeps_decode and rid in self.lowest:
+                self._pin_state(request, position, block)
+        self.pool.free([block])
 
     def _pin(self, request: Request) -> None:
         """Keep a private copy of the state at a grid point (the latest block, held one
         reference more, so the next step copies it on instead of overwriting it); give
         back the copies below the lowest position the next turn may still need."""
         rid, end = request.request_id, request.num_computed_tokens
-        pins = self.pins.setdefault(rid, {})
+        if end:
+            self._pin_state(request, end, self.latest[rid])
+        pins = self.pins.get(rid, {})
         low = self.lowest[rid]
-        if end and end % self.geometry.hit_grid_tokens == 0 and end >= low and end not in pins:
-            latest = self.latest[rid]
-            self.pool.touch([latest])
-            pins[end] = latest
         stale = [position for position in pins if position < low]
         if stale:
             self.pool.free([pins.pop(position) for position in stale])
+
+    def _pin_state(self, request: Request, position: int, block: Block) -> None:
+        """Pin ``block``, the state at ``position``, if that is a grid point the next turn
+        may still resume at."""
+        pins = self.pins.setdefault(request.request_id, {})
+        grid = self.geometry.hit_grid_tokens
+        low = self.lowest[request.request_id]
+        if position % grid == 0 and position >= low and position not in pins:
+            self.pool.touch([block])
+            pins[position] = block
 
     def publish(self, request: Request, positions: Sequence[int]) -> None:
         """Cache the pinned states the mask marks for the decode checkpoints."""
@@ -323,11 +421,17 @@ class MambaManager(GroupManager):
             blocks += self.pins.pop(rid, {}).values()
         if self._writes_checkpoints and (checkpoint := self.checkpoint.pop(rid, None)):
             blocks.append(checkpoint[0])  # preempted between allocation and the step
+        if self._captures and (spare := self.spare.pop(rid, None)):
+            blocks.append(spare)  # likewise
         self.pool.free(blocks)
 
     def held(self, request_id: int) -> list[Block]:
         checkpoint = self.checkpoint.get(request_id)
-        blocks = (self.running.get(request_id), self.latest.get(request_id))
+        blocks = (
+            self.running.get(request_id),
+            self.latest.get(request_id),
+            self.spare.get(request_id),
+        )
         pins = list(self.pins.get(request_id, {}).values())
         return [b for b in blocks if b] + ([checkpoint[0]] if checkpoint else []) + pins
 
@@ -337,10 +441,17 @@ class MambaManager(GroupManager):
 
 
 def make_manager(
-    group_id: int, spec: GroupSpec, geometry: HybridGeometry, pool: BlockPool, policy: CheckedPolicy
+    group_id: int,
+    spec: GroupSpec,
+    geometry: HybridGeometry,
+    pool: BlockPool,
+    policy: CheckedPolicy,
+    crossed: CrossedGridPoints | None = None,
 ) -> GroupManager:
+    """The manager of ``spec``'s kind; ``crossed``: the speculative steps' rule for a
+    Mamba block end passed inside a step (``None``: one token a step)."""
     if spec.kind is GroupKind.SLIDING_WINDOW:
         return SlidingWindowManager(group_id, spec, geometry, pool, policy)
     if spec.kind is GroupKind.MAMBA:
-        return MambaManager(group_id, spec, geometry, pool, policy)
+        return MambaManager(group_id, spec, geometry, pool, policy, crossed)
     return GroupManager(group_id, spec, geometry, pool, policy)

@@ -46,12 +46,23 @@ class Request:
         ``num_tokens`` is ``len(tokens)`` while the tokens are held, and stays
             the request's length once they are released. ``prefill_end`` is
             ``core.prefill_end(P, N)``: where prefill ends and decode begins.
+    ``step_start``: where its latest step began. Under speculative decode steps
+    (``speculative.py``): ``decode_steps`` (its decode steps so far),
+    ``decode_states_from`` (the computed tokens where its decode began;
+    ``None`` before, and always with one token a step) and, for a policy
+    keeping decode checkpoints, ``decode_states`` (the hit-grid positions its steps left
+    Mamba states at since, ``core.decode_step_state``, none below the lowest
+    its next turn may still resume at): the engine keeps a policy's decode
+    checkpoint as the deepest of them at or below it.
     """
 
     __slots__ = (
         "answer",
         "chain",
         "declared_checkpoints",
+        "decode_states",
+        "decode_states_from",
+        "decode_steps",
         "finish_reason",
         "hit_length",
         "max_output_tokens",
@@ -62,6 +73,7 @@ class Request:
         "request_id",
         "shared_prefix_boundary",
         "status",
+        "step_start",
         "tokens",
     )
 
@@ -104,6 +116,9 @@ class Request:
         self.num_computed_tokens = 0
         self.shared_prefix_boundary = 0
         self.hit_length = 0  # tokens reused at the last admission
+        self.step_start = self.decode_steps = 0
+        self.decode_states_from: int | None = None
+        self.decode_states: list[int] = []
         self.status = RequestStatus.WAITING
         self.chain = HashChain(hash_unit)
         # Hashed once, from the caller's sequence (a tuple's unit slices need no copy).

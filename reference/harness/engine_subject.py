@@ -74,6 +74,7 @@ class EngineRun:
             policy=policy,
             tier=tier,
             eviction=eviction,
+            speculative=scenario.speculative,
         )
         if scenario.gaps and getattr(policy, "keeps_decode_checkpoints", False) is True:
             config = _with_decode_room(config, scenario)

@@ -11,8 +11,10 @@ EAGLE a sliding window must match one of *its* blocks past the hit; with
 partial hits full attention lands inside blocks where a Mamba group has no
 state). There the hit must be at least what the same subject gets with every
 block and state cached on the same requests (``Subject.dense``): sparse
-retention loses nothing. (The vLLM audit once also judged EAGLE with Mamba
-groups only literally; one scope for every subject won over that.)
+retention loses nothing; likewise under speculative decode steps, where a
+block end a step passes may hold no state. (The vLLM audit once also judged
+EAGLE with Mamba groups only literally; one scope for every subject won over
+that.)
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ import attrs
 
 from junction.core import (
     GroupKind,
-    HybridGeometry,
     InvalidArgument,
+    deepest_decode_state,
     floor_to,
     last_cacheable_position,
     next_grid_point,
@@ -92,15 +94,21 @@ def _problem(scenario: Scenario, subject: Subject) -> Problem | None:
             assert_never(scenario.promise)
 
 
-def literal(geometry: HybridGeometry) -> bool:
-    """Whether "as far as full attention alone" can hold for any policy (see above)."""
-    return not geometry.use_eagle and not geometry.partial_hits
+def literal(scenario: Scenario) -> bool:
+    """Whether "as far as full attention alone" can hold for any policy (see above).
+
+    Not under speculative decode steps either: a Mamba block end a step passes
+    may hold no state (``core.CrossedGridPoints``), so the next turn may find
+    none where full attention lands.
+    """
+    geometry = scenario.geometry
+    return not geometry.use_eagle and not geometry.partial_hits and scenario.speculative is None
 
 
 def _hit(scenario: Scenario, subject: Subject) -> Problem | None:
     """Promises 1 and 2: the probe hits as far as full attention alone (see the scope)."""
     hits = subject.run(scenario).lookup(scenario.probe)
-    if literal(scenario.geometry):
+    if literal(scenario):
         if hits.hit != hits.longest:
             return ShortOfFullAttention(hits.hit, hits.longest)
         return None
@@ -152,7 +160,7 @@ def _next_turn(scenario: Scenario, subject: Subject) -> Problem | None:
     keeps = getattr(policy, "keeps_decode_checkpoints", False) is True
     if scenario.promise is Promise.NEXT_TURN and keeps and not publishes(policy, scenario.finish):
         return None
-    if literal(scenario.geometry):
+    if literal(scenario):
         if hits.hit != hits.longest:
             return ShortOfFullAttention(hits.hit, hits.longest)
         return None
@@ -236,16 +244,21 @@ def _economy(run: Run, finish: FinishReason) -> Problem | None:
 
 
 def _decode_positions(run: Run, request: RequestState, finish: FinishReason) -> tuple[int, ...]:
-    """The decode checkpoints of a finished request, on the hit grid (none unless its
-    policy keeps them and publishes them on ``finish``)."""
+    """The decode checkpoints of a finished request, on the hit grid, as the engine
+    keeps them (none unless its policy keeps them and publishes them on ``finish``)."""
     policy = run.policy
     if not publishes(policy, finish):
         return ()
     if request.num_computed_tokens != request.num_tokens - 1:
         return ()  # not finished (never, in the promises' runs without pressure)
     ask = policy.decode_checkpoints  # type: ignore[attr-defined]
-    grid = run.geometry.hit_grid_tokens
-    return tuple(floor_to(x, grid) for x in ask(run.geometry, request) if floor_to(x, grid))
+    geometry, begun, written = run.geometry, request.decode_states_from, request.decode_states
+    # Each kept as the deepest state the decode steps left at or below it.
+    kept = (
+        deepest_decode_state(geometry, x, states_from=begun, written_states=written)
+        for x in ask(geometry, request)
+    )
+    return tuple(x for x in kept if x)
 
 
 def _split(run: Run, budget: int) -> Problem | None:

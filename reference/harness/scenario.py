@@ -14,6 +14,7 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.finish import DEFAULT_FINISH, FinishReason
+from junction.reference.engine.speculative import SpeculativeDecoding
 from junction.reference.errors import int_at_least, member
 
 from .promise import Promise
@@ -37,6 +38,15 @@ def _finish(name: FinishReason | str) -> FinishReason:
     return member(FinishReason, "finish", name)
 
 
+def _speculative(value: SpeculativeDecoding | dict[str, Any] | None) -> SpeculativeDecoding | None:
+    if value is None or isinstance(value, SpeculativeDecoding):
+        return value
+    if not isinstance(value, dict) or "num_tokens" not in value:
+        rule = "must be None, a SpeculativeDecoding or its JSON object (num_tokens, ...)"
+        raise InvalidArgument("speculative", value, rule)
+    return SpeculativeDecoding(**value)
+
+
 @attrs.frozen
 class Scenario:
     """What one promise check runs.
@@ -49,7 +59,8 @@ class Scenario:
     checkpoints the first prompt's application declares (the
     ``declared_prefix`` promise; its probe is the sibling). ``finish``: how
     every prompt ends after its ``max_output_tokens`` outputs (stopped by
-    default; ``engine.finish``).
+    default; ``engine.finish``). ``speculative``: the engine's decode steps
+    (``engine.speculative``; ``None``, one token a step).
     """
 
     promise: Promise = attrs.field(converter=_promise)
@@ -62,6 +73,7 @@ class Scenario:
     max_output_tokens: int = attrs.field(default=2, validator=int_at_least(1))
     declared: tuple[int, ...] = attrs.field(converter=_ints, default=())
     finish: FinishReason = attrs.field(converter=_finish, default=DEFAULT_FINISH)
+    speculative: SpeculativeDecoding | None = attrs.field(converter=_speculative, default=None)
 
     @declared.validator
     def _declared(
@@ -104,10 +116,11 @@ class Scenario:
             "num_blocks": self.num_blocks,
             "gaps": list(self.gaps),
             "max_output_tokens": self.max_output_tokens,
-            # Only a scenario that declares checkpoints, or ends otherwise than
-            # stopped, says so (the defaults).
+            # Only a scenario that declares checkpoints, ends otherwise than
+            # stopped or decodes speculatively says so (the defaults).
             **({"declared": list(self.declared)} if self.declared else {}),
             **({"finish": self.finish.value} if self.finish is not DEFAULT_FINISH else {}),
+            **({"speculative": self.speculative.to_json()} if self.speculative else {}),
         }
 
     @classmethod

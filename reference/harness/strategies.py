@@ -12,8 +12,9 @@ from __future__ import annotations
 import attrs
 from hypothesis import strategies as st
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
+from junction.core import CrossedGridPoints, GroupKind, GroupSpec, HybridGeometry, cdiv
 from junction.reference.engine.finish import FinishReason
+from junction.reference.engine.speculative import SpeculativeDecoding
 
 from .promise import Promise, Retention
 from .scenario import Scenario
@@ -65,6 +66,18 @@ def _geometries(
         use_eagle=use_eagle,
         retention_interval=draw(st.sampled_from(choices[retention])),
     )
+
+
+@st.composite
+def _speculative(draw: st.DrawFn) -> SpeculativeDecoding | None:
+    """One token a step (shrinks first), or 1 to 3 drafts a step under either rule for
+    a passed Mamba block end, with a script of accepted counts."""
+    if not draw(st.booleans()):
+        return None
+    drafts = draw(st.integers(1, 3))
+    crossed = draw(st.sampled_from(list(CrossedGridPoints)))
+    accepted = draw(st.lists(st.integers(0, drafts), min_size=1, max_size=4))
+    return SpeculativeDecoding(drafts, crossed, accepted)
 
 
 def _has_mamba(geometry: HybridGeometry) -> bool:
@@ -138,12 +151,21 @@ def _scenario(draw: st.DrawFn, promise: Promise) -> Scenario:
             return Scenario(promise, geometry, [x], (*x[:k], 999, *tail), budget)
         case Promise.NEXT_TURN:
             # The next turn: X's transcript and new text (none, a token, or more),
-            # X ending stopped (shrinks first), length-capped or aborted.
+            # X ending stopped (shrinks first), length-capped or aborted, decoded
+            # one token a step (shrinks first) or in speculative steps.
             answer = draw(st.integers(1, 12))
             new = draw(st.one_of(st.just(()), _prompt(grid)))
             finish = draw(st.sampled_from(list(FinishReason)))
+            steps = draw(_speculative())
             return Scenario(
-                promise, geometry, [x], new, budget, max_output_tokens=answer, finish=finish
+                promise,
+                geometry,
+                [x],
+                new,
+                budget,
+                max_output_tokens=answer,
+                finish=finish,
+                speculative=steps,
             )
         case Promise.DECLARED_PREFIX:
             # A sibling of a checkpoint X declares, diverging right after it.

@@ -49,8 +49,9 @@ class Prefill:
     the admission hit. ``stalled``: the split scheduled nothing although
     prefill remained (a subject that cannot stall leaves it ``False``).
     ``written``: positions inside a chunk where the backend wrote a Mamba
-    state (internal prefill checkpoints; empty when it writes states only at
-    chunk ends). ``transcript``: the prompt and every answer token, once it
+    state (internal prefill checkpoints, and a block end a speculative decode
+    step passed when the engine captures those; empty when it writes states
+    only at chunk ends). ``transcript``: the prompt and every answer token, once it
     finished (what its next turn resends; empty when the subject cannot say).
     """
 

@@ -77,16 +77,22 @@ class RequestState:
     num_computed_tokens: int = attrs.field(validator=int_at_least(0))
     shared_prefix_boundary: int = attrs.field(validator=int_at_least(0))
     declared_checkpoints: tuple[int, ...] = attrs.field(default=(), converter=_positions)
+    # Under speculative decode steps, where they left Mamba states (engine.request).
+    decode_states_from: int | None = None
+    decode_states: tuple[int, ...] = attrs.field(default=(), converter=_positions)
 
     @classmethod
     def of(cls, request: RequestView) -> RequestState:
         """A snapshot of a request (the engine's, or a vLLM ``Request``)."""
+        begun = getattr(request, "decode_states_from", None)
         return cls(
             int(request.num_prompt_tokens),
             int(request.num_tokens),
             int(request.num_computed_tokens),
             int(request.shared_prefix_boundary),
             tuple(getattr(request, "declared_checkpoints", ())),
+            None if begun is None else int(begun),
+            tuple(getattr(request, "decode_states", ())),
         )
 
     def __str__(self) -> str:

@@ -10,7 +10,10 @@ requests finish; admission itself refuses a Mamba hit without its exact state.
 Half the configurations keep decode checkpoints (pinned Mamba states and held
 windows, published on the finishes the policy declares, drawn, given back
 otherwise and on preemption); every request ends stopped, length-capped or
-aborted (drawn), besides the aborts the machine makes.
+aborted (drawn), besides the aborts the machine makes. Half decode in
+speculative steps (1 to 4 drafts, accepted counts drawn, a passed Mamba block
+end captured or left uncached: a spare Mamba block per step, states pinned
+below the lag, a window's blocks kept there).
 On failure Hypothesis prints the shrunk step sequence.
 """
 
@@ -27,16 +30,17 @@ from hypothesis.stateful import (
     rule,
 )
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, cdiv
+from junction.core import CrossedGridPoints, GroupKind, GroupSpec, HybridGeometry, cdiv
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.eviction import FlopAware, FlopModel, LayerCost, LeastRecentlyUsed
 from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.request import RequestStatus
+from junction.reference.engine.speculative import SpeculativeDecoding
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
 
 MAX_PROMPT = 48
-MAX_OUTPUT = 6
+MAX_OUTPUT = 12
 # Every kind costed, attention growing with context: the FLOP term reorders candidates.
 FLOPS = FlopModel(full=LayerCost(100, 10), sliding_window=LayerCost(100, 10), mamba=LayerCost(400))
 
@@ -86,13 +90,22 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
             )
         ),
     )
-    if not draw(st.booleans()):
-        return config
-    # Decode checkpoints on: pinned states and held windows count in the peak.
-    finishes = draw(st.sets(st.sampled_from(list(FinishReason))))
-    policy = JunctionPolicy(
-        JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=finishes)
-    )
+    # Speculative decode steps in half the configurations, under either rule for a
+    # passed Mamba block end, accepted counts drawn from the seed.
+    if draw(st.booleans()):
+        speculative = SpeculativeDecoding(
+            draw(st.integers(1, 4)),
+            draw(st.sampled_from(list(CrossedGridPoints))),
+            acceptance_rate=draw(st.sampled_from([0.0, 0.5, 0.9, 1.0])),
+        )
+        config = attrs.evolve(config, speculative=speculative)
+    policy = JunctionPolicy()
+    if draw(st.booleans()):
+        # Decode checkpoints on: pinned states and held windows count in the peak.
+        finishes = draw(st.sets(st.sampled_from(list(FinishReason))))
+        policy = JunctionPolicy(
+            JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=finishes)
+        )
     peak = Engine(attrs.evolve(config, policy=policy)).blocks_at_peak(MAX_PROMPT + MAX_OUTPUT)
     return attrs.evolve(config, policy=policy, num_blocks=max(per_request, peak) * factor + 1)
 

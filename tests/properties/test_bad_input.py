@@ -31,6 +31,7 @@ from .core_under_test import (
     checkpoint_stop,
     decode_checkpoint,
     decode_step_state,
+    deepest_decode_state,
     group_finder,
     last_cacheable_position,
     mamba_block_aligned_split,
@@ -439,6 +440,10 @@ def test_the_next_turn_options_name_their_rules() -> None:
         (
             lambda: decode_step_state(None, 0, 4, CrossedGridPoints.UNCACHED),  # type: ignore[arg-type]
             "geometry=None: must be a HybridGeometry",
+        ),
+        (
+            lambda: deepest_decode_state(geometry, -4, states_from=None),
+            "position=-4: must be >= 0",
         ),
     ]
     for call, message in cases:
