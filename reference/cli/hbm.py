@@ -33,7 +33,7 @@ import attrs
 from junction.core import HybridGeometry
 from junction.reference.cli import inputs, options, outputs, terminal
 from junction.reference.engine.eviction import FlopModel
-from junction.reference.replay import EVICTIONS, Point, PointResult, future_uses
+from junction.reference.replay import EVICTIONS, Point, PointResult, ReplayRequest, future_uses
 from junction.reference.replay.models import (
     CATALOG,
     MemoryModel,
@@ -42,9 +42,11 @@ from junction.reference.replay.models import (
     load_model_config,
 )
 from junction.reference.replay.parallel import replay_in_parallel
-from junction.reference.replay.stream import replay_requests
+from junction.reference.replay.stream import answered_requests, replay_requests
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.variants import Variant, table_variants
+from junction.reference.simulator.workload import hash_trace_workload
+from junction.reference.workloads.hash_prompts import HashArrival
 from junction.reference.workloads.mooncake import HashTraceRequest
 
 __all__ = ["add_options", "run"]
@@ -52,6 +54,7 @@ __all__ = ["add_options", "run"]
 DEFAULT_GIB: list[float] = [8, 16, 32, 64, 128, 256, 512, 1024]
 MAX_GIB = 2**30  # an exbibyte of HBM: a larger budget is a typo
 TRACE = Path(__file__).resolve().parents[2] / "examples/traces/mooncake-conversation.jsonl.gz"
+ANSWERS = ("fresh", "continuations")
 
 
 def _sizes(text: str) -> list[int]:
@@ -118,6 +121,16 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
+    )
+    parser.add_argument(
+        "--answers",
+        choices=ANSWERS,
+        default="fresh",
+        help="how a finished request's output is keyed: fresh (default: under keys no "
+        "later prompt has, as the engine makes up its own tokens) or continuations (as "
+        "the later request continuing its prompt resends it, where the trace has one; "
+        "workloads.answers, an upper bound: two users of one system prompt can look "
+        "like a conversation)",
     )
     options.add_interval(parser, default=None, default_text="4 L")
     options.add_step(parser, chunk=0)
@@ -290,6 +303,7 @@ class Replayed:
     """The points replayed on the trace and what each found."""
 
     requests: int
+    answered: int | None  # answers keyed as their continuation resends them (None: fresh)
     variants: tuple[Variant, ...]
     results: list[PointResult]
     seconds: float
@@ -334,7 +348,7 @@ def _replay(plan: Plan, args: argparse.Namespace, trace: list[HashTraceRequest])
     """Every point (:func:`_points`) on the trace, in ``--jobs`` processes."""
     started = time.perf_counter()
     geometry = plan.geometry
-    requests = replay_requests(trace, geometry.hash_block_size)
+    requests, answered = _keyed(args, trace, geometry.hash_block_size)
     uses = future_uses(geometry, requests) if "belady" in args.evictions else None
     points = _points(plan, args)
     with terminal.progress("replay", len(requests) * len(points)) as advance:
@@ -350,7 +364,20 @@ def _replay(plan: Plan, args: argparse.Namespace, trace: list[HashTraceRequest])
             uses=uses,
         )
     variants = table_variants(plan.interval)
-    return Replayed(len(requests), variants, results, time.perf_counter() - started)
+    return Replayed(len(requests), answered, variants, results, time.perf_counter() - started)
+
+
+def _keyed(
+    args: argparse.Namespace, trace: list[HashTraceRequest], unit: int
+) -> tuple[list[ReplayRequest], int | None]:
+    """The trace as the replay's requests, in arrival order, and with ``--answers
+    continuations`` how many answers are keyed as their continuation resends them."""
+    if args.answers == "fresh":
+        return replay_requests(trace, unit), None
+    workload = hash_trace_workload(args.trace, trace, answers_from_continuations=True)
+    arrivals = [turn for turn in workload.turns if isinstance(turn, HashArrival)]
+    answered = sum(arrival.continuation is not None for arrival in arrivals)
+    return answered_requests(arrivals, unit), answered
 
 
 def _report(plan: Plan, replayed: Replayed, trace: str, evictions: list[str]) -> str:
@@ -360,6 +387,11 @@ def _report(plan: Plan, replayed: Replayed, trace: str, evictions: list[str]) ->
         f"{len(replayed.results)} points in {replayed.seconds:.1f} s (fast replay: hit rate, "
         "prefill saved, evictions; TTFT is the reference engine's, `simulate`)"
     ]
+    if replayed.answered is not None:
+        lines.append(
+            f"answers keyed as the next turn resends them: {replayed.answered:,} of "
+            f"{replayed.requests:,} (at most: two users of one system prompt look alike)"
+        )
     for eviction in evictions:
         lines.append(_table(replayed.results, replayed.variants, eviction, plan.labels, plan.unit))
     if any(r.refused for r in replayed.results):
@@ -394,7 +426,13 @@ def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
         }
         for r in replayed.results
     ]
-    return {"model": plan.source, "unit": plan.unit, "points": rows}
+    return {
+        "model": plan.source,
+        "unit": plan.unit,
+        "answers": "fresh" if replayed.answered is None else "continuations",
+        "answers_matched": replayed.answered,
+        "points": rows,
+    }
 
 
 def _outputs(args: argparse.Namespace) -> str | None:

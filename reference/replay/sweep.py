@@ -40,7 +40,9 @@ __all__ = [
 
 @attrs.frozen
 class ReplayRequest:
-    """A request: its prompt and output lengths and the prefix key of each whole unit."""
+    """A request: its prompt and output lengths and the prefix key of each whole unit
+    of its prompt and, where the trace tells its answer, of the units after it that
+    end by ``P + outputs``; the rest of its output is keyed afresh."""
 
     prompt_tokens: int
     output_tokens: int
@@ -265,8 +267,8 @@ def replay(
         prompt, outputs = request.prompt_tokens, request.output_tokens
         last = prompt + outputs - 1
         hashed = prompt // unit
-        units = list(request.units[:hashed])
-        extra = last // unit + 1 - hashed
+        units = list(request.units[: last // unit + 1])
+        extra = last // unit + 1 - len(units)
         units.extend(range(fresh, fresh + extra))
         fresh += extra
         keys = _block_keys(geometry, units, len(units))

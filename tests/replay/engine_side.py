@@ -72,8 +72,10 @@ def engine_records(
     eviction: str,
     budget: int,
     requests: Sequence[tuple[Sequence[int], int]],
+    answers: Sequence[tuple[int, ...]] = (),
 ) -> tuple[list[RequestRecord], list[Contents]]:
-    """Each ``(prompt, outputs)`` submitted when the engine is idle, run to its finish."""
+    """Each ``(prompt, outputs)`` submitted when the engine is idle, run to its finish;
+    ``answers``: each one's scripted answer (none by default)."""
     engine = Engine(
         EngineConfig(
             geometry,
@@ -85,8 +87,9 @@ def engine_records(
     )
     groups = range(len(geometry.groups))
     records, contents, tags = [], [], Tags()
-    for index, (prompt, outputs) in enumerate(requests):
-        request = engine.requests[engine.submit(tuple(prompt), outputs)]
+    scripted = list(answers) or [()] * len(requests)
+    for index, ((prompt, outputs), answer) in enumerate(zip(requests, scripted, strict=True)):
+        request = engine.requests[engine.submit(tuple(prompt), outputs, answer=answer)]
         while not engine.idle:
             engine.step()
         cached = engine.pool.cached_blocks_per_group()

@@ -58,3 +58,19 @@ def test_progress_and_the_run_time_go_to_standard_error(
     assert re.search(r"junction hbm: ran in \d+\.\d s\n$", printed.err), printed.err
     assert "160/160" not in printed.out and "ran in" not in printed.out
     assert len(json.loads(out.read_text())["points"]) == 4
+
+
+def test_answers_keyed_as_the_next_turn_resends_them_are_counted_and_hit_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["hbm", "--requests", "300", "--model", "llama-3.1-8b", "--hbm", "8"]
+    fresh, continued = tmp_path / "fresh.json", tmp_path / "continued.json"
+    assert main([*argv, "--json", str(fresh)]) == 0
+    assert "answers keyed" not in capsys.readouterr().out
+    assert main([*argv, "--answers", "continuations", "--json", str(continued)]) == 0
+    assert "answers keyed as the next turn resends them: 44 of 300" in capsys.readouterr().out
+    before, after = (json.loads(path.read_text()) for path in (fresh, continued))
+    assert (before["answers"], before["answers_matched"]) == ("fresh", None)
+    assert (after["answers"], after["answers_matched"]) == ("continuations", 44)
+    rates = [[p["token_hit_rate"] for p in doc["points"]] for doc in (before, after)]
+    assert all(b < a for b, a in zip(*rates, strict=True))
