@@ -74,3 +74,28 @@ def test_answers_keyed_as_the_next_turn_resends_them_are_counted_and_hit_more(
     assert (after["answers"], after["answers_matched"]) == ("continuations", 44)
     rates = [[p["token_hit_rate"] for p in doc["points"]] for doc in (before, after)]
     assert all(b < a for b, a in zip(*rates, strict=True))
+
+
+@pytest.mark.whole_trace
+@pytest.mark.parametrize(
+    ("model", "refused"),
+    [("llama-3.1-8b", [1_525, 78, 0, 0, 0, 0]), ("qwen3-8b", [1_808, 113, 0, 0, 0, 0])],
+)
+def test_the_lru_curve_does_not_fall_as_the_budget_grows(
+    tmp_path: Path, model: str, refused: list[int]
+) -> None:
+    """The whole trace at 3 to 200 GiB: small pools refuse long requests, which count
+    as misses, so the curve cannot rise for serving fewer of them."""
+    out = tmp_path / "points.json"
+    argv = ["hbm", "--model", model, "--hbm", "3,12,20,48,96,200", "--json", str(out)]
+    assert main(argv) == 0
+    points = json.loads(out.read_text())["points"]
+    for variant in {(p["policy"], p["retention_interval"]) for p in points}:
+        row = sorted(
+            (p["pool"], p["refused"], p["token_hit_rate"])
+            for p in points
+            if (p["policy"], p["retention_interval"]) == variant
+        )
+        assert [n for _, n, _ in row] == refused
+        rates = [rate for _, _, rate in row]
+        assert rates == sorted(rates), (variant, rates)
