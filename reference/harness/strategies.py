@@ -70,8 +70,8 @@ def _geometries(
 
 @st.composite
 def _speculative(draw: st.DrawFn) -> SpeculativeDecoding | None:
-    """One token a step (shrinks first), or 1 to 3 drafts a step under either rule for
-    a passed Mamba block end, with a script of accepted counts."""
+    """One token a step (shrinks first), or 1 to 3 drafts a step under either rule
+    for a passed Mamba block end, with a script of accepted counts."""
     if not draw(st.booleans()):
         return None
     drafts = draw(st.integers(1, 3))
@@ -157,6 +157,8 @@ def _scenario(draw: st.DrawFn, promise: Promise) -> Scenario:
             new = draw(st.one_of(st.just(()), _prompt(grid)))
             finish = draw(st.sampled_from(list(FinishReason)))
             steps = draw(_speculative())
+            if steps is not None:  # longer answers: several grid points in speculative steps
+                answer += draw(st.integers(0, 16))
             return Scenario(
                 promise,
                 geometry,

@@ -15,13 +15,15 @@ from __future__ import annotations
 import random
 import re
 
+import attrs
 import pytest
+from hypothesis import given, settings
 
 from junction.core import CrossedGridPoints, GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.speculative import SpeculativeDecoding
-from junction.reference.harness import Scenario, check
+from junction.reference.harness import Scenario, check, scenarios
 from junction.reference.harness.engine_subject import EngineSubject
 from junction.reference.harness.promises import next_turn_probe
 from junction.reference.policies.builtin import DensePolicy, JunctionPolicy
@@ -108,6 +110,60 @@ def test_the_next_turn_resumes_at_the_deepest_state_the_steps_left(
     assert violation is not None and violation.problem.describe("") == (
         f"hit 2 under R=0, {hit} with every block"
     )
+
+
+@settings(max_examples=min(100, settings.default.max_examples))
+@given(
+    scenarios("next_turn").filter(
+        lambda s: not s.geometry.use_eagle and not s.geometry.partial_hits
+    )
+)
+def test_pr50551_keeps_the_next_turn_without_eagle_or_partial_hits(scenario: Scenario) -> None:
+    """Where its latest scheduler-aligned state is where the next turn lands (the hit
+    grid is ``L``, nothing drops), under every step model: kept as the deepest state
+    the steps left at or below it, as the default's landing is."""
+    violation = check(scenario, EngineSubject(resolve_policy("vllm-pr50551")))
+    assert violation is None, f"{violation}\nscenario: {scenario.to_json()}"
+
+
+# docs/findings.md, "The next turn on vLLM 0.33.0", case 2: EAGLE, full attention
+# and Mamba blocks of 2, R = 0, a 3-token prompt and a 4-token answer (c = 6): the
+# next turn lands at 4. Under each step model: dense retention's chunk ends (the
+# prompt's stops, then the steps'), and what dense retention resumes at.
+EAGLE_CASE = Scenario(
+    "next_turn",
+    HybridGeometry(
+        [GroupSpec.full(2), GroupSpec.mamba(2)], 2, use_eagle=True, retention_interval=0
+    ),
+    [(0, 0, 0)],
+    (),
+    4,
+    max_output_tokens=4,
+)
+
+
+@pytest.mark.parametrize(
+    ("steps", "ends", "dense"),
+    [
+        (None, (2, 3, 4, 5, 6), 4),  # one token a step: a state at 4
+        (SpeculativeDecoding(2, UNCACHED, (0,)), (2, 3, 4, 5, 6), 4),  # every draft rejected
+        (SpeculativeDecoding(1, CAPTURED, (1,)), (2, 3, 5, 6), 4),  # 4 passed, captured
+        (SpeculativeDecoding(1, UNCACHED, (1,)), (2, 3, 5, 6), 2),  # 4 passed, uncached
+        (SpeculativeDecoding(2, CAPTURED, (2,)), (2, 3, 6), 2),  # 4 passed, 6 captured
+    ],
+)
+def test_the_pr50551_eagle_miss_under_each_step_model(
+    steps: SpeculativeDecoding | None, ends: tuple[int, ...], dense: int
+) -> None:
+    """Where a state sits at the landing (4), the PR publishes 6 and misses it; where
+    none does, dense resumes on the prompt's side (2), where vLLM 0.33.0's EAGLE replay
+    boundaries keep nothing either (audit finding 2): hit 0 both ways."""
+    scenario = attrs.evolve(EAGLE_CASE, speculative=steps)
+    assert EngineSubject(DensePolicy()).run(scenario).prefills[0].chunk_ends == ends
+    violation = check(scenario, EngineSubject(resolve_policy("vllm-pr50551")))
+    assert violation is not None
+    assert violation.problem.describe("") == f"hit 0 under R=0, {dense} with every block"
+    assert check(scenario, EngineSubject(JunctionPolicy(DECODE))) is None
 
 
 @pytest.mark.parametrize("crossed", list(CrossedGridPoints))

@@ -231,7 +231,12 @@ class MambaResumesMidBlockEngine(Engine):
         for index, manager in enumerate(managers):
             if isinstance(manager, MambaManager):
                 managers[index] = _MidBlockStateManager(
-                    manager.group_id, manager.spec, self.geometry, self.pool, self.policy
+                    manager.group_id,
+                    manager.spec,
+                    self.geometry,
+                    self.pool,
+                    self.policy,
+                    manager.crossed,
                 )
 
 
@@ -295,7 +300,12 @@ class DecodeCheckpointOneGridStepOffEngine(Engine):
         for index, manager in enumerate(managers):
             if isinstance(manager, MambaManager):
                 managers[index] = _PublishesOneGridStepOffManager(
-                    manager.group_id, manager.spec, self.geometry, self.pool, self.policy
+                    manager.group_id,
+                    manager.spec,
+                    self.geometry,
+                    self.pool,
+                    self.policy,
+                    manager.crossed,
                 )
 
 
@@ -314,7 +324,63 @@ class StoppedCheckpointLostEngine(Engine):
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
-        self.coordinator = _LosesStoppedCheckpointCoordinator(self.geometry, self.pool, self.policy)
+        self.coordinator = _LosesStoppedCheckpointCoordinator(
+            self.geometry, self.pool, self.policy, self.coordinator.crossed
+        )
+
+
+class _OneTokenStepsCoordinator(Coordinator):
+    def after_step(self, request: Request) -> None:
+        request.decode_states_from = None  # every grid point reached taken for a state
+        super().after_step(request)
+
+
+class OneTokenStepAssumedEngine(Engine):
+    """The step model docs/findings.md once stated ("one token a step"): decode
+    checkpoints kept where the next turn lands, as if every grid point reached held
+    a state. Under speculative steps that leave a passed block end uncached
+    (tokenspeed #1584/#1597) none sits there, and the state the steps did leave
+    below it is given back: the next turn resumes at the prompt's."""
+
+    name = "engine mutant: decode checkpoints placed as if one token a step"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.coordinator = _OneTokenStepsCoordinator(
+            self.geometry, self.pool, self.policy, self.coordinator.crossed
+        )
+
+
+class _StepEndStateManager(MambaManager):
+    def _capture(self, request: Request) -> None:
+        block = self.spare[request.request_id]
+        super()._capture(request)
+        if block.state_position:  # the passed block end's key, the step end's state
+            block.state_position = request.num_computed_tokens
+
+
+class PassedBlockEndKeyedWithStepEndEngine(Engine):
+    """A speculative step that passes a Mamba block end keys the state it ends with
+    as that block end's (the column of its last accepted token, not the one at the
+    block end: the speculative form of ATOM #1759 that SGLang #35821's clamp of
+    the tracked column guards against): a later request would resume the
+    recurrence past its tokens."""
+
+    name = "engine mutant: a passed block end keyed with the step end's state (speculative)"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        managers = self.coordinator.managers
+        for index, manager in enumerate(managers):
+            if isinstance(manager, MambaManager):
+                managers[index] = _StepEndStateManager(
+                    manager.group_id,
+                    manager.spec,
+                    self.geometry,
+                    self.pool,
+                    self.policy,
+                    manager.crossed,
+                )
 
 
 @attrs.frozen
@@ -331,6 +397,9 @@ class Mutant:
     policy: Callable[[], Policy]
     promise: Promise
     engine: Callable[[EngineConfig], Engine] = Engine
+    # The harness's examples it runs on (test_bug_zoo's bound unless the defect
+    # needs a rarer scenario).
+    examples: int = 200
 
 
 def _policy(cls: type[JunctionPolicy], promise: str) -> Mutant:
@@ -381,5 +450,21 @@ ZOO: tuple[Mutant, ...] = (
         lambda: JunctionPolicy(JunctionOptions(decode_checkpoints=True)),
         Promise.NEXT_TURN,
         StoppedCheckpointLostEngine,
+    ),
+    # The two speculative-step defects: next-turn scenarios draw the engine's steps.
+    Mutant(  # needs speculative steps leaving a state below an unwritten landing
+        OneTokenStepAssumedEngine.__name__,
+        OneTokenStepAssumedEngine.name,
+        lambda: JunctionPolicy(JunctionOptions(decode_checkpoints=True)),
+        Promise.NEXT_TURN,
+        OneTokenStepAssumedEngine,
+        examples=400,
+    ),
+    Mutant(
+        PassedBlockEndKeyedWithStepEndEngine.__name__,
+        PassedBlockEndKeyedWithStepEndEngine.name,
+        lambda: JunctionPolicy(JunctionOptions(decode_checkpoints=True)),
+        Promise.NEXT_TURN,
+        PassedBlockEndKeyedWithStepEndEngine,
     ),
 )

@@ -2,7 +2,7 @@
 
 Each mutant (``mutants.ZOO``, one per defect class of docs/domain.md) runs
 through the public conformance harness on the one promise its row names,
-with a bounded budget of ``EXAMPLES`` examples. The test requires that
+with a bounded budget of examples (``Mutant.examples``: 200 for most). The test requires that
 promise violated, with a shrunk, replayable counterexample that fails again
 when replayed. The
 default policy passing every promise is ``tests/engine/test_promises.py``.
@@ -22,8 +22,6 @@ from tests.reports import SCOREBOARD
 
 from .mutants import ZOO, Mutant
 
-EXAMPLES = 200
-
 
 @pytest.mark.parametrize("mutant", ZOO, ids=[m.key for m in ZOO])
 def test_the_harness_catches_the_mutant(
@@ -32,7 +30,7 @@ def test_the_harness_catches_the_mutant(
     started = time.perf_counter()
     report = run_conformance(
         mutant.policy(),
-        examples=EXAMPLES,
+        examples=mutant.examples,
         promises=[mutant.promise],
         fail_fast=True,
         engine_factory=mutant.engine,
@@ -48,7 +46,7 @@ def test_the_harness_catches_the_mutant(
             elapsed,
         ),
     )
-    assert caught, f"{mutant.name}: {mutant.promise.value} held in {EXAMPLES} examples"
+    assert caught, f"{mutant.name}: {mutant.promise.value} held in {mutant.examples} examples"
     verdict = caught[0]
     assert verdict.status is Verdict.VIOLATED, verdict.message
     assert verdict.promise is mutant.promise, (verdict.promise, verdict.message)
