@@ -13,8 +13,12 @@ by timestamp (0: all of it). ``--finish-mixes`` measures instead what the
 policies keeping decode checkpoints reuse under mixes of finish reasons
 (``workloads.FinishMix``): the built-in workload under all stopped, 3:1
 stopped to length-capped and all length-capped, the trace under all stopped
-and its own output cap (``MOONCAKE_CONVERSATION``). docs/next-turn.md holds
-a run's output and its command.
+and its own output cap (``MOONCAKE_CONVERSATION``). ``--step-models``
+measures what they reuse when the engine decodes in speculative steps
+(``engine.SpeculativeDecoding``: 3 drafts a step, accepted counts drawn at
+the default rate, a passed Mamba block end captured or left uncached)
+against one token a step, without and with EAGLE. docs/next-turn.md holds a
+run's output and its command.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ import time
 
 import attrs
 
+from junction.core import CrossedGridPoints
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.speculative import SpeculativeDecoding
 from junction.reference.policies.registry import resolve_policy
 from junction.reference.simulator.geometries import GEOMETRIES
 from junction.reference.simulator.result import RunResult
@@ -86,6 +92,54 @@ BUILTIN_MIXES = (
 TRACE_MIXES = (("junction+decode", "vllm-pr50551"), (ALL_STOPPED, MOONCAKE_CONVERSATION))
 
 
+def _replay(
+    engine: Engine, workload: Workload, finishes: FinishMix = ALL_STOPPED
+) -> tuple[float, int]:
+    """The engine after the workload: its token hit rate and hit tokens."""
+    if workload.timestamped:
+        run_trace(engine, workload.turns, StepTimeModel(), finishes=finishes)
+    else:
+        run_sessions(engine, workload.sessions, 8, StepTimeModel(), finishes=finishes)
+    return engine.metrics.token_hit_rate, engine.metrics.hit_tokens
+
+
+def _config(preset: str, policy: str, blocks: int, eagle: bool = False) -> EngineConfig:
+    return EngineConfig(
+        GEOMETRIES[preset].build(0, eagle),
+        num_blocks=blocks,
+        max_num_batched_tokens=2048,
+        long_prefill_token_threshold=256,
+        policy=resolve_policy(policy),
+    )
+
+
+STEP_MODELS: tuple[tuple[str, SpeculativeDecoding | None], ...] = (
+    ("one token a step", None),
+    ("3 drafts, passed ends captured", SpeculativeDecoding(3, CrossedGridPoints.CAPTURED)),
+    ("3 drafts, passed ends uncached", SpeculativeDecoding(3, CrossedGridPoints.UNCACHED)),
+)
+
+
+def _step_table(title: str, workload: Workload, presets: list[str], blocks: int) -> str:
+    """Hit rate and hit tokens of the policies keeping decode checkpoints (and pinned)
+    per step model, without and with EAGLE."""
+    lines = [
+        f"#### {title}",
+        "",
+        "| preset | EAGLE | steps | policy | hit rate | hit tokens |",
+        "| --- | --- | --- | --- | ---: | ---: |",
+    ]
+    for preset in presets:
+        for eagle in (False, True):
+            for label, steps in STEP_MODELS:
+                for name in ("junction", "junction+decode", "vllm-pr50551"):
+                    config = attrs.evolve(_config(preset, name, blocks, eagle), speculative=steps)
+                    rate, hits = _replay(Engine(config), workload)
+                    on = "on" if eagle else "off"
+                    lines.append(f"| {preset} | {on} | {label} | {name} | {rate:.4f} | {hits:,} |")
+    return "\n".join(lines)
+
+
 def _mix_table(
     title: str,
     workload: Workload,
@@ -101,26 +155,10 @@ def _mix_table(
         "| --- | --- | --- | ---: | ---: |",
     ]
     for preset in presets:
-        geometry = GEOMETRIES[preset].build(0, False)
         for name in rows[0]:
             for mix in rows[1]:
-                config = EngineConfig(
-                    geometry,
-                    num_blocks=blocks,
-                    max_num_batched_tokens=2048,
-                    long_prefill_token_threshold=256,
-                    policy=resolve_policy(name),
-                )
-                engine = Engine(config)
-                if workload.timestamped:
-                    run_trace(engine, workload.turns, StepTimeModel(), finishes=mix)
-                else:
-                    run_sessions(engine, workload.sessions, 8, StepTimeModel(), finishes=mix)
-                metrics = engine.metrics
-                lines.append(
-                    f"| {preset} | {name} | {mix.describe()} | "
-                    f"{metrics.token_hit_rate:.4f} | {metrics.hit_tokens:,} |"
-                )
+                rate, hits = _replay(Engine(_config(preset, name, blocks)), workload, mix)
+                lines.append(f"| {preset} | {name} | {mix.describe()} | {rate:.4f} | {hits:,} |")
     return "\n".join(lines)
 
 
@@ -136,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--finish-mixes", action="store_true", help="hit rates under mixes of finish reasons"
+    )
+    parser.add_argument(
+        "--step-models", action="store_true", help="hit rates under speculative decode steps"
     )
     args = parser.parse_args(argv)
     settings = Settings(
@@ -160,6 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         workloads.append(("trace", hash_trace_workload(TRACE, ordered, True), "trace"))
     for name, workload, arrivals in workloads:
         started = time.perf_counter()
+        if args.step_models:
+            if name == "built-in as before":
+                continue
+            title = f"{name}: {workload.source}, {workload.requests:,} requests"
+            print(_step_table(title, workload, args.presets.split(","), args.blocks))
+            print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
+            continue
         if args.finish_mixes:
             if name == "built-in as before":
                 continue  # no answer comes back: nothing to publish for
