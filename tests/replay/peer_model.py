@@ -16,8 +16,9 @@ block, then one ``-1 - request`` per block past it (no prompt has them).
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import attrs
 
@@ -101,6 +102,10 @@ class Cache:
                 for node in path[: (prompt - 1) // BLOCK]:
                     self.reached.setdefault(node, []).append(index)
         self.cached: dict[Node, int] = {}  # node -> its order key (see _stamp)
+        # LRU and FIFO take the smallest key (_oldest): every key as it was set, and
+        # how many cached nodes each node has under it (a leaf has none).
+        self.queue: list[tuple[int, Node]] = []
+        self.children: dict[Node, int] = {}
         self.next_use: dict[Node, int] = {}  # the peer's optimal: set when touched
         self.clock = self.evictions = self.refused = 0
         self.now = 0
@@ -120,8 +125,34 @@ class Cache:
         return self.sem.running_request_held and held > self.capacity
 
     def _stamp(self, node: Node) -> None:
+        if node not in self.cached:
+            self._added(node)
         self.clock += 1
         self.cached[node] = self.clock
+        heapq.heappush(self.queue, (self.clock, node))
+
+    def _added(self, node: Node) -> None:
+        self.children[node[:-1]] = self.children.get(node[:-1], 0) + 1
+
+    def _oldest(self, kept: Collection[Node], leaves: bool) -> Node | None:
+        """``min`` by order key of the cached nodes outside ``kept`` (with ``leaves``:
+        of the leaves), or ``None``. An entry whose node's key changed since is dropped,
+        as is a node's that is no leaf when ``leaves`` asks (``_remove`` queues a node
+        again when its last child goes)."""
+        aside, found = [], None
+        while self.queue:
+            entry = heapq.heappop(self.queue)
+            key, node = entry
+            if self.cached.get(node) != key or (leaves and self.children.get(node)):
+                continue
+            if node in kept:
+                aside.append(entry)
+                continue
+            found = node
+            break
+        for entry in aside:
+            heapq.heappush(self.queue, entry)
+        return found
 
     def _cacheable(self, prompt: int, path: list[Node]) -> list[Node]:
         if self.sem.whole_blocks_only:
@@ -139,6 +170,10 @@ class Cache:
     def _remove(self, node: Node) -> None:
         del self.cached[node]
         self.evictions += 1
+        parent = node[:-1]
+        self.children[parent] -= 1
+        if not self.children[parent] and parent in self.cached:
+            heapq.heappush(self.queue, (self.cached[parent], parent))
 
     def run(self) -> Outcome:
         hits = []
@@ -160,7 +195,9 @@ class Cache:
                 if node in self.cached:
                     continue
                 if len(self.cached) >= self.capacity:
-                    self._remove(min(self.cached, key=self.cached.__getitem__))
+                    oldest = self._oldest((), leaves=False)
+                    assert oldest is not None, "an empty cache is not full"
+                    self._remove(oldest)
                 self._stamp(node)
             return hit
         for node in cacheable[:hit]:  # touched: LRU's clock, optimal's next use
@@ -184,16 +221,19 @@ class Cache:
         """A leaf off the protected path: LRU the least recently touched, optimal the
         one used furthest ahead (ties: the newest node), unless the candidate is
         used no sooner than it (then nothing is evicted and nothing cached)."""
+        if self.eviction == "lru":
+            oldest = self._oldest(protected, leaves=True)
+            if oldest is None:
+                return False
+            self._remove(oldest)
+            return True
         parents = {node[:-1] for node in self.cached}
         leaves = [n for n in self.cached if n not in parents and n not in protected]
         if not leaves:
             return False
-        if self.eviction == "lru":
-            victim = min(leaves, key=self.cached.__getitem__)
-        else:
-            victim = max(leaves, key=lambda n: (self.next_use[n], self.order[n]))
-            if self.next_use[victim] <= self._next(candidate):
-                return False
+        victim = max(leaves, key=lambda n: (self.next_use[n], self.order[n]))
+        if self.next_use[victim] <= self._next(candidate):
+            return False
         self._remove(victim)
         return True
 
@@ -248,6 +288,7 @@ class Cache:
 
     def _engine_cache(self, node: Node, held: list[Node]) -> None:
         held.append(node)
+        self._added(node)
         self.cached[node] = 0
         if self.eviction == "fifo":
             self._stamp(node)
@@ -264,8 +305,10 @@ class Cache:
         ahead by a request it serves whose lookup can match it (ties: the deepest,
         then queued longest ago); any block the request does not hold."""
         holding = set(held)
+        if self.eviction != "optimal":
+            oldest = self._oldest(holding, leaves=False)
+            assert oldest is not None, "no free block"
+            return oldest
         free = [n for n in self.cached if n not in holding]
-        if self.eviction == "optimal":
-            reached = self.reached
-            return min(free, key=lambda n: (-self._next(n, reached), -len(n), self.cached[n]))
-        return min(free, key=self.cached.__getitem__)
+        reached = self.reached
+        return min(free, key=lambda n: (-self._next(n, reached), -len(n), self.cached[n]))
