@@ -140,6 +140,31 @@ def test_the_model_with_the_engines_semantics_is_the_fast_replay(
     assert found == replay_run(trace, capacity, eviction, 0, outputs)
 
 
+# The peer's pools for Llama 3.1 8B (131,072 bytes a token) and Qwen3 8B (147,456) at
+# 3 to 200 GiB: floor(GiB x 2**30 / (512 x bytes)) blocks of 512 tokens.
+BUDGETS = [
+    pytest.param(gib * 2**30 // (512 * size), id=f"{name}-{gib}GiB")
+    for name, size in (("llama-3.1-8b", 131_072), ("qwen3-8b", 147_456))
+    for gib in (3, 12, 20, 48, 96, 200)
+]
+
+
+@pytest.mark.whole_trace
+@pytest.mark.parametrize("capacity", BUDGETS)
+def test_on_the_whole_trace_the_replay_is_the_peer_and_the_five_steps(
+    conversation: tuple[Trace, tuple[int, ...]], capacity: int
+) -> None:
+    """LRU, hits over the last half: the ladder's first step is the peer's and its last
+    the fast replay's (hits and evictions), so the replay's hits are the peer's plus the
+    five steps' changes, exactly (docs/replay.md lists them per budget)."""
+    trace, outputs = conversation
+    half = len(trace) // 2
+    assert model(trace, capacity, "lru", PEER).measured(half) == peer_run(trace, capacity, "lru")
+    engine = model(trace, capacity, "lru", ENGINE, outputs)
+    hits, evictions, _ = replay_run(trace, capacity, "lru", half, outputs)
+    assert (engine.measured(half), engine.evictions) == (hits, evictions)
+
+
 # -- the ladder, on tiny traces ----------------------------------------------------
 @attrs.frozen
 class Case:
