@@ -8,7 +8,9 @@ eviction, writes every point to ``--json`` and draws hit rate against pool
 size to ``--plot`` (the band to Belady's offline eviction shaded when
 ``belady`` is among the evictions: a reference, not a bound). A request a
 pool is too small to hold is refused and counts as a miss in every rate;
-each table shows the refusals per pool. With a model (``--model``,
+each table shows the refusals per pool. ``--answers continuations`` keys a
+finished request's answer as the later request continuing its prompt resends
+it (``fresh`` by default: keys no prompt has). With a model (``--model``,
 ``--model-config``) pools are GiB (``--hbm``), laid out as vLLM 0.33.0 does
 (``reference.replay.models``). TTFT and queueing need the engine's steps:
 ``simulate`` gives them. The trace, the replay's memory and the outputs are
@@ -319,15 +321,29 @@ def _points(plan: Plan, args: argparse.Namespace) -> list[Point]:
     ]
 
 
-def _requests(plan: Plan, args: argparse.Namespace) -> list[HashTraceRequest]:
+Trace = tuple[list[HashTraceRequest], list[HashArrival] | None]
+
+
+def _requests(plan: Plan, args: argparse.Namespace) -> Trace:
     """The trace's requests (its first ``--requests`` lines), checked as every command's
-    (``cli.inputs``), and the replay they ask for checked against memory before any key
-    is built; :class:`InputError` otherwise."""
+    (``cli.inputs``), with ``--answers continuations`` their arrivals with the answers
+    found (else ``None``), and the replay they ask for checked against memory before any
+    key is built (an answer's units counted too); :class:`InputError` otherwise."""
     loaded = inputs.load_trace("--trace", args.trace, args.requests)
     requests = [r for r in loaded.requests if isinstance(r, HashTraceRequest)]
     if len(requests) != len(loaded.requests):
         raise inputs.InputError(
             f"--trace {args.trace}: a token-id trace; hbm replays hash-id (Mooncake) traces"
+        )
+    arrivals, unit = None, plan.geometry.hash_block_size
+    answers = 0  # the units keyed past the prompts
+    if args.answers == "continuations":
+        workload = hash_trace_workload(args.trace, requests, answers_from_continuations=True)
+        arrivals = [turn for turn in workload.turns if isinstance(turn, HashArrival)]
+        answers = sum(
+            a.continuation.end // unit - a.request.input_length // unit
+            for a in arrivals
+            if a.continuation is not None
         )
     points = _points(plan, args)
     shares = len({(p.policy, p.retention_interval) for p in points})
@@ -340,15 +356,16 @@ def _requests(plan: Plan, args: argparse.Namespace) -> list[HashTraceRequest]:
         min(args.jobs, shares),
         "belady" in args.evictions,
     )
+    size = attrs.evolve(size, units=size.units + answers)
     inputs.check_replay_memory("--trace", size, geometry.hash_block_size)
-    return requests
+    return requests, arrivals
 
 
-def _replay(plan: Plan, args: argparse.Namespace, trace: list[HashTraceRequest]) -> Replayed:
+def _replay(plan: Plan, args: argparse.Namespace, trace: Trace) -> Replayed:
     """Every point (:func:`_points`) on the trace, in ``--jobs`` processes."""
     started = time.perf_counter()
     geometry = plan.geometry
-    requests, answered = _keyed(args, trace, geometry.hash_block_size)
+    requests, answered = _keyed(trace, geometry.hash_block_size)
     uses = future_uses(geometry, requests) if "belady" in args.evictions else None
     points = _points(plan, args)
     with terminal.progress("replay", len(requests) * len(points)) as advance:
@@ -367,15 +384,12 @@ def _replay(plan: Plan, args: argparse.Namespace, trace: list[HashTraceRequest])
     return Replayed(len(requests), answered, variants, results, time.perf_counter() - started)
 
 
-def _keyed(
-    args: argparse.Namespace, trace: list[HashTraceRequest], unit: int
-) -> tuple[list[ReplayRequest], int | None]:
+def _keyed(trace: Trace, unit: int) -> tuple[list[ReplayRequest], int | None]:
     """The trace as the replay's requests, in arrival order, and with ``--answers
     continuations`` how many answers are keyed as their continuation resends them."""
-    if args.answers == "fresh":
-        return replay_requests(trace, unit), None
-    workload = hash_trace_workload(args.trace, trace, answers_from_continuations=True)
-    arrivals = [turn for turn in workload.turns if isinstance(turn, HashArrival)]
+    requests, arrivals = trace
+    if arrivals is None:
+        return replay_requests(requests, unit), None
     answered = sum(arrival.continuation is not None for arrival in arrivals)
     return answered_requests(arrivals, unit), answered
 

@@ -7,9 +7,14 @@ partial block its continuation's blocks finish with another id."""
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
+import pytest
+
+from junction.command import dispatch as main
 from junction.core import GroupSpec, HybridGeometry
+from junction.reference.cli import inputs
 from junction.reference.replay.stream import answered_requests, replay_requests
 from junction.reference.simulator.workload import hash_trace_workload
 from junction.reference.workloads.mooncake import HashTraceRequest, parse_hash_trace
@@ -58,3 +63,30 @@ def test_a_partial_block_finished_by_another_id_is_keyed_as_the_engine_builds_it
         200,
     )
     assert (answered, fresh) == (1760, 1632)  # E resends D's answer: 128 tokens more
+
+
+def test_the_memory_check_counts_the_answers_units(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R (600 tokens, 1,000 out) is answered by C (2,000 tokens): 37 + 125 prompt units
+    of 16 tokens, and R's answer keys the 63 units up to its 1,600th token."""
+    trace = tmp_path / "two.jsonl"
+    rows = [(600, 1000, [1, 2]), (2000, 1, [1, 3, 4, 5])]
+    trace.write_text(
+        "".join(
+            json.dumps({"timestamp": t, "input_length": n, "output_length": o, "hash_ids": ids})
+            + "\n"
+            for t, (n, o, ids) in enumerate(rows)
+        )
+    )
+    sizes: list[inputs.ReplaySize] = []
+
+    def stop(option: str, size: inputs.ReplaySize, unit: int) -> None:
+        sizes.append(size)
+        raise inputs.InputError("stopped")
+
+    monkeypatch.setattr(inputs, "check_replay_memory", stop)
+    argv = ["hbm", "--trace", str(trace), "--model", "llama-3.1-8b", "--hbm", "8"]
+    assert main(argv) == 2
+    assert main([*argv, "--answers", "continuations"]) == 2
+    assert [size.units for size in sizes] == [162, 225]
