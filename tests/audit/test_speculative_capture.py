@@ -36,7 +36,17 @@ def postprocess() -> Callable[..., Any]:
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     import triton
     import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
     from vllm.v1.worker import mamba_utils
+
+    # Triton's own jitted helpers (tl.cdiv ...) were compiled-mode if Triton was
+    # imported before the variable was set (another test's vLLM import): interpreted
+    # copies while the kernel runs here.
+    for name in dir(tl):
+        helper = getattr(tl, name)
+        if isinstance(helper, JITFunction):
+            monkeypatch.setattr(tl, name, InterpretedFunction(helper.fn))
 
     def jit(function: Any, **names: Any) -> Any:
         namespace = {**function.__globals__, "tl": tl, "triton": triton, **names}
