@@ -33,11 +33,10 @@ from typing import Any
 import attrs
 
 from junction.core import HybridGeometry
-from junction.reference.cli import inputs, options, outputs, terminal
+from junction.reference.cli import inputs, outputs, terminal
 from junction.reference.engine.eviction import FlopModel
-from junction.reference.replay import EVICTIONS, Point, PointResult, ReplayRequest, future_uses
+from junction.reference.replay import Point, PointResult, ReplayRequest, future_uses
 from junction.reference.replay.models import (
-    CATALOG,
     MemoryModel,
     ModelConfigError,
     catalog_model,
@@ -51,96 +50,15 @@ from junction.reference.simulator.workload import hash_trace_workload
 from junction.reference.workloads.hash_prompts import HashArrival
 from junction.reference.workloads.mooncake import HashTraceRequest
 
-__all__ = ["add_options", "run"]
+from .hbm_options import DEFAULT_GIB, TRACE, declare_options
 
-DEFAULT_GIB: list[float] = [8, 16, 32, 64, 128, 256, 512, 1024]
-MAX_GIB = 2**30  # an exbibyte of HBM: a larger budget is a typo
-TRACE = Path(__file__).resolve().parents[2] / "examples/traces/mooncake-conversation.jsonl.gz"
-ANSWERS = ("fresh", "continuations")
-
-
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = sorted({int(part) for part in text.split(",")})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected integers, comma-separated") from None
-    if not sizes or sizes[0] < 2:
-        raise argparse.ArgumentTypeError(f"{text!r}: every pool needs at least 2 blocks")
-    return sizes
-
-
-def _gib(text: str) -> list[float]:
-    try:
-        sizes = [float(part) for part in text.split(",") if part]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected GiB, comma-separated") from None
-    if not sizes or not all(0 < size <= MAX_GIB for size in sizes):  # nan compares false
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: every budget must be a number of GiB above 0, at most {MAX_GIB:,}"
-        )
-    return sizes
-
-
-def _evictions(text: str) -> list[str]:
-    names = [part for part in text.split(",") if part]
-    unknown = [name for name in names if name not in EVICTIONS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected some of {', '.join(EVICTIONS)}, comma-separated"
-        )
-    return names
+__all__ = ["TRACE", "add_options", "run"]
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    """Declare ``hbm``'s options on its parser."""
+    """Declare ``hbm``'s options on its parser (``cli.hbm_options``)."""
     parser.description = __doc__
-    options.add_trace(
-        parser,
-        hash_only=True,
-        default=str(TRACE),
-        note=" (default: the Mooncake conversation trace, "
-        "examples/traces/mooncake-conversation.jsonl.gz)",
-    )
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="qwen3-next")
-    parser.add_argument(
-        "--pools",
-        type=_sizes,
-        default=[2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000],
-        help="pool sizes in blocks, comma-separated",
-    )
-    model = parser.add_mutually_exclusive_group()
-    model.add_argument("--model", choices=CATALOG, help="a model of the catalog (pools in GiB)")
-    model.add_argument(
-        "--model-config", type=Path, metavar="FILE", help="a model's config.json (pools in GiB)"
-    )
-    parser.add_argument(
-        "--hbm",
-        type=_gib,
-        action="append",
-        metavar="GIB",
-        help="with a model: KV-cache budgets in GiB, repeatable or comma-separated "
-        f"(default {','.join(map(str, DEFAULT_GIB))})",
-    )
-    parser.add_argument(
-        "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
-    )
-    parser.add_argument(
-        "--answers",
-        choices=ANSWERS,
-        default="fresh",
-        help="how a finished request's output is keyed: fresh (default: under keys no "
-        "later prompt has, as the engine makes up its own tokens) or continuations (as "
-        "the later request continuing its prompt resends it, where the trace has one; "
-        "workloads.answers, an upper bound: two users of one system prompt can look "
-        "like a conversation)",
-    )
-    options.add_interval(parser, default=None, default_text="4 L")
-    options.add_step(parser, chunk=0)
-    options.add_jobs(
-        parser, default=1, note="; the points are shared among them, the trace read once"
-    )
-    options.add_json(parser, what="every point")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="draw the curve (PNG, SVG)")
+    declare_options(parser)
 
 
 def _rates(results: list[PointResult], variant: Variant, eviction: str) -> list[tuple[int, float]]:
@@ -230,9 +148,9 @@ def _plot_format(path: Path) -> str:
 
 def _model(args: argparse.Namespace) -> MemoryModel | None:
     if args.model is not None:
-        return catalog_model(args.model)
+        return catalog_model(args.model, args.kv_dtype, args.state_dtype)
     if args.model_config is not None:
-        return load_model_config(args.model_config)
+        return load_model_config(args.model_config, args.kv_dtype, args.state_dtype)
     return None
 
 
@@ -259,6 +177,8 @@ def _plan(args: argparse.Namespace) -> Plan | str:
         return str(error)
     if model is None and args.hbm:
         return "--hbm needs --model or --model-config"
+    if model is None and (args.kv_dtype, args.state_dtype) != ("auto", "auto"):
+        return "--kv-dtype and --state-dtype need --model or --model-config"
     if model is None:
         preset = PRESETS[args.preset]
         geometry = preset.build(None, False)

@@ -99,3 +99,39 @@ def test_the_lru_curve_does_not_fall_as_the_budget_grows(
         assert [n for _, n, _ in row] == refused
         rates = [rate for _, _, rate in row]
         assert rates == sorted(rates), (variant, rates)
+
+
+@pytest.mark.parametrize(
+    ("choice", "header"),
+    [
+        ([], "blocks of 1040 tokens"),  # vLLM's own: Nemotron-H's SSM state in float32
+        (["--state-dtype", "bfloat16"], "blocks of 528 tokens"),
+        (["--kv-dtype", "fp8"], "KV cache fp8"),
+    ],
+    ids=["auto", "bf16-state", "fp8-kv"],
+)
+def test_the_dtype_options_reach_the_layout(
+    choice: list[str], header: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["hbm", "--model", "nemotron-h-8b", "--hbm", "3", "--requests", "5", *choice]
+    assert main(argv) == 0
+    assert header in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--kv-dtype", "fp8"], "--kv-dtype and --state-dtype need --model or --model-config"),
+        (
+            ["--model", "nemotron-h-8b", "--kv-dtype", "float16"],
+            "nemotron-h-8b: --kv-dtype: must be auto or bfloat16, the dtype vLLM runs the model",
+        ),
+    ],
+    ids=["no-model", "not-the-weights-dtype"],
+)
+def test_a_dtype_the_layout_cannot_take_is_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hbm", "--requests", "5", *argv]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert message in line
