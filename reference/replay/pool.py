@@ -39,7 +39,7 @@ from junction.core import (
 )
 from junction.reference.engine.eviction import FlopAware, FlopAwareOrder, FlopModel
 
-from .plan import CACHE, RELEASE, RequestPlan
+from .plan import RELEASE, STATE, RequestPlan
 
 __all__ = ["EVICTIONS", "NULL", "PRIVATE", "FutureUses", "ReplayPool", "Usage"]
 
@@ -135,6 +135,7 @@ class ReplayPool:
         alignment = geometry.alignment_tokens
         self._lookups = [GroupLookup(spec, alignment) for spec in self.groups]
         self._reconciler = HitReconciler(geometry)
+        self._sizes = tuple(g.block_size for g in self.groups)
         self._mamba = tuple(i for i, g in enumerate(self.groups) if g.kind is GroupKind.MAMBA)
 
     # -- lookup ---------------------------------------------------------------
@@ -207,39 +208,8 @@ class ReplayPool:
         end = self.ends[key] if self.ends is not None else 0  # belady keeps ends
         heapq.heappush(self._heap, (-self._next_use(key), -end, self._stamp, key))
 
-    def _allocate(self, count: int) -> None:
-        """``count`` blocks, unhashed ones first, then evicting."""
-        unhashed = self.usable - self.held - len(self.free)
-        if count > unhashed + len(self.free):
-            raise InvalidArgument(
-                "num_blocks",
-                self.usable + 1,
-                f"{count} blocks asked, {unhashed + len(self.free)} free",
-            )
-        if count > unhashed:
-            if self.eviction == "lru":  # the front of the free queue, inlined
-                self._evict_front(count - unhashed)
-            else:
-                for _ in range(count - unhashed):
-                    self._evict(self._victim())
-        self.held += count
-
-    def _evict_front(self, count: int) -> None:
-        """``count`` evictions from the front of the free queue (``lru``)."""
-        pop, cached, counts, width = self.free.popitem, self.cached, self.count, len(self.groups)
-        ends = self.ends
-        for _ in range(count):
-            key = pop(last=False)[0]
-            cached.discard(key)
-            counts[key % width] -= 1
-            if ends is not None:
-                del ends[key]
-        self.evictions += count
-
     def _victim(self) -> int:
         free = self.free
-        if self.eviction == "lru":
-            return next(iter(free))
         if self._flop_order is not None:
             chosen = self._flop_order.victim(free)  # type: ignore[arg-type]
             return chosen.block_id
@@ -267,33 +237,6 @@ class ReplayPool:
             del self.ends[key]
         self.count[key % len(self.groups)] -= 1
         self.evictions += 1
-
-    def _cache(
-        self,
-        group: int,
-        owned: list[int],
-        offered: Iterable[tuple[int, int]],
-        keys: Sequence[int],
-        parents: Sequence[int],
-    ) -> None:
-        """Offer blocks of ``group``, each ``(slot in owned, block index)``: a private one
-        is cached under its key unless another block holds that key already."""
-        cached, count = self.cached, self.count[group]
-        extra = self.ends is not None or self.eviction in ("fifo", "flop-aware")
-        for slot, index in offered:
-            if owned[slot] != PRIVATE:
-                continue
-            key = keys[index]
-            if key in cached:
-                continue
-            cached.add(key)
-            owned[slot] = key
-            count += 1
-            if extra:
-                self._cached(key, group, index, parents[index] if parents else -1)
-        self.count[group] = count
-        if count > self.peak[group]:
-            self.peak[group] = count
 
     def _cached(self, key: int, group: int, index: int, parent: int) -> None:
         """What an order or a test keeps of a newly cached key."""
@@ -339,53 +282,88 @@ class ReplayPool:
 
         ``keys[g][i]``: the key block ``i`` of group ``g`` is cached under
         (every block up to the request's last token); ``parents[g][i]`` the
-        key before it, which only ``flop-aware`` reads.
+        key before it, which only ``flop-aware`` reads. The hot loop of every
+        sweep, so allocating (unhashed blocks first, then evicting), ``lru``'s
+        evictions (the front of the free queue), caching and a state's move are
+        written out here rather than called.
         """
-        mamba, cache, give = self._mamba, self._cache, self._give
-        free, cached, counts, peaks = self.free, self.cached, self.count, self.peak
-        plain = self.eviction == "lru" and self.ends is None
-        running = dict.fromkeys(mamba, False)
+        mamba, give = self._mamba, self._give
+        free, cached, counts, peaks, ends = self.free, self.cached, self.count, self.peak, self.ends
+        lru, blocks = self.eviction == "lru", self._blocks
+        # What _cache and _give do beyond the books: another order's or a test's records.
+        extra = (ends is not None and not lru) or self.eviction in ("fifo", "flop-aware")
+        remember = self.eviction in ("fifo", "belady")
+        sizes, width = self._sizes, len(self._sizes)
+        pop, add, discard = free.popitem, cached.add, cached.discard
+        running = [False] * width  # a Mamba group's state block taken afresh this step
         for count, grow, after in plan.steps:
             for index in mamba:  # a state continues in place only in a private block
-                if slots[index] != [PRIVATE]:
+                owned = slots[index]
+                if len(owned) != 1 or owned[0] != PRIVATE:
                     running[index] = True
                     count += 1
             if count:
-                self._allocate(count)
+                spare = self.usable - self.held - len(free)  # unhashed blocks
+                if count > spare:
+                    if count > spare + len(free):
+                        raise InvalidArgument(
+                            "num_blocks",
+                            self.usable + 1,
+                            f"{count} blocks asked, {spare + len(free)} free",
+                        )
+                    if lru:  # the front of the free queue
+                        for _ in range(count - spare):
+                            key = pop(last=False)[0]
+                            discard(key)
+                            counts[key % width] -= 1
+                            if ends is not None:
+                                del ends[key]
+                        self.evictions += count - spare
+                    else:
+                        for _ in range(count - spare):
+                            self._evict(self._victim())
+                self.held += count
                 for index, more in grow:
                     slots[index].extend(repeat(PRIVATE, more))
             for kind, index, work in after:
                 owned = slots[index]
-                if kind == CACHE:
-                    cache(index, owned, work, keys[index], parents[index] if parents else ())
-                elif kind == RELEASE:
+                if kind == RELEASE:
                     first, end = work[0]
                     gone = owned[first:end]
                     owned[first:end] = repeat(NULL, end - first)
                     give(reversed(gone))
-                elif plain:  # a Mamba state moves on: _give and _cache inlined (LRU)
-                    if running[index]:
-                        running[index] = False
-                        if owned:
-                            self.held -= 1
-                            if owned[0] >= 0:
-                                free[owned[0]] = None
-                        owned[:] = [PRIVATE]
-                    if work and owned[0] == PRIVATE:
-                        key = keys[index][work[0][1]]
-                        if key not in cached:
-                            cached.add(key)
-                            owned[0] = key
-                            counts[index] += 1
-                            if counts[index] > peaks[index]:
-                                peaks[index] = counts[index]
-                else:
-                    if running[index]:
-                        running[index] = False
-                        give(owned)
-                        owned[:] = [PRIVATE]
-                    if work:
-                        cache(index, owned, work, keys[index], parents[index] if parents else ())
+                    continue
+                if kind == STATE and running[index]:  # the state moves on from its block
+                    running[index] = False
+                    if owned:
+                        self.held -= 1
+                        key = owned[0]
+                        if key >= 0:
+                            free[key] = blocks.get(key) if blocks else None
+                            if remember:
+                                self._remember_free(key)
+                    owned[:] = [PRIVATE]
+                if not work:
+                    continue
+                # Offer blocks (slot, block index): a private one is cached under its key
+                # unless another block holds that key already.
+                group_keys, count, size = keys[index], counts[index], sizes[index]
+                for slot, block in work:
+                    if owned[slot] != PRIVATE:
+                        continue
+                    key = group_keys[block]
+                    if key in cached:
+                        continue
+                    add(key)
+                    owned[slot] = key
+                    count += 1
+                    if extra:
+                        self._cached(key, index, block, parents[index][block] if parents else -1)
+                    elif ends is not None:
+                        ends[key] = (block + 1) * size
+                counts[index] = count
+                if count > peaks[index]:
+                    peaks[index] = count
         for owned in slots:
             give(reversed(owned))
 
