@@ -111,7 +111,22 @@ class BlockPool:
         self.operations += count
         return taken
 
-    def _evict(self, block: Block) -> None:
+    def retire(self, blocks: Iterable[tuple[Block, tuple[int, int]]]) -> int:
+        """Uncache each block still cached under its key that no request holds, to the
+        front of the free queue (recycled before any cached block); the count."""
+        retired, unhashed = 0, self.free_unhashed
+        for block, key in blocks:
+            if block.key != key or block.ref_count:
+                continue
+            del self.free_hashed[block.block_id]
+            self._evict(block, counted=False)
+            unhashed[block.block_id] = block
+            unhashed.move_to_end(block.block_id, last=False)
+            retired += 1
+        self.operations += retired
+        return retired
+
+    def _evict(self, block: Block, counted: bool = True) -> None:
         if block.key is None:
             raise InvariantViolation(
                 "a block in the hashed free queue has a hash", f"{block} has none", self.dump()
@@ -128,7 +143,7 @@ class BlockPool:
             block.indexes_inner = False
         block.key = None
         block.state_position = None
-        self.evictions += 1
+        self.evictions += counted
 
     def touch(self, blocks: Sequence[Block]) -> None:
         """Take a reference to cached blocks (a hit); a free one leaves the queue."""

@@ -30,6 +30,7 @@ from junction.reference.engine.block_pool import Block, BlockPool, NoFreeBlocks
 from junction.reference.engine.group_managers import BlockIndex, GroupManager, make_manager
 from junction.reference.engine.policy import CheckedPolicy
 from junction.reference.engine.request import NextTurnView, Request
+from junction.reference.engine.retirement import DecodeCheckpointLedger
 
 __all__ = ["Coordinator"]
 
@@ -78,6 +79,13 @@ class Coordinator:
         self.decode_positions: dict[int, tuple[int, ...]] = {}
         # How far below the computed tokens a next turn may resume (0: off).
         self.decode_lag = decode_lag(geometry) if self.keeps_decode else 0
+        # A budget of turns per path whose decode checkpoints stay cached (None: off).
+        budget = policy.decode_checkpoint_budget if self.keeps_decode else None
+        self.ledger = (
+            None
+            if budget is None
+            else DecodeCheckpointLedger(pool, budget, geometry.hash_block_size)
+        )
 
     def lookup(self, request: Request, also: BlockIndex | None = None) -> HitReconciliation:
         """Reconcile the groups' hits for a request with no computed tokens (``M = N - 1``).
@@ -184,8 +192,9 @@ class Coordinator:
         policy's decode checkpoints (nothing unless the policy keeps them)."""
         positions = self.decode_positions.pop(request.request_id, ())
         if positions:
-            for manager in self.managers:
-                manager.publish(request, positions)
+            cached = [block for m in self.managers for block in m.publish(request, positions)]
+            if self.ledger is not None:
+                self.ledger.published(request, positions, cached)
 
     def free(self, request: Request) -> None:
         for manager in self.managers:

@@ -482,6 +482,8 @@ class Engine:
                         "the Mamba state sits at the computed tokens",
                         f"{request}: group {manager.group_id} state at {state}, not {at}",
                     )
+        if self.coordinator.ledger is not None:
+            self.coordinator.ledger.check()
         if self.idle and self.pool.num_free != self.pool.num_usable:
             raise InvariantViolation(
                 "no block is held once every request is done",

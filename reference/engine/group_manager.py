@@ -166,10 +166,11 @@ class GroupManager:
         computed tokens; ``lowest`` lies below it only under speculative steps).
         Full attention holds every block to the end anyway: nothing to do."""
 
-    def publish(self, request: Request, positions: Sequence[int]) -> None:
+    def publish(self, request: Request, positions: Sequence[int]) -> list[Block]:
         """The request finished: cache what its next turn reads at ``positions`` (the
-        policy's decode checkpoints) through the mask. Full attention cached every
-        full block already."""
+        policy's decode checkpoints) through the mask; the blocks it cached. Full
+        attention cached every full block already."""
+        return []
 
     def quiet_until(self, request: Request) -> int:
         """The furthest chunk end that needs no new block here and makes no block full.

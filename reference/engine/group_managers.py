@@ -113,7 +113,7 @@ class SlidingWindowManager(GroupManager):
                 self.pool.touch([block])
                 kept[index] = block
 
-    def publish(self, request: Request, positions: Sequence[int]) -> None:
+    def publish(self, request: Request, positions: Sequence[int]) -> list[Block]:
         """Cache the held full blocks the mask marks for the decode checkpoints."""
         rid, size = request.request_id, self.block_size
         blocks = self.blocks[rid]
@@ -121,19 +121,23 @@ class SlidingWindowManager(GroupManager):
         full = min(full, len(blocks))
         start = self.released.get(rid, 0)
         if full <= start or not positions:
-            return
+            return []
         policy, geometry, spec = self.policy, self.geometry, self.spec
+        offered: list[Block] = []
         for index, block in sorted(self.kept.get(rid, {}).items()):
             if index < start and block.key is None:  # below the held run
                 mask = policy.block_mask(geometry, spec, request, index, index + 1, positions)
                 if mask is None or mask[0]:
                     self.cache_block(request, block, index)
+                    offered.append(block)
         mask = policy.block_mask(geometry, spec, request, start, full, positions)
         null = self.pool.null_block
         for k, index in enumerate(range(start, full)):
             block = blocks[index]
             if block is not null and block.key is None and (mask is None or mask[k]):
                 self.cache_block(request, block, index)
+                offered.append(block)
+        return [block for block in offered if block.key is not None]
 
     def free(self, request: Request) -> None:
         self.released.pop(request.request_id, None)
@@ -360,9 +364,10 @@ class MambaManager(GroupManager):
             self.pool.touch([block])
             pins[position] = block
 
-    def publish(self, request: Request, positions: Sequence[int]) -> None:
+    def publish(self, request: Request, positions: Sequence[int]) -> list[Block]:
         """Cache the pinned states the mask marks for the decode checkpoints."""
         rid, size = request.request_id, self.block_size
+        cached: list[Block] = []
         for position, block in sorted(self.pins.get(rid, {}).items()):
             index = position // size - 1
             if block.key is not None or not positions:
@@ -379,6 +384,9 @@ class MambaManager(GroupManager):
             )
             if mask is None or mask[0]:
                 self.cache_block(request, block, index)
+                if block.key is not None:
+                    cached.append(block)
+        return cached
 
     def check_pins(self, request: Request, most: int) -> None:
         """Every pin holds the state at its position, on the hit grid, within the

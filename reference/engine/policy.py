@@ -165,6 +165,19 @@ def _finishes(policy: object, name: str) -> frozenset[FinishReason]:
     return reasons
 
 
+def _budget(policy: object, name: str) -> int | None:
+    """A policy's ``decode_checkpoint_budget``: ``None`` (absent: no retirement) or an
+    int ``>= 1``, the turns per path whose decode checkpoints stay cached."""
+    declaration = "decode_checkpoint_budget"
+    try:
+        value = getattr(policy, declaration, None)
+    except BaseException as error:
+        raise PolicyError(name, declaration, _raised(error)) from None
+    if value is not None and (type(value) is not int or value < 1):
+        raise PolicyError(name, declaration, f"must be None or an int >= 1, got {_show(value)}")
+    return value
+
+
 class CheckedPolicy:
     """Wraps a policy; every answer is validated and every failure named.
 
@@ -218,6 +231,8 @@ class CheckedPolicy:
         self.keeps_decode_checkpoints: bool = keeps
         #: The finishes on which the engine publishes them (none when it keeps none).
         self.decode_checkpoint_finishes = _finishes(policy, name) if keeps else frozenset()
+        #: The turns per path whose decode checkpoints stay cached (None: every one).
+        self.decode_checkpoint_budget = _budget(policy, name) if keeps else None
         #: Whether the policy promises the declared prefix (a declaration, never asked).
         self.keeps_declared_checkpoints: bool = _flag(policy, name, "keeps_declared_checkpoints")
         self._decode_checkpoints: Callable[[HybridGeometry, RequestView], object] | None = decode

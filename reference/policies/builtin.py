@@ -51,6 +51,7 @@ class JunctionPolicy:
     options = DEFAULT_OPTIONS
     writes_prefill_checkpoints = False
     keeps_decode_checkpoints = False
+    decode_checkpoint_budget: int | None = None
     # Declared checkpoints are promised as the junction is (the declared-prefix promise).
     keeps_declared_checkpoints = True
     # The reachable boundaries are the prompt's and the junction's (the
@@ -64,6 +65,7 @@ class JunctionPolicy:
         self.writes_prefill_checkpoints = options.prefill_checkpoint_alignment is not None
         self.keeps_decode_checkpoints = options.decode_checkpoints
         self.decode_checkpoint_finishes = options.decode_checkpoint_finishes
+        self.decode_checkpoint_budget = options.decode_checkpoint_budget
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""
@@ -237,6 +239,12 @@ class IntervalPolicy(JunctionPolicy):
 
     def junction(self, request: RequestView) -> int:
         return 0
+
+
+def junction_with_retired_decode_checkpoints() -> JunctionPolicy:
+    """``junction+decode`` with a budget of one turn per path: a turn's decode checkpoint
+    is retired once the next turn on its path publishes its own."""
+    return JunctionPolicy(JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=1))
 
 
 def junction_with_decode_checkpoints() -> JunctionPolicy:

@@ -33,6 +33,11 @@ def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> 
         raise InvalidArgument(attribute.name, value, "must be a bool")
 
 
+def _budget(instance: object, attribute: attrs.Attribute[int | None], value: object) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise InvalidArgument(attribute.name, value, "must be None or an int >= 1")
+
+
 def _finishes(value: object) -> frozenset[FinishReason]:
     reasons = frozenset(value) if isinstance(value, (set, frozenset, tuple, list)) else None
     if reasons is None or not all(isinstance(r, FinishReason) for r in reasons):
@@ -50,7 +55,10 @@ class JunctionOptions:
     :class:`InvalidArgument` naming it otherwise). ``decode_checkpoints``:
     keep the next turn's state (a bool). ``decode_checkpoint_finishes``: the
     finishes on which the engine publishes it (``engine.finish``; by default
-    every finish but an abort).
+    every finish but an abort). ``decode_checkpoint_budget``: ``None`` (every
+    published checkpoint kept like any cached block) or the turns per
+    conversation path whose checkpoints stay cached (``>= 1``; 1 retires a
+    turn's once the next turn on its path publishes: ``engine.retirement``).
     """
 
     prefill_checkpoint_alignment: int | None = attrs.field(default=None, validator=_alignment)
@@ -58,6 +66,7 @@ class JunctionOptions:
     decode_checkpoint_finishes: frozenset[FinishReason] = attrs.field(
         default=PUBLISHED_BY_DEFAULT, converter=_finishes
     )
+    decode_checkpoint_budget: int | None = attrs.field(default=None, validator=_budget)
 
 
 DEFAULT_OPTIONS = JunctionOptions()

@@ -17,7 +17,13 @@ import attrs
 
 from junction.reference.engine.policy import Policy, PolicyError
 
-from .builtin import DensePolicy, IntervalPolicy, JunctionPolicy, junction_with_decode_checkpoints
+from .builtin import (
+    DensePolicy,
+    IntervalPolicy,
+    JunctionPolicy,
+    junction_with_decode_checkpoints,
+    junction_with_retired_decode_checkpoints,
+)
 from .vllm import VllmPolicy, VllmPR47782Policy, VllmPR50551Policy
 
 __all__ = ["POLICIES", "PolicyEntry", "Role", "policy_names", "resolve_policy"]
@@ -64,6 +70,12 @@ POLICIES: tuple[PolicyEntry, ...] = (
         junction_with_decode_checkpoints,
         Role.NEXT_TURN,
         "the default with each finished request's decode checkpoint kept (the next turn)",
+    ),
+    PolicyEntry(
+        "junction+decode-retired",
+        junction_with_retired_decode_checkpoints,
+        Role.NEXT_TURN,
+        "junction+decode, a turn's checkpoint retired once the next turn on its path publishes",
     ),
     PolicyEntry(
         "vllm-pr50551",

@@ -9,8 +9,10 @@ free and held, every cached block's hash against its tokens, no leak once all
 requests finish; admission itself refuses a Mamba hit without its exact state.
 Half the configurations keep decode checkpoints (pinned Mamba states and held
 windows, published on the finishes the policy declares, drawn, given back
-otherwise and on preemption); every request ends stopped, length-capped or
-aborted (drawn), besides the aborts the machine makes. Half decode in
+otherwise and on preemption), a third of those retire them under a budget
+of one or two turns per path, walked by next turns that resend a request's
+tokens; every request ends stopped, length-capped or aborted (drawn),
+besides the aborts the machine makes. Half decode in
 speculative steps (1 to 4 drafts, accepted counts drawn, a passed Mamba block
 end captured or left uncached: a spare Mamba block per step, states pinned
 below the lag, a window's blocks kept there).
@@ -103,8 +105,13 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
     if draw(st.booleans()):
         # Decode checkpoints on: pinned states and held windows count in the peak.
         finishes = draw(st.sets(st.sampled_from(list(FinishReason))))
+        budget = draw(st.sampled_from([None, 1, 2]))  # retirement: a budget of turns a path
         policy = JunctionPolicy(
-            JunctionOptions(decode_checkpoints=True, decode_checkpoint_finishes=finishes)
+            JunctionOptions(
+                decode_checkpoints=True,
+                decode_checkpoint_finishes=finishes,
+                decode_checkpoint_budget=budget,
+            )
         )
     peak = Engine(attrs.evolve(config, policy=policy)).blocks_at_peak(MAX_PROMPT + MAX_OUTPUT)
     return attrs.evolve(config, policy=policy, num_blocks=max(per_request, peak) * factor + 1)
@@ -131,6 +138,15 @@ class EngineMachine(RuleBasedStateMachine):
     def submit(self, shared: int, suffix: list[int], max_output: int, finish: FinishReason) -> int:
         prompt = (self.prefix[:shared] + tuple(suffix))[:MAX_PROMPT] or (1,)
         return self.engine.submit(prompt, max_output, finish=finish)
+
+    @rule(target=requests, request_id=requests, suffix=st.lists(st.integers(0, 9), max_size=8))
+    def next_turn(self, request_id: int, suffix: list[int]) -> int:
+        """A conversation's next turn, once every running request is done (the client
+        waits for the answer): the request's prompt and answer resent."""
+        self.drain()
+        tokens = tuple(self.engine.requests[request_id].tokens)
+        prompt = (tokens + tuple(suffix))[:MAX_PROMPT] or (1,)
+        return self.engine.submit(prompt, MAX_OUTPUT // 2 + 1)
 
     @rule(request_id=consumes(requests))
     def abort(self, request_id: int) -> None:

@@ -31,7 +31,10 @@ from junction.reference.engine.request import Request
 from junction.reference.engine.tier import TierSaving
 from junction.reference.harness import Promise
 from junction.reference.policies.bound import boundaries
-from junction.reference.policies.builtin import JunctionPolicy
+from junction.reference.policies.builtin import (
+    JunctionPolicy,
+    junction_with_retired_decode_checkpoints,
+)
 from junction.reference.policies.options import JunctionOptions
 
 
@@ -279,12 +282,13 @@ class EvictsHeldJunctionStateEngine(Engine):
 class _PublishesOneGridStepOffManager(MambaManager):
     """Publishes each pinned decode state under the key of the grid point below it."""
 
-    def publish(self, request: Request, positions: Sequence[int]) -> None:
+    def publish(self, request: Request, positions: Sequence[int]) -> list[Block]:
         step = self.geometry.hit_grid_tokens // self.block_size
         for position, block in sorted(self.pins.get(request.request_id, {}).items()):
             index = position // self.block_size - 1 - step
             if index >= 0 and block.key is None:
                 self.cache_block(request, block, index)
+        return []
 
 
 class DecodeCheckpointOneGridStepOffEngine(Engine):
@@ -383,6 +387,24 @@ class PassedBlockEndKeyedWithStepEndEngine(Engine):
                 )
 
 
+class RetiresItsOwnTurnEngine(Engine):
+    """Retirement off by one: the turn that publishes counts against its path's
+    budget, so under a budget of one its own decode checkpoint is retired once the
+    request lets go of it, and its next turn resumes at the prompt's state."""
+
+    name = "engine mutant: retirement counts the publishing turn against its own budget"
+
+    def _finish(self, request: Request) -> None:
+        positions = self.coordinator.decode_positions.get(request.request_id, ())
+        super()._finish(request)
+        ledger = self.coordinator.ledger
+        if ledger is not None and positions:
+            key = request.chain.hashes[max(positions) // ledger.unit - 1]
+            turn = ledger.turns.pop(key, None)
+            if turn is not None:
+                ledger.retired += self.pool.retire(turn.blocks)
+
+
 @attrs.frozen
 class Mutant:
     """A zoo entry: the policy (and engine) to run, and the promise it must break.
@@ -466,5 +488,13 @@ ZOO: tuple[Mutant, ...] = (
         lambda: JunctionPolicy(JunctionOptions(decode_checkpoints=True)),
         Promise.NEXT_TURN,
         PassedBlockEndKeyedWithStepEndEngine,
+    ),
+    # Retirement (a budget of one turn per path): run with it declared.
+    Mutant(
+        RetiresItsOwnTurnEngine.__name__,
+        RetiresItsOwnTurnEngine.name,
+        junction_with_retired_decode_checkpoints,
+        Promise.NEXT_TURN,
+        RetiresItsOwnTurnEngine,
     ),
 )

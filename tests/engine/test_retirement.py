@@ -1,0 +1,95 @@
+"""Retiring decode checkpoints (``JunctionOptions(decode_checkpoint_budget=k)``).
+
+A conversation's turn publishes its decode checkpoint; once the next turn on
+its path (its prompt runs through that position) publishes a deeper one, a
+budget of one turn retires the first: its blocks are freed at once, ahead of
+every cached block. Another conversation's checkpoint is not on the path and
+stays. Without a budget every checkpoint stays cached (``junction+decode``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from junction.core import HybridGeometry, InvalidArgument
+from junction.reference.engine.engine import Engine
+from junction.reference.engine.policy import CheckedPolicy, PolicyError
+from junction.reference.harness import Promise, run_conformance
+from junction.reference.policies.builtin import (
+    JunctionPolicy,
+    junction_with_retired_decode_checkpoints,
+)
+from junction.reference.policies.options import JunctionOptions
+
+from .test_decode_checkpoints import MAMBA, WINDOW, _engine, _finish, _next_turn
+
+RETIRED = JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=1)
+TWO = JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=2)
+KEPT = JunctionOptions(decode_checkpoints=True)
+
+
+def _conversation(engine: Engine, turns: int) -> list[tuple[int, ...]]:
+    """``turns`` turns, each resending the last transcript and 3 new tokens."""
+    transcripts, prompt = [], tuple(range(23))
+    for turn in range(turns):
+        transcript = _finish(engine, prompt, 9)
+        transcripts.append(transcript)
+        prompt = (*transcript, 200 + turn, 201 + turn, 202 + turn)
+    return transcripts
+
+
+@pytest.mark.parametrize("geometry", [MAMBA, WINDOW], ids=["mamba", "sliding-window"])
+def test_the_next_turn_retires_the_turn_it_passed(geometry: HybridGeometry) -> None:
+    for options, branches, retired in (
+        (KEPT, [28, 40, 52], 0),
+        (RETIRED, [20, 32, 52], 2),
+        (TWO, [20, 40, 52], 1),
+    ):
+        engine = _engine(geometry, options)
+        other = _finish(engine, tuple(range(50, 73)), 9)  # another conversation
+        turns = _conversation(engine, 3)
+        # The conversation goes on as before: each turn's prompt-side state covers
+        # the checkpoint it passed, and the other conversation keeps its own.
+        assert [_next_turn(engine, (*t, 300, 301, 302))[0] for t in (*turns, other)] == [
+            32,
+            44,
+            52,
+            28,
+        ]
+        # A branch off a turn's answer (its last 2 tokens resent otherwise) resumes at
+        # that turn's checkpoint while it is kept, at the prompt's once retired.
+        assert [_next_turn(engine, (*t[:-2], 999, 998, 997))[0] for t in turns] == branches
+        ledger = engine.coordinator.ledger
+        assert (ledger.retired if ledger else 0) == retired
+
+
+def test_retired_blocks_are_recycled_first() -> None:
+    engine = _engine(MAMBA, RETIRED)
+    _conversation(engine, 2)
+    free = engine.pool.free_unhashed
+    ledger = engine.coordinator.ledger
+    assert ledger is not None and ledger.retired == 1
+    # The retired state (no hash now) is at the front of the free queue.
+    assert next(iter(free.values())).state_position is None
+    assert engine.pool.evictions == 0
+
+
+def test_the_budget_is_validated() -> None:
+    with pytest.raises(InvalidArgument, match="decode_checkpoint_budget"):
+        JunctionOptions(decode_checkpoint_budget=0)
+
+    bad = JunctionPolicy(KEPT)
+    bad.decode_checkpoint_budget = 0
+    with pytest.raises(PolicyError, match="decode_checkpoint_budget"):
+        CheckedPolicy(bad)
+    assert CheckedPolicy(JunctionPolicy(RETIRED)).decode_checkpoint_budget == 1
+    assert CheckedPolicy(JunctionPolicy()).decode_checkpoint_budget is None
+
+
+def test_promise_9_holds_with_a_budget_of_one() -> None:
+    """The turn that publishes keeps its own checkpoint (the zoo's
+    ``RetiresItsOwnTurnEngine`` is the defect this rules out)."""
+    report = run_conformance(
+        junction_with_retired_decode_checkpoints(), examples=100, promises=[Promise.NEXT_TURN]
+    )
+    assert not report.violated, report.violated[0].message
