@@ -78,7 +78,8 @@ class Coordinator:
         self.keeps_decode = policy.keeps_decode_checkpoints
         self.decode_positions: dict[int, tuple[int, ...]] = {}
         # How far below the computed tokens a next turn may resume (0: off).
-        self.decode_lag = decode_lag(geometry) if self.keeps_decode else 0
+        lag = decode_lag(geometry) + policy.decode_checkpoint_margin
+        self.decode_lag = lag if self.keeps_decode else 0
         # A budget of turns per path whose decode checkpoints stay cached (None: off).
         budget = policy.decode_checkpoint_budget if self.keeps_decode else None
         self.ledger = (

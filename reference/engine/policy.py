@@ -178,6 +178,20 @@ def _budget(policy: object, name: str) -> int | None:
     return value
 
 
+def _margin(policy: object, name: str) -> int:
+    """A policy's ``decode_checkpoint_margin``: how far below the answer's end (in
+    tokens) its earliest decode checkpoint may lie, an int ``>= 0`` (0 when absent),
+    which the engine's pins reach down to."""
+    declaration = "decode_checkpoint_margin"
+    try:
+        value = getattr(policy, declaration, 0)
+    except BaseException as error:
+        raise PolicyError(name, declaration, _raised(error)) from None
+    if type(value) is not int or value < 0:
+        raise PolicyError(name, declaration, f"must be an int >= 0, got {_show(value)}")
+    return value
+
+
 class CheckedPolicy:
     """Wraps a policy; every answer is validated and every failure named.
 
@@ -233,6 +247,8 @@ class CheckedPolicy:
         self.decode_checkpoint_finishes = _finishes(policy, name) if keeps else frozenset()
         #: The turns per path whose decode checkpoints stay cached (None: every one).
         self.decode_checkpoint_budget = _budget(policy, name) if keeps else None
+        #: How far below the answer's end its earliest decode checkpoint may lie.
+        self.decode_checkpoint_margin = _margin(policy, name) if keeps else 0
         #: Whether the policy promises the declared prefix (a declaration, never asked).
         self.keeps_declared_checkpoints: bool = _flag(policy, name, "keeps_declared_checkpoints")
         self._decode_checkpoints: Callable[[HybridGeometry, RequestView], object] | None = decode

@@ -52,6 +52,7 @@ class JunctionPolicy:
     writes_prefill_checkpoints = False
     keeps_decode_checkpoints = False
     decode_checkpoint_budget: int | None = None
+    decode_checkpoint_margin = 0
     # Declared checkpoints are promised as the junction is (the declared-prefix promise).
     keeps_declared_checkpoints = True
     # The reachable boundaries are the prompt's and the junction's (the
@@ -66,6 +67,7 @@ class JunctionPolicy:
         self.keeps_decode_checkpoints = options.decode_checkpoints
         self.decode_checkpoint_finishes = options.decode_checkpoint_finishes
         self.decode_checkpoint_budget = options.decode_checkpoint_budget
+        self.decode_checkpoint_margin = options.decode_checkpoint_margin or 0
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""
@@ -84,9 +86,15 @@ class JunctionPolicy:
 
     def decode_checkpoints(self, geometry: HybridGeometry, request: RequestView) -> tuple[int, ...]:
         """Where the next turn of the request resumes were it to finish with its
-        ``num_tokens`` (``core.decode_checkpoint``; none when that is 0)."""
-        position = decode_checkpoint(geometry, request.num_tokens)
-        return (position,) if position else ()
+        ``num_tokens`` (``core.decode_checkpoint``; none when that is 0), and, with a
+        margin, where one resending all but the answer's last ``margin`` tokens does."""
+        end = request.num_tokens
+        position = decode_checkpoint(geometry, end)
+        margin = self.decode_checkpoint_margin
+        # A next turn sharing all but the last ``margin`` tokens shares ``end - margin``
+        # of them: it lands where a transcript one token longer would.
+        earlier = decode_checkpoint(geometry, end - margin + 1) if 0 < margin < end else 0
+        return tuple(sorted({p for p in (earlier, position) if p}))
 
     def reachable_boundaries(
         self, geometry: HybridGeometry, group: GroupSpec, request: RequestView
@@ -245,6 +253,23 @@ def junction_with_retired_decode_checkpoints() -> JunctionPolicy:
     """``junction+decode`` with a budget of one turn per path: a turn's decode checkpoint
     is retired once the next turn on its path publishes its own."""
     return JunctionPolicy(JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=1))
+
+
+#: The second checkpoint's margin: a stop string of up to 4 tokens cut from the
+#: answer (``workloads.ResendMix``'s default).
+STOP_STRING_MARGIN = 4
+
+
+def junction_with_two_decode_checkpoints() -> JunctionPolicy:
+    """``junction+decode-retired`` keeping a second checkpoint, where a next turn lands
+    that resends the answer less a cut stop string (:data:`STOP_STRING_MARGIN`)."""
+    return JunctionPolicy(
+        JunctionOptions(
+            decode_checkpoints=True,
+            decode_checkpoint_budget=1,
+            decode_checkpoint_margin=STOP_STRING_MARGIN,
+        )
+    )
 
 
 def junction_with_decode_checkpoints() -> JunctionPolicy:

@@ -34,6 +34,7 @@ def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> 
 
 
 def _budget(instance: object, attribute: attrs.Attribute[int | None], value: object) -> None:
+    """``None`` or an int ``>= 1`` (a budget, a margin)."""
     if value is not None and (type(value) is not int or value < 1):
         raise InvalidArgument(attribute.name, value, "must be None or an int >= 1")
 
@@ -59,6 +60,10 @@ class JunctionOptions:
     published checkpoint kept like any cached block) or the turns per
     conversation path whose checkpoints stay cached (``>= 1``; 1 retires a
     turn's once the next turn on its path publishes: ``engine.retirement``).
+    ``decode_checkpoint_margin``: ``None`` (one decode checkpoint, the answer's
+    end) or a margin in tokens (``>= 1``): a second checkpoint where a next turn
+    resending all but the answer's last ``margin`` tokens lands (a cut stop
+    string).
     """
 
     prefill_checkpoint_alignment: int | None = attrs.field(default=None, validator=_alignment)
@@ -67,6 +72,7 @@ class JunctionOptions:
         default=PUBLISHED_BY_DEFAULT, converter=_finishes
     )
     decode_checkpoint_budget: int | None = attrs.field(default=None, validator=_budget)
+    decode_checkpoint_margin: int | None = attrs.field(default=None, validator=_budget)
 
 
 DEFAULT_OPTIONS = JunctionOptions()

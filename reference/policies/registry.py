@@ -23,6 +23,7 @@ from .builtin import (
     JunctionPolicy,
     junction_with_decode_checkpoints,
     junction_with_retired_decode_checkpoints,
+    junction_with_two_decode_checkpoints,
 )
 from .vllm import VllmPolicy, VllmPR47782Policy, VllmPR50551Policy
 
@@ -76,6 +77,12 @@ POLICIES: tuple[PolicyEntry, ...] = (
         junction_with_retired_decode_checkpoints,
         Role.NEXT_TURN,
         "junction+decode, a turn's checkpoint retired once the next turn on its path publishes",
+    ),
+    PolicyEntry(
+        "junction+decode2",
+        junction_with_two_decode_checkpoints,
+        Role.NEXT_TURN,
+        "junction+decode-retired with a second checkpoint below a cut stop string",
     ),
     PolicyEntry(
         "vllm-pr50551",

@@ -9,10 +9,11 @@ free and held, every cached block's hash against its tokens, no leak once all
 requests finish; admission itself refuses a Mamba hit without its exact state.
 Half the configurations keep decode checkpoints (pinned Mamba states and held
 windows, published on the finishes the policy declares, drawn, given back
-otherwise and on preemption), a third of those retire them under a budget
-of one or two turns per path, walked by next turns that resend a request's
-tokens; every request ends stopped, length-capped or aborted (drawn),
-besides the aborts the machine makes. Half decode in
+otherwise and on preemption), two thirds of those retire them under a
+budget of one or two turns per path, two thirds keep a second one below a
+margin, walked by next turns that resend a request's tokens; every request
+ends stopped, length-capped or aborted (drawn), besides the aborts the
+machine makes. Half decode in
 speculative steps (1 to 4 drafts, accepted counts drawn, a passed Mamba block
 end captured or left uncached: a spare Mamba block per step, states pinned
 below the lag, a window's blocks kept there).
@@ -111,6 +112,7 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
                 decode_checkpoints=True,
                 decode_checkpoint_finishes=finishes,
                 decode_checkpoint_budget=budget,
+                decode_checkpoint_margin=draw(st.sampled_from([None, 1, 3])),  # two checkpoints
             )
         )
     peak = Engine(attrs.evolve(config, policy=policy)).blocks_at_peak(MAX_PROMPT + MAX_OUTPUT)
