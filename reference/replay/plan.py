@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv
+from junction.core import GroupKind, HybridGeometry, InvalidArgument, cdiv
 from junction.reference.engine.protocol import Policy
 
 __all__ = ["CACHE", "RELEASE", "STATE", "Planner", "RequestPlan", "Step"]
@@ -89,7 +89,11 @@ class Planner:
         # The policy's answers for the request being planned (its prompt and junction).
         self._asked_for = (-1, -1)
         self._splits: dict[tuple[int, int, int], int] = {}
-        self._masks: dict[tuple[GroupSpec, int, int, int, int], Sequence[bool] | None] = {}
+        self._masks: dict[tuple[int, int, int, int, int], Sequence[bool] | None] = {}
+        # Each group's first group of an equal spec: it starts in the same state and
+        # takes the same decisions, so its work is planned once.
+        groups = geometry.groups
+        self._twins = tuple(groups.index(spec) for spec in groups)
 
     def plan(self, prompt: int, outputs: int, hit: int, junction: int) -> RequestPlan:
         """The steps of a request of ``prompt`` tokens and ``outputs`` output tokens
@@ -105,6 +109,7 @@ class Planner:
         # Groups of one spec (vLLM's groups of one kind) get the same answers: asked once.
         known = {spec: policy.reachable_boundaries(geometry, spec, view) for spec in set(groups)}
         boundaries = [known[spec] for spec in groups]
+        twins = self._twins
         held = [hit // g.block_size for g in groups]
         cached = list(held)
         released = [
@@ -144,33 +149,41 @@ class Planner:
             view.num_computed_tokens, view.num_tokens = end, tokens
             hashed = tokens - tokens % unit
             after: list[Work] = []
+            made: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = [[] for _ in groups]
             mamba_moved = False
             for index, spec in enumerate(groups):
+                twin = twins[index]
+                if twin != index:  # an equal spec's group, in the same state: the same work
+                    after.extend((kind, index, work) for kind, work in made[twin])
+                    cached[index], released[index] = cached[twin], released[twin]
+                    continue
+                work_of = made[index]
                 size, first = spec.block_size, cached[index]
                 if spec.kind is GroupKind.MAMBA:
                     state: tuple[tuple[int, int], ...] = ()
                     if not end % size and end <= hashed and end // size > first:
-                        mask = self._mask(spec, view, first, end // size, boundaries[index])
+                        mask = self._mask(index, view, first, end // size, boundaries[index])
                         if mask is None or mask[-1]:
                             state = ((0, end // size - 1),)
                             mamba_moved = True
                         cached[index] = end // size
-                    after.append((STATE, index, state))
-                    continue
-                full = min(min(end, hashed) // size, held[index])
-                if end >= (first + 1) * size and full > first:
-                    mask = self._mask(spec, view, first, full, boundaries[index])
-                    offered = tuple(
-                        (i, i) for i in range(first, full) if mask is None or mask[i - first]
-                    )
-                    if offered:
-                        after.append((CACHE, index, offered))
-                    cached[index] = full
-                if spec.kind is GroupKind.SLIDING_WINDOW:
-                    gone = min(spec.first_window_block(end), held[index])
-                    if gone > released[index]:
-                        after.append((RELEASE, index, ((released[index], gone),)))
-                        released[index] = gone
+                    work_of.append((STATE, state))
+                else:
+                    full = min(min(end, hashed) // size, held[index])
+                    if end >= (first + 1) * size and full > first:
+                        mask = self._mask(index, view, first, full, boundaries[index])
+                        offered = tuple(
+                            (i, i) for i in range(first, full) if mask is None or mask[i - first]
+                        )
+                        if offered:
+                            work_of.append((CACHE, offered))
+                        cached[index] = full
+                    if spec.kind is GroupKind.SLIDING_WINDOW:
+                        gone = min(spec.first_window_block(end), held[index])
+                        if gone > released[index]:
+                            work_of.append((RELEASE, ((released[index], gone),)))
+                            released[index] = gone
+                after.extend((kind, index, work) for kind, work in work_of)
             steps.append((sum(more for _, more in grow), tuple(grow), tuple(after)))
             start = end
             if end == tokens:  # the step computed the last token there is: one more output
@@ -193,16 +206,16 @@ class Planner:
         return tokens
 
     def _mask(
-        self, spec: GroupSpec, view: _View, first: int, end: int, boundaries: Sequence[int]
+        self, group: int, view: _View, first: int, end: int, boundaries: Sequence[int]
     ) -> Sequence[bool] | None:
-        """The policy's mask of blocks ``[first, end)``, once per spec and request state
-        (groups of one spec, and plans of one request, share it)."""
-        key = (spec, view.num_computed_tokens, view.num_tokens, first, end)
-        if key not in self._masks:
-            self._masks[key] = self.policy.block_mask(
-                self.geometry, spec, view, first, end, boundaries
-            )
-        return self._masks[key]
+        """The policy's mask of group ``group``'s blocks ``[first, end)``, once per
+        request state (plans of one request share it)."""
+        key = (group, view.num_computed_tokens, view.num_tokens, first, end)
+        masks = self._masks
+        if key not in masks:
+            spec = self.geometry.groups[group]
+            masks[key] = self.policy.block_mask(self.geometry, spec, view, first, end, boundaries)
+        return masks[key]
 
     def _next_event(
         self,

@@ -30,6 +30,7 @@ from operator import countOf
 import attrs
 
 from junction.core import (
+    Finder,
     GroupKind,
     GroupLookup,
     HitReconciler,
@@ -133,8 +134,14 @@ class ReplayPool:
             else None
         )
         alignment = geometry.alignment_tokens
-        self._lookups = [GroupLookup(spec, alignment) for spec in self.groups]
         self._reconciler = HitReconciler(geometry)
+        # The prompt being looked up, per group (its hashed blocks' keys): the finders,
+        # built once, read it.
+        self._probe: list[Sequence[int]] = [() for _ in self.groups]
+        self._finders = [
+            self._finder(group, GroupLookup(spec, alignment))
+            for group, spec in enumerate(self.groups)
+        ]
         self._sizes = tuple(g.block_size for g in self.groups)
         self._mamba = tuple(i for i, g in enumerate(self.groups) if g.kind is GroupKind.MAMBA)
 
@@ -142,25 +149,28 @@ class ReplayPool:
     def lookup(self, keys: Sequence[Sequence[int]], prompt: int) -> HitReconciliation:
         """``core``'s reconciled hit of a prompt of ``prompt`` tokens whose blocks
         have ``keys[g]`` (its hashed blocks only, per group)."""
-        cached = self.cached
-        finders = []
-        for lookup, spec, blocks in zip(self._lookups, self.groups, keys, strict=True):
-            count = len(blocks)
-
-            def is_cached(index: int, blocks: Sequence[int] = blocks, count: int = count) -> bool:
-                return index < count and blocks[index] in cached
-
-            if spec.kind is GroupKind.FULL:
-
-                def run(limit: int, blocks: Sequence[int] = blocks) -> int:
-                    found = map(cached.__contains__, blocks[:limit])
-                    return countOf(takewhile(bool, found), True)
-
-                finders.append(lookup.finder(is_cached, run))
-            else:
-                finders.append(lookup.finder(is_cached))
+        if len(keys) != len(self.groups):
+            raise InvalidArgument("keys", len(keys), f"one list per group ({len(self.groups)})")
+        self._probe[:] = keys
         unit = self.geometry.hash_block_size
-        return self._reconciler.reconcile(finders, prompt - 1, prompt - prompt % unit)
+        return self._reconciler.reconcile(self._finders, prompt - 1, prompt - prompt % unit)
+
+    def _finder(self, group: int, lookup: GroupLookup) -> Finder:
+        """``core``'s finder of ``group`` over the cached keys of the prompt in ``_probe``."""
+        cached, probe = self.cached, self._probe
+
+        def is_cached(index: int) -> bool:
+            blocks = probe[group]
+            return index < len(blocks) and blocks[index] in cached
+
+        if lookup.spec.kind is not GroupKind.FULL:
+            return lookup.finder(is_cached)
+
+        def run(limit: int) -> int:
+            found = map(cached.__contains__, probe[group][:limit])
+            return countOf(takewhile(bool, found), True)
+
+        return lookup.finder(is_cached, run)
 
     # -- the books ------------------------------------------------------------
     def _take(self, key: int) -> None:
@@ -174,17 +184,18 @@ class ReplayPool:
     def _give(self, slots: Iterable[int]) -> None:
         """Held blocks freed in this order (``NULL`` slots skipped): a cached one joins
         the back of the free queue."""
-        free, blocks, freed = self.free, self._blocks, 0
+        free, blocks = self.free, self._blocks
+        kept = [slot for slot in slots if slot != NULL]
+        self.held -= len(kept)
+        if self.eviction == "lru":  # nothing remembered beside the queue
+            free.update(zip(filter((0).__le__, kept), repeat(None)))
+            return
         remember = self.eviction in ("fifo", "belady")
-        for slot in slots:
-            if slot == NULL:
-                continue
-            freed += 1
+        for slot in kept:
             if slot >= 0:
                 free[slot] = blocks.get(slot) if blocks else None
                 if remember:
                     self._remember_free(slot)
-        self.held -= freed
 
     def _remember_free(self, key: int) -> None:
         """``fifo``, ``belady``: a freed key's place in the heap."""
