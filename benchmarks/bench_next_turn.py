@@ -17,8 +17,11 @@ and its own output cap (``MOONCAKE_CONVERSATION``). ``--step-models``
 measures what they reuse when the engine decodes in speculative steps
 (``engine.SpeculativeDecoding``: 3 drafts a step, accepted counts drawn at
 the default rate, a passed Mamba block end captured or left uncached)
-against one token a step, without and with EAGLE. docs/next-turn.md holds a
-run's output and its command.
+against one token a step, without and with EAGLE. ``--acceptance`` prints
+hit rate, TTFT p50 and sparse blocks at peak of pinned, ``+ decode``, ``+
+decode`` retired (a budget of one turn per path) and two checkpoints under
+the trace's finish mix (``MOONCAKE_CONVERSATION``) with exact resends and
+with :data:`RESENDS`. docs/next-turn.md holds a run's output and its command.
 """
 
 from __future__ import annotations
@@ -29,19 +32,21 @@ import time
 
 import attrs
 
-from junction.core import CrossedGridPoints
+from junction.core import CrossedGridPoints, GroupKind
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.speculative import SpeculativeDecoding
 from junction.reference.policies.registry import resolve_policy
 from junction.reference.simulator.geometries import GEOMETRIES
-from junction.reference.simulator.result import RunResult
+from junction.reference.simulator.result import Latency, RunResult
 from junction.reference.simulator.run import Arrivals, Settings, simulate
 from junction.reference.simulator.variants import Variant
 from junction.reference.simulator.workload import Workload, builtin_workload, hash_trace_workload
 from junction.reference.workloads import (
     ALL_STOPPED,
+    EXACT,
     MOONCAKE_CONVERSATION,
     FinishMix,
+    ResendMix,
     StepTimeModel,
     run_sessions,
     run_trace,
@@ -162,6 +167,47 @@ def _mix_table(
     return "\n".join(lines)
 
 
+# A stated mix of inexact resends (the trace records none): most answers resent as
+# emitted, a stop string cut from a tenth, reasoning stripped or a token changed in
+# a twentieth each.
+RESENDS = ResendMix(exact=0.8, stop_cut=0.1, reasoning_stripped=0.05, token_changed=0.05)
+ACCEPTANCE_ROWS = ("junction", "junction+decode", "junction+decode-retired", "junction+decode2")
+
+
+def _acceptance_table(title: str, workload: Workload, presets: list[str], blocks: int) -> str:
+    """Hit rate, TTFT p50 and sparse blocks at peak per policy keeping decode
+    checkpoints (and pinned), under the trace's finish mix, per resend mix."""
+    lines = [
+        f"#### {title}; finishes {MOONCAKE_CONVERSATION.describe()}",
+        "",
+        "| preset | resends | policy | hit rate | TTFT p50 (ms) | sparse blocks at peak "
+        "| over pinned |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for preset in presets:
+        for resends in (EXACT, RESENDS):
+            pinned = 0
+            for name in ACCEPTANCE_ROWS:
+                engine = Engine(_config(preset, name, blocks))
+                replay = run_trace(
+                    engine, workload.turns, StepTimeModel(), None, MOONCAKE_CONVERSATION, resends
+                )
+                metrics, groups = engine.metrics, engine.geometry.groups
+                sparse = sum(
+                    metrics.retained_peak.get(i, 0)
+                    for i, g in enumerate(groups)
+                    if g.kind is not GroupKind.FULL
+                )
+                pinned = pinned or sparse
+                ttft = Latency.of([t.ttft_ms for t in replay.timings]).p50
+                lines.append(
+                    f"| {preset} | {resends.describe()} | {name} | "
+                    f"{metrics.token_hit_rate:.4f} | {ttft:,.0f} | {sparse:,} | "
+                    f"{sparse / pinned - 1:+.1%} |"
+                )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=0, help="trace requests (0: all)")
@@ -177,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--step-models", action="store_true", help="hit rates under speculative decode steps"
+    )
+    parser.add_argument(
+        "--acceptance",
+        action="store_true",
+        help="the trace: pinned, + decode, + decode retired (and two checkpoints)",
     )
     args = parser.parse_args(argv)
     settings = Settings(
@@ -201,6 +252,13 @@ def main(argv: list[str] | None = None) -> int:
         workloads.append(("trace", hash_trace_workload(TRACE, ordered, True), "trace"))
     for name, workload, arrivals in workloads:
         started = time.perf_counter()
+        if args.acceptance:
+            if arrivals != "trace":
+                continue
+            title = f"{name}: {workload.source}, {workload.requests:,} requests"
+            print(_acceptance_table(title, workload, args.presets.split(","), args.blocks))
+            print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
+            continue
         if args.step_models:
             if name == "built-in as before":
                 continue
