@@ -22,7 +22,7 @@ from junction.core import (
     floor_to,
 )
 from junction.reference.engine.block_pool import Block, BlockPool
-from junction.reference.engine.coordinator import Coordinator
+from junction.reference.engine.coordinator import Coordinator, decode_lag
 from junction.reference.engine.engine import Engine, EngineConfig
 from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.group_managers import MambaManager
@@ -34,6 +34,7 @@ from junction.reference.policies.bound import boundaries
 from junction.reference.policies.builtin import (
     JunctionPolicy,
     junction_with_retired_decode_checkpoints,
+    junction_with_two_decode_checkpoints,
 )
 from junction.reference.policies.options import JunctionOptions
 
@@ -405,6 +406,18 @@ class RetiresItsOwnTurnEngine(Engine):
                 ledger.retired += self.pool.retire(turn.blocks)
 
 
+class MarginOutsideTheLagEngine(Engine):
+    """Two decode checkpoints, the pins reaching only as far as one: the engine ignores
+    the policy's declared margin, so the earlier checkpoint's state (or a window's
+    blocks there) is given back while the request still decodes."""
+
+    name = "engine mutant: the pins' reach leaves out a second checkpoint's margin"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.coordinator.decode_lag = self._decode_lag = decode_lag(self.geometry)
+
+
 @attrs.frozen
 class Mutant:
     """A zoo entry: the policy (and engine) to run, and the promise it must break.
@@ -496,5 +509,13 @@ ZOO: tuple[Mutant, ...] = (
         junction_with_retired_decode_checkpoints,
         Promise.NEXT_TURN,
         RetiresItsOwnTurnEngine,
+    ),
+    # Two decode checkpoints (a margin): run with it declared.
+    Mutant(
+        MarginOutsideTheLagEngine.__name__,
+        MarginOutsideTheLagEngine.name,
+        junction_with_two_decode_checkpoints,
+        Promise.NEXT_TURN,
+        MarginOutsideTheLagEngine,
     ),
 )
