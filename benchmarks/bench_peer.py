@@ -14,11 +14,11 @@ reads the trace itself):
 - Junction's hybrid sweep: Qwen3-Next 80B-A3B as ``junction hbm`` lays it
   out (blocks of 544, four groups), the four table variants x 8 budgets, LRU.
 
-Prints each run's wall time, the medians and the two ratios issue 39 asks
-about: Junction's LRU over the peer's Python LRU, and the hybrid sweep over
-the peer's Python LRU. Then the hit rates of the last round. The differences
-of semantics are in docs/replay.md ("The peer") and pinned by
-tests/replay/test_peer.py.
+Prints each run's wall time, the medians and two ratios with their targets:
+Junction's LRU over the peer's Python LRU (at most 1), and the hybrid sweep
+over the peer's Python LRU (at most 2). Then the hit rates of the last
+round. The differences of semantics are in docs/replay.md ("The peer") and
+pinned by tests/replay/test_peer.py.
 """
 
 from __future__ import annotations
