@@ -12,10 +12,12 @@ each table shows the refusals per pool. ``--answers continuations`` keys a
 finished request's answer as the later request continuing its prompt resends
 it (``fresh`` by default: keys no prompt has). With a model (``--model``,
 ``--model-config``) pools are GiB (``--hbm``), laid out as vLLM 0.33.0 does
-(``reference.replay.models``). TTFT and queueing need the engine's steps:
-``simulate`` gives them. The trace, the replay's memory and the outputs are
-checked before the run as every command's are (``cli.inputs``,
-``cli.outputs``): one line, exit 2; ``--json`` and ``--plot`` are one set.
+(``reference.replay.models``). Each served request's TTFT is modelled as
+alone in the engine (``simulate --arrivals sequential``'s); queueing under
+concurrent arrivals needs ``simulate``. The trace, the replay's memory and
+the outputs are checked before the run as every command's are
+(``cli.inputs``, ``cli.outputs``): one line, exit 2; ``--json`` and
+``--plot`` are one set.
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ from junction.reference.replay.models import (
 from junction.reference.replay.parallel import replay_in_parallel
 from junction.reference.replay.stream import answered_requests, replay_requests
 from junction.reference.simulator.geometries import PRESETS
+from junction.reference.simulator.result import Latency
 from junction.reference.simulator.variants import Variant, table_variants
 from junction.reference.simulator.workload import hash_trace_workload
 from junction.reference.workloads.hash_prompts import HashArrival
 from junction.reference.workloads.mooncake import HashTraceRequest
+from junction.reference.workloads.step_time import StepTimeModel
 
 from .hbm_options import DEFAULT_GIB, TRACE, declare_options
 
@@ -90,6 +94,45 @@ def _table(
         counts = "  ".join(f"{refused[pool]:>8,}" for pool in pools)
         rows.append(f"{'refused requests (counted as misses)':>45}: {counts}")
     return "\n".join(rows)
+
+
+def _ttft(result: PointResult) -> Latency | None:
+    """The served requests' TTFT distribution (``simulate``'s percentiles), if any."""
+    return Latency.of(result.ttft_ms) if result.ttft_ms else None
+
+
+def _costs(
+    results: list[PointResult],
+    variants: tuple[Variant, ...],
+    eviction: str,
+    labels: dict[int, str],
+    unit: str,
+) -> str:
+    """Time and compute per variant and pool: TTFT p50 / p90, prefill tokens (and, with a
+    preset's FLOP model, FLOPs) saved."""
+    pools = sorted({r.point.num_blocks for r in results})
+    by_point = {
+        (r.point.policy, r.point.retention_interval, r.point.num_blocks): r
+        for r in results
+        if r.point.eviction == eviction
+    }
+    header = "  ".join(f"{labels[p]:>15}" for p in pools)
+    flops = any(r.prefill_flops_saved for r in results)
+    rows = [f"TTFT p50 / p90 ms (served requests), {eviction} eviction; pool in {unit}: {header}"]
+    saved = "prefill tokens; FLOPs saved" if flops else "prefill tokens saved"
+    savings = [f"{saved}, {eviction} eviction; pool in {unit}: {header}"]
+    for variant in variants:
+        points = [by_point[(variant.policy, variant.retention_interval, p)] for p in pools]
+        latencies = [_ttft(r) for r in points]
+        cells = [f"{t.p50:,.0f} / {t.p90:,.0f}" if t else "-" for t in latencies]
+        rows.append(f"{variant.label:>45}: " + "  ".join(f"{c:>15}" for c in cells))
+        spent = [
+            f"{r.prompt_tokens - r.prefill_tokens_computed:.3g}"
+            + (f"; {r.prefill_flops_saved:.2g}" if flops else "")
+            for r in points
+        ]
+        savings.append(f"{variant.label:>45}: " + "  ".join(f"{c:>15}" for c in spent))
+    return "\n".join(rows + savings)
 
 
 def _plot(
@@ -299,6 +342,7 @@ def _replay(plan: Plan, args: argparse.Namespace, trace: Trace) -> Replayed:
             long_prefill_token_threshold=args.chunk,
             flops=plan.flops,
             uses=uses,
+            step_time=StepTimeModel(),
         )
     variants = table_variants(plan.interval)
     return Replayed(len(requests), answered, variants, results, time.perf_counter() - started)
@@ -319,7 +363,9 @@ def _report(plan: Plan, replayed: Replayed, trace: str, evictions: list[str]) ->
     lines = [
         f"{Path(trace).name}: {replayed.requests:,} requests, sequential arrivals; "
         f"{len(replayed.results)} points in {replayed.seconds:.1f} s (fast replay: hit rate, "
-        "prefill saved, evictions; TTFT is the reference engine's, `simulate`)"
+        "prefill saved, evictions; each request alone in the engine, as `simulate "
+        "--arrivals sequential`)",
+        StepTimeModel().describe(),
     ]
     if replayed.answered is not None:
         lines.append(
@@ -328,6 +374,7 @@ def _report(plan: Plan, replayed: Replayed, trace: str, evictions: list[str]) ->
         )
     for eviction in evictions:
         lines.append(_table(replayed.results, replayed.variants, eviction, plan.labels, plan.unit))
+        lines.append(_costs(replayed.results, replayed.variants, eviction, plan.labels, plan.unit))
     if any(r.refused for r in replayed.results):
         lines.append(
             "a refused request (longer than its pool holds) counts as a miss: its prompt's "
@@ -357,6 +404,8 @@ def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
             "retained_peak": list(r.retained_peak),
             "retained_final": list(r.retained_final),
             "prefill_flops_saved": r.prefill_flops_saved,
+            "prefill_tokens_saved": r.prompt_tokens - r.prefill_tokens_computed,
+            "ttft_ms": None if (ttft := _ttft(r)) is None else ttft.to_json(),
         }
         for r in replayed.results
     ]

@@ -41,7 +41,7 @@ class RequestPlan:
 
     steps: tuple[Step, ...]
     prefill_tokens: int
-    chunks: int
+    prefill_chunks: tuple[tuple[int, int], ...]  # (start, tokens): the steps its TTFT sums
     engine_steps: int
 
 
@@ -118,7 +118,8 @@ class Planner:
         tokens, start, prefill_end = prompt, hit, prompt
         last = prompt + outputs - 1  # the last token computed
         steps: list[Step] = []
-        prefill_tokens = chunks = engine_steps = 0
+        prefill_tokens = engine_steps = 0
+        chunks: list[tuple[int, int]] = []
         mamba_moved = True  # the first step may need a fresh state block
         while True:
             if start >= prefill_end:
@@ -135,7 +136,7 @@ class Planner:
                         raise InvalidArgument("policy", policy, "its split made no progress")
                 end = start + wanted
                 prefill_tokens += wanted
-                chunks += 1
+                chunks.append((start, wanted))
                 engine_steps += 1
             if start >= prefill_end:
                 tokens = end  # decode: the step computes token end - 1, the last there is
@@ -191,7 +192,7 @@ class Planner:
                     break
                 tokens += 1
                 prefill_end = tokens - 1
-        return RequestPlan(tuple(steps), prefill_tokens, chunks, engine_steps)
+        return RequestPlan(tuple(steps), prefill_tokens, tuple(chunks), engine_steps)
 
     def _split(self, view: _View, wanted: int) -> int:
         """The policy's split, once per request state: a policy reads only the

@@ -23,6 +23,7 @@ from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument,
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.errors import one_of
 from junction.reference.policies.registry import resolve_policy
+from junction.reference.workloads.step_time import StepTimeModel
 
 from .keys import FRESH_BASE
 from .plan import Planner, RequestPlan
@@ -90,6 +91,9 @@ class PointResult:
     retained_final: tuple[int, ...]
     prefill_flops_saved: int
     records: tuple[RequestRecord, ...] = ()
+    # Each served request's modelled time to first token (ms), with a step-time model:
+    # alone in the engine, its prefill chunks' steps (``workloads.drive.Timeline``'s).
+    ttft_ms: tuple[float, ...] = ()
 
     @property
     def token_hit_rate(self) -> float:
@@ -183,6 +187,7 @@ class _Run:
         self.requests = self.refused = self.refused_tokens = self.lookup = self.hits = 0
         self.prompt = self.computed = self.flops_saved = 0
         self.records: list[RequestRecord] = []
+        self.ttft: list[float] = []
 
     def _longest_fitting(self, chunk_limit: int) -> int | None:
         """``engine.Engine._longest_fitting_request``: the longest request the pool holds."""
@@ -217,6 +222,7 @@ def replay(
     on_request: Callable[[int], None] | None = None,
     observe: Callable[[int, ReplayPool], None] | None = None,
     measure_from: int = 0,
+    step_time: StepTimeModel | None = None,
 ) -> list[PointResult]:
     """Every point over ``requests`` (sequential arrivals), in one pass.
 
@@ -227,7 +233,8 @@ def replay(
     ``observe(index, pool)``: after each request, each point's pool (keeping
     ``ends``), in the order of ``points``. ``measure_from``: the requests
     before this index warm the pools and are not counted in the totals (a
-    measurement window, as the peer's last half of the requests).
+    measurement window, as the peer's last half of the requests). ``step_time``:
+    each served request's TTFT under that model (``PointResult.ttft_ms``).
     """
     if any(p.eviction == "belady" for p in points) and uses is None:
         raise InvalidArgument("uses", uses, "a belady point needs future_uses(requests)")
@@ -277,10 +284,19 @@ def replay(
             for blocks, spec in zip(keys, geometry.groups, strict=True)
         ]
         parents = _parents(geometry, units) if want_parents else []
-        plans: dict[tuple[int, int, int], RequestPlan] = {}
+        plans: dict[tuple[int, int, int], tuple[RequestPlan, float]] = {}
         for run in runs:
             _one(
-                run, index, request, keys, lookup_keys, parents, plans, flops, index >= measure_from
+                run,
+                index,
+                request,
+                keys,
+                lookup_keys,
+                parents,
+                plans,
+                flops,
+                step_time,
+                index >= measure_from,
             )
             if observe is not None:
                 observe(index, run.pool)
@@ -296,8 +312,9 @@ def _one(
     keys: list[list[int]],
     lookup_keys: list[list[int]],
     parents: list[list[int]],
-    plans: dict[tuple[int, int, int], RequestPlan],
+    plans: dict[tuple[int, int, int], tuple[RequestPlan, float]],
     flops: FlopModel | None,
+    step_time: StepTimeModel | None,
     counted: bool,
 ) -> None:
     prompt, outputs = request.prompt_tokens, request.output_tokens
@@ -311,9 +328,14 @@ def _one(
     found = pool.lookup(lookup_keys, prompt)
     hit, junction = found.hit_length, found.shared_prefix_boundary
     memo = (id(run.planner), hit, junction)
-    plan = plans.get(memo)
-    if plan is None:
-        plan = plans[memo] = run.planner.plan(prompt, outputs, hit, junction)
+    planned = plans.get(memo)
+    if planned is None:
+        plan = run.planner.plan(prompt, outputs, hit, junction)
+        ttft = 0.0
+        if step_time is not None:  # alone: each prefill step holds its one chunk
+            ttft = sum(step_time.step_time_ms((chunk,), 0) for chunk in plan.prefill_chunks)
+        planned = plans[memo] = (plan, ttft)
+    plan, ttft = planned
     slots = pool.admit(keys, hit)
     pool.belady_refresh(lookup_keys)
     pool.run(plan, slots, keys, parents)
@@ -326,6 +348,8 @@ def _one(
     run.hits += hit
     run.prompt += prompt
     run.computed += plan.prefill_tokens
+    if step_time is not None:
+        run.ttft.append(ttft)
     if flops is not None and hit:
         run.flops_saved += flops.prefix_flops(run.geometry, hit)
 
@@ -346,4 +370,5 @@ def _result(run: _Run) -> PointResult:
         retained_final=tuple(pool.count),
         prefill_flops_saved=run.flops_saved,
         records=tuple(run.records),
+        ttft_ms=tuple(run.ttft),
     )

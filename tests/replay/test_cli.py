@@ -135,3 +135,29 @@ def test_a_dtype_the_layout_cannot_take_is_one_line(
     assert main(["hbm", "--requests", "5", *argv]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert message in line
+
+
+def test_ttft_and_what_prefill_saves_equal_simulates_at_two_budgets(tmp_path: Path) -> None:
+    # Each request alone in the engine: simulate --arrivals sequential, the same chunking.
+    trace = str(
+        Path(__file__).resolve().parents[2] / "examples/traces/mooncake-conversation.jsonl.gz"
+    )
+    common = ["--trace", trace, "--requests", "150", "--chunk", "256", "--interval", "2176"]
+    points = tmp_path / "hbm.json"
+    assert main(["hbm", *common, "--pools", "2000,16000", "--json", str(points)]) == 0
+    replayed = {
+        (p["policy"], p["retention_interval"], p["pool_blocks"]): p
+        for p in json.loads(points.read_text())["points"]
+    }
+    for pool in (2000, 16000):
+        out = tmp_path / f"simulate-{pool}"
+        argv = ["simulate", *common, "--geometry", "qwen3-next", "--arrivals", "sequential"]
+        assert main([*argv, "--blocks", str(pool), "--out", str(out), "--no-plot"]) == 0
+        for run in json.loads((out / "simulate.json").read_text())["runs"]:
+            point = replayed[(run["policy"], run["retention_interval"], pool)]
+            ours, theirs = point["ttft_ms"], run["ttft_ms"]  # sums in another order: approx
+            assert ours["percentiles"] == pytest.approx(theirs["percentiles"], rel=1e-9)
+            assert ours["mean"] == pytest.approx(theirs["mean"], rel=1e-9), run["label"]
+            assert point["prefill_flops_saved"] == run["prefill_flops_saved"]
+            computed = point["served_prompt_tokens"] - point["prefill_tokens_saved"]
+            assert computed == run["prefill_tokens_computed"]
