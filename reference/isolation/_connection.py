@@ -101,6 +101,10 @@ class Loaded:
     keeps_declared_checkpoints: bool
     # The finishes on which the engine publishes decode checkpoints (none when it keeps none).
     decode_checkpoint_finishes: frozenset[FinishReason]
+    # Turns per path whose decode checkpoints stay (None: no retirement), and how far
+    # below the answer's end the earliest lies (both as engine.policy.CheckedPolicy reads).
+    decode_checkpoint_budget: int | None = None
+    decode_checkpoint_margin: int = 0
 
 
 def _load_failure(fields: object) -> PolicyError:
@@ -129,6 +133,8 @@ def read_loaded(message: object) -> Loaded | PolicyError:
         "keeps_decode_checkpoints",
         "keeps_declared_checkpoints",
         "decode_checkpoint_finishes",
+        "decode_checkpoint_budget",
+        "decode_checkpoint_margin",
     }
     if type(fields) is not dict or set(fields) != keys:
         raise _MalformedMessage(f"loaded must have exactly {sorted(keys)}")
@@ -143,7 +149,15 @@ def read_loaded(message: object) -> Loaded | PolicyError:
     )
     if any(type(flag) is not bool for flag in flags):
         raise _MalformedMessage("the policy's declarations must be bools")
-    return Loaded(name, *flags, _finishes(fields["decode_checkpoint_finishes"], flags[2]))
+    budget, margin = fields["decode_checkpoint_budget"], fields["decode_checkpoint_margin"]
+    if budget is not None and (type(budget) is not int or budget < 1):
+        raise _MalformedMessage("decode_checkpoint_budget must be null or an int >= 1")
+    if type(margin) is not int or margin < 0:
+        raise _MalformedMessage("decode_checkpoint_margin must be an int >= 0")
+    if (budget is not None or margin) and not flags[2]:
+        raise _MalformedMessage("a decode checkpoint budget or margin without the checkpoints")
+    finishes = _finishes(fields["decode_checkpoint_finishes"], flags[2])
+    return Loaded(name, *flags, finishes, budget, margin)
 
 
 def _finishes(names: object, keeps_decode_checkpoints: bool) -> frozenset[FinishReason]:

@@ -94,6 +94,8 @@ class RemotePolicy:
         self.keeps_decode_checkpoints = loaded.keeps_decode_checkpoints
         self.keeps_declared_checkpoints = loaded.keeps_declared_checkpoints
         self.decode_checkpoint_finishes = loaded.decode_checkpoint_finishes
+        self.decode_checkpoint_budget = loaded.decode_checkpoint_budget
+        self.decode_checkpoint_margin = loaded.decode_checkpoint_margin
         self._worker, self._limits = worker, limits
         # The hard limit: an example the deadline found running may finish by then.
         self._hard = deadline + limits.call_seconds + GRACE

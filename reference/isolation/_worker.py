@@ -109,6 +109,8 @@ def _load(spec: str) -> tuple[Policy, dict[str, Any]]:
         "keeps_decode_checkpoints": checked.keeps_decode_checkpoints is True,
         "keeps_declared_checkpoints": checked.keeps_declared_checkpoints is True,
         "decode_checkpoint_finishes": sorted(r.value for r in checked.decode_checkpoint_finishes),
+        "decode_checkpoint_budget": checked.decode_checkpoint_budget,
+        "decode_checkpoint_margin": checked.decode_checkpoint_margin,
     }
     return policy, loaded
 

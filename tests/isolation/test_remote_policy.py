@@ -40,7 +40,17 @@ def test_the_worker_asks_the_optional_prefill_checkpoint_question() -> None:
         assert not CheckedPolicy(plain).writes_prefill_checkpoints
 
 
-@pytest.mark.parametrize("spec", ["junction", "junction+decode", "vllm-pr50551", "vllm-0.33"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "junction",
+        "junction+decode",
+        "junction+decode-retired",
+        "junction+decode2",
+        "vllm-pr50551",
+        "vllm-0.33",
+    ],
+)
 def test_the_next_turn_declarations_cross_the_wire(spec: str) -> None:
     # The promises 9 and 10 a policy makes, and the finishes it publishes on, are
     # what an isolated run judges: each as the policy declares it in this process.
@@ -51,6 +61,8 @@ def test_the_next_turn_declarations_cross_the_wire(spec: str) -> None:
             "keeps_decode_checkpoints",
             "keeps_declared_checkpoints",
             "decode_checkpoint_finishes",
+            "decode_checkpoint_budget",
+            "decode_checkpoint_margin",
         ):
             assert getattr(watched, declaration) == getattr(direct, declaration), declaration
 
@@ -62,6 +74,8 @@ _LOADED = {
     "keeps_decode_checkpoints": True,
     "keeps_declared_checkpoints": False,
     "decode_checkpoint_finishes": ["stopped"],
+    "decode_checkpoint_budget": 1,
+    "decode_checkpoint_margin": 4,
 }
 
 
@@ -74,6 +88,11 @@ _LOADED = {
         {"decode_checkpoint_finishes": [1]},
         {"keeps_decode_checkpoints": False},  # finishes named without the checkpoints
         {"keeps_declared_checkpoints": 1},
+        {"decode_checkpoint_budget": 0},
+        {"decode_checkpoint_budget": True},
+        {"decode_checkpoint_margin": -1},
+        {"decode_checkpoint_margin": 1.5},
+        {"keeps_decode_checkpoints": False, "decode_checkpoint_finishes": []},  # a budget alone
     ],
 )
 def test_a_malformed_declaration_from_the_worker_is_refused(change: dict[str, object]) -> None:
