@@ -85,21 +85,29 @@ class SlidingWindowManager(GroupManager):
     def track_decode(self, request: Request, lowest: int, recent: int) -> None:
         """Hold the window blocks a next turn resuming at ``lowest`` or above reads: the
         run from there, or, when ``lowest`` lies below ``recent``, the run from
-        ``recent`` and the blocks the window reads at ``lowest`` (kept apart)."""
+        ``recent`` and the blocks the window reads at ``lowest`` (kept apart).
+
+        A ``lowest`` below where the decode began (``floor_G`` of it, no step having
+        left a state since) is the prompt's side, kept as with one token a step: the
+        blocks the prefill released there stay released (its caching decision
+        serves), so none is kept; every position the decode reached is kept."""
         rid = request.request_id
         first = self.spec.first_window_block
         self.hold[rid] = first(max(lowest, recent))
-        kept = self.kept.get(rid)
+        kept = self.kept.get(rid, {})
+        blocks, null = self.blocks[rid], self.pool.null_block
         wanted = range(first(lowest), lowest // self.block_size + self._peek)
-        if lowest >= recent or not lowest:
+        begun = request.decode_states_from
+        released = begun is not None and lowest < begun
+        released = released and any(blocks[i] is null for i in wanted if i not in kept)
+        if lowest >= recent or not lowest or released:
             wanted = range(0)
-        if kept is None and not wanted:
+        if not kept and not wanted:
             return
-        kept = self.kept.setdefault(rid, {})
+        kept = self.kept.setdefault(rid, kept)
         stale = [index for index in kept if index not in wanted]
         if stale:
             self.pool.free([kept.pop(index) for index in stale])
-        blocks, null = self.blocks[rid], self.pool.null_block
         for index in wanted:
             if index not in kept:
                 block = blocks[index]

@@ -239,3 +239,29 @@ def test_the_option_and_its_json_name_their_rules() -> None:
     assert text["speculative"] == {"num_tokens": 2, "crossed": "uncached", "accepted": [1, 0]}
     assert Scenario.from_json(text) == scenario
     assert "speculative" not in Scenario("next_turn", WINDOWED, [(0,)]).to_json()
+
+
+def test_a_checkpoint_on_the_prompts_side_keeps_no_window_block_the_prefill_released() -> None:
+    """P = 7 in chunks ending at 4 and 6 (a window of 1 then reads nothing below 6:
+    its block [4, 6) is released), decode from 7 in steps of two tokens, left
+    uncached: no step ends on the grid of 4, so the next turn's state stays at
+    ``floor_G(7) = 4``, the prompt's side, below the lag from c = 13 on. The window
+    keeps none of it (as with one token a step); the prefill's cached block serves."""
+    geometry = HybridGeometry(
+        [GroupSpec.full(2), GroupSpec.mamba(4), GroupSpec.sliding_window(2, 1)],
+        1,
+        partial_hits=True,
+        use_eagle=True,
+    )
+    steps = SpeculativeDecoding(1, UNCACHED, (1,))
+    engine = Engine(EngineConfig(geometry, 100, policy=JunctionPolicy(DECODE), speculative=steps))
+    request_id = engine.submit(tuple(range(7)), 8)
+    ends = []
+    while not engine.idle:
+        ends += [start + computed for _, start, computed in engine.step()]
+        engine.check()
+    assert ends == [4, 6, 7, 9, 11, 13, 14]
+    tokens = tuple(engine.requests[request_id].tokens)
+    follow_up = engine.submit((*tokens, 3), 1)
+    engine.step()
+    assert engine.requests[follow_up].hit_length == 4
