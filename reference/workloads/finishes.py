@@ -18,22 +18,14 @@ shares say (docs/next-turn.md, "Finish reasons").
 
 from __future__ import annotations
 
-import math
-import random
-
 import attrs
 
 from junction.core import InvalidArgument
 from junction.reference.engine.finish import FinishReason
 
+from .shares import check_share, describe_shares, draw
+
 __all__ = ["ALL_STOPPED", "MOONCAKE_CONVERSATION", "FinishMix"]
-
-
-def _share(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidArgument(attribute.name, value, "must be a finite number >= 0")
-    if not math.isfinite(value) or value < 0:
-        raise InvalidArgument(attribute.name, value, "must be a finite number >= 0")
 
 
 @attrs.frozen
@@ -42,9 +34,9 @@ class FinishMix:
     per-request draw, and an output cap (``None``: none) at which a request is
     length-capped; :class:`InvalidArgument` naming a bad one."""
 
-    stopped: float = attrs.field(default=1.0, validator=_share)
-    length_capped: float = attrs.field(default=0.0, validator=_share)
-    aborted: float = attrs.field(default=0.0, validator=_share)
+    stopped: float = attrs.field(default=1.0, validator=check_share)
+    length_capped: float = attrs.field(default=0.0, validator=check_share)
+    aborted: float = attrs.field(default=0.0, validator=check_share)
     seed: int = attrs.field(default=0)
     length_cap: int | None = attrs.field(default=None)
 
@@ -63,26 +55,12 @@ class FinishMix:
         if outputs == self.length_cap:
             return FinishReason.LENGTH_CAPPED
         shares = (self.stopped, self.length_capped, self.aborted)
-        nonzero = [reason for reason, share in zip(FinishReason, shares, strict=True) if share]
-        if len(nonzero) == 1:
-            return nonzero[0]
-        point = random.Random(f"{self.seed}/{index}").random() * sum(shares)
-        for reason, share in zip(FinishReason, shares, strict=True):
-            if point < share:
-                return reason
-            point -= share
-        return nonzero[-1]  # rounding at the top end
+        return draw(list(FinishReason), shares, self.seed, index)
 
     def describe(self) -> str:
         """``stopped 0.8, length_capped 0.2`` (the non-zero shares, normalised), and
         ``; length-capped at 2000`` with a cap."""
-        shares = (self.stopped, self.length_capped, self.aborted)
-        total = sum(shares)
-        text = ", ".join(
-            f"{reason.value} {share / total:.3g}"
-            for reason, share in zip(FinishReason, shares, strict=True)
-            if share
-        )
+        text = describe_shares(list(FinishReason), (self.stopped, self.length_capped, self.aborted))
         return text if self.length_cap is None else f"{text}; length-capped at {self.length_cap}"
 
 

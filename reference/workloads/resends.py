@@ -19,12 +19,13 @@ changes no prompt, arrival, finish or answer length.
 from __future__ import annotations
 
 import enum
-import math
 import random
 
 import attrs
 
 from junction.core import InvalidArgument
+
+from .shares import check_share, describe_shares, draw
 
 __all__ = ["EXACT", "Resend", "ResendMix"]
 
@@ -38,23 +39,16 @@ class Resend(enum.Enum):
     TOKEN_CHANGED = "token_changed"  # re-tokenization drifts at one drawn token: d uniform
 
 
-def _share(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidArgument(attribute.name, value, "must be a finite number >= 0")
-    if not math.isfinite(value) or value < 0:
-        raise InvalidArgument(attribute.name, value, "must be a finite number >= 0")
-
-
 @attrs.frozen
 class ResendMix:
     """Relative shares of the four resends (any scale, not all 0), the seed of the
     per-request draw, and the tokens a stop string's cut removes (``stop_tokens``);
     :class:`InvalidArgument` naming a bad one."""
 
-    exact: float = attrs.field(default=1.0, validator=_share)
-    stop_cut: float = attrs.field(default=0.0, validator=_share)
-    reasoning_stripped: float = attrs.field(default=0.0, validator=_share)
-    token_changed: float = attrs.field(default=0.0, validator=_share)
+    exact: float = attrs.field(default=1.0, validator=check_share)
+    stop_cut: float = attrs.field(default=0.0, validator=check_share)
+    reasoning_stripped: float = attrs.field(default=0.0, validator=check_share)
+    token_changed: float = attrs.field(default=0.0, validator=check_share)
     seed: int = attrs.field(default=0)
     stop_tokens: int = attrs.field(default=4)
 
@@ -71,16 +65,7 @@ class ResendMix:
 
     def resend(self, index: int) -> Resend:
         """How request ``index`` (its submission order) is resent by its next turn."""
-        shares = self._shares()
-        nonzero = [kind for kind, share in zip(Resend, shares, strict=True) if share]
-        if len(nonzero) == 1:
-            return nonzero[0]
-        point = random.Random(f"{self.seed}/{index}").random() * sum(shares)
-        for kind, share in zip(Resend, shares, strict=True):
-            if point < share:
-                return kind
-            point -= share
-        return nonzero[-1]  # rounding at the top end
+        return draw(list(Resend), self._shares(), self.seed, index)
 
     def divergence(self, index: int, length: int) -> int:
         """The divergence point of request ``index``'s answer of ``length`` tokens: how
@@ -106,15 +91,8 @@ class ResendMix:
     def describe(self) -> str:
         """``exact 0.7, stop_cut 0.3; stop strings of 4 tokens`` (the non-zero shares,
         normalised; the stop strings' length where they are cut)."""
-        shares = self._shares()
-        total = sum(shares)
-        parts = [
-            f"{kind.value} {share / total:.3g}"
-            for kind, share in zip(Resend, shares, strict=True)
-            if share
-        ]
         cut = f"; stop strings of {self.stop_tokens} tokens" if self.stop_cut else ""
-        return ", ".join(parts) + cut
+        return describe_shares(list(Resend), self._shares()) + cut
 
 
 EXACT = ResendMix()
