@@ -115,15 +115,32 @@ def test_the_next_turn_resumes_at_the_deepest_state_the_steps_left(
 @settings(max_examples=min(100, settings.default.max_examples))
 @given(
     scenarios("next_turn").filter(
-        lambda s: not s.geometry.use_eagle and not s.geometry.partial_hits
+        lambda s: (
+            not s.geometry.use_eagle and not s.geometry.partial_hits and s.max_output_tokens > 1
+        )  # a one-token answer: below
     )
 )
 def test_pr50551_keeps_the_next_turn_without_eagle_or_partial_hits(scenario: Scenario) -> None:
     """Where its latest scheduler-aligned state is where the next turn lands (the hit
-    grid is ``L``, nothing drops), under every step model: kept as the deepest state
-    the steps left at or below it, as the default's landing is."""
+    grid is ``L``, nothing drops) and the answer has a decode step, under every step
+    model: kept as the deepest state the steps left at or below it, as the default's
+    landing is."""
     violation = check(scenario, EngineSubject(resolve_policy("vllm-pr50551")))
     assert violation is None, f"{violation}\nscenario: {scenario.to_json()}"
+
+
+@pytest.mark.parametrize(("prompt", "full_attention"), [(7, 4), (11, 8)])
+def test_pr50551_misses_the_next_turn_of_a_one_token_answer(
+    prompt: int, full_attention: int
+) -> None:
+    # No decode step, so no decode state: the PR publishes nothing the next turn lands
+    # on, even without EAGLE and partial hits (found by the property above).
+    geometry = HybridGeometry([GroupSpec.full(2), GroupSpec.full(4), GroupSpec.mamba(2)], 2)
+    scenario = Scenario("next_turn", geometry, [(0,) * prompt], (), 6, max_output_tokens=1)
+    violation = check(scenario, EngineSubject(resolve_policy("vllm-pr50551")))
+    assert violation is not None
+    assert violation.problem.describe("") == f"hit 0, full attention alone {full_attention}"
+    assert check(scenario, EngineSubject(resolve_policy("junction+decode"))) is None
 
 
 # docs/findings.md, "The next turn on vLLM 0.33.0", case 2: EAGLE, full attention
