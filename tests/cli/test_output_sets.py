@@ -84,30 +84,38 @@ def test_simulate_into_an_output_another_run_holds_exits_2(
     assert not out.exists() or not any(out.iterdir())
 
 
+def _killed_after(replaces: int, commit: str) -> None:
+    """Run ``commit`` (a call of ``outputs``) in a child that dies, as SIGKILL would,
+    right after its ``replaces``-th ``os.replace``."""
+    killed = _python(
+        f"""
+        import os
+        from pathlib import Path
+        from junction.reference.cli import outputs
+        done = []
+        real = os.replace
+        def replace(source, target):
+            real(source, target)
+            done.append(target)
+            if len(done) == {replaces}:
+                os._exit(9)  # nothing after this runs
+        os.replace = replace
+        {commit}
+        """
+    )
+    killed.communicate(timeout=60)
+    assert killed.returncode == 9
+
+
 def test_a_commit_killed_between_its_moves_is_finished_by_the_next_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "run.json").write_bytes(b"old json")
     (out / "run.txt").write_bytes(b"old text")
     (out / "notes.md").write_bytes(b"the user's own file")
-    killed = _python(
-        f"""
-        import os
-        from pathlib import Path
-        from junction.reference.cli import outputs
-        moves = []
-        real = os.replace
-        def replace(source, target):
-            real(source, target)
-            moves.append(target)
-            if str(target).endswith(".txt") or len(moves) == 3:  # the journal, then one file
-                os._exit(9)  # as SIGKILL would: nothing after this runs
-        os.replace = replace
-        outputs.commit(Path({str(out)!r}), {{"run.txt": b"new text", "run.json": b"new json"}})
-        """
-    )
-    killed.communicate(timeout=60)
-    assert killed.returncode == 9
+    # The journal, then one file (run.txt is moved first).
+    files = {"run.txt": b"new text", "run.json": b"new json"}
+    _killed_after(2, f"outputs.commit(Path({str(out)!r}), {files!r})")
     assert any(p.name.startswith(outputs.JOURNAL_PREFIX) for p in out.iterdir())  # mid-commit
     mixed = {p.name: p.read_bytes() for p in out.iterdir() if p.name.startswith("run.")}
     assert mixed == {"run.txt": b"new text", "run.json": b"old json"}  # what a reader saw
@@ -136,24 +144,8 @@ def test_a_set_over_two_folders_killed_mid_commit_ends_old_or_new_in_both(
     for path in (json_file, plot):
         path.parent.mkdir()
         path.write_bytes(b"old")
-    killed = _python(
-        f"""
-        import os
-        from pathlib import Path
-        from junction.reference.cli import outputs
-        done = []
-        real = os.replace
-        def replace(source, target):
-            real(source, target)
-            done.append(target)
-            if len(done) == {replaces}:
-                os._exit(9)  # as SIGKILL would: nothing after this runs
-        os.replace = replace
-        outputs.commit_files({{Path({str(json_file)!r}): b"new", Path({str(plot)!r}): b"new"}})
-        """
-    )
-    killed.communicate(timeout=60)
-    assert killed.returncode == 9
+    files = {str(json_file): b"new", str(plot): b"new"}
+    _killed_after(replaces, f"outputs.commit_files({{Path(k): v for k, v in {files!r}.items()}})")
     outputs.check_file("--plot", plot)  # the next runs, the second folder first
     outputs.check_file("--json", json_file)
     assert (json_file.read_bytes(), plot.read_bytes()) == (after.encode(), after.encode())
