@@ -12,9 +12,11 @@ each table shows the refusals per pool. ``--answers continuations`` keys a
 finished request's answer as the later request continuing its prompt resends
 it (``fresh`` by default: keys no prompt has). With a model (``--model``,
 ``--model-config``) pools are GiB (``--hbm``), laid out as vLLM 0.33.0 does
-(``reference.replay.models``). Each served request's TTFT is modelled as
-alone in the engine (``simulate --arrivals sequential``'s); queueing under
-concurrent arrivals needs ``simulate``. The trace, the replay's memory and
+(``reference.replay.models``), or with ``--layout`` as SGLang 0.5.23 or a
+state slot per running request does (``reference.replay.layouts``). Each
+served request's TTFT is modelled as alone in the engine (``simulate
+--arrivals sequential``'s); queueing under concurrent arrivals needs
+``simulate``. The trace, the replay's memory and
 the outputs are checked before the run as every command's are
 (``cli.inputs``, ``cli.outputs``): one line, exit 2; ``--json`` and
 ``--plot`` are one set.
@@ -38,12 +40,8 @@ from junction.core import HybridGeometry
 from junction.reference.cli import inputs, outputs, terminal
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.replay import Point, PointResult, ReplayRequest, future_uses
-from junction.reference.replay.models import (
-    MemoryModel,
-    ModelConfigError,
-    catalog_model,
-    load_model_config,
-)
+from junction.reference.replay.layouts import SGLANG_SLOTS_PER_REQUEST
+from junction.reference.replay.models import ModelConfigError
 from junction.reference.replay.parallel import replay_in_parallel
 from junction.reference.replay.stream import answered_requests, replay_requests
 from junction.reference.simulator.geometries import PRESETS
@@ -54,7 +52,7 @@ from junction.reference.workloads.hash_prompts import HashArrival
 from junction.reference.workloads.mooncake import HashTraceRequest
 from junction.reference.workloads.step_time import StepTimeModel
 
-from .hbm_options import DEFAULT_GIB, TRACE, declare_options
+from .hbm_options import DEFAULT_GIB, TRACE, declare_options, layout_refusal, model_layout
 
 __all__ = ["TRACE", "add_options", "run"]
 
@@ -189,14 +187,6 @@ def _plot_format(path: Path) -> str:
     return fmt
 
 
-def _model(args: argparse.Namespace) -> MemoryModel | None:
-    if args.model is not None:
-        return catalog_model(args.model, args.kv_dtype, args.state_dtype)
-    if args.model_config is not None:
-        return load_model_config(args.model_config, args.kv_dtype, args.state_dtype)
-    return None
-
-
 @attrs.frozen
 class Plan:
     """What the options ask for, checked: the geometry, its pools and how they are shown."""
@@ -210,14 +200,21 @@ class Plan:
     labels: dict[int, str]  # a pool in blocks -> its column heading
     flops: FlopModel | None
     interval: int  # the interval row's R, a multiple of the geometry's L
+    layout: str = "vllm"
+    state_slots: dict[int, int] = attrs.Factory(dict)  # a pool in blocks -> its state pool's
+    caching: bool = True
 
 
 def _plan(args: argparse.Namespace) -> Plan | str:
     """The run's :class:`Plan`, or why the options cannot make one (one line)."""
+    refusal = layout_refusal(args)
+    if refusal is not None:
+        return refusal
     try:
-        model = _model(args)
+        layout = model_layout(args)
     except ModelConfigError as error:
         return str(error)
+    model = None if layout is None else layout.model
     if model is None and args.hbm:
         return "--hbm needs --model or --model-config"
     if model is None and (args.kv_dtype, args.state_dtype) != ("auto", "auto"):
@@ -239,23 +236,34 @@ def _plan(args: argparse.Namespace) -> Plan | str:
     else:
         if "flop-aware" in args.evictions:
             return "flop-aware eviction needs a preset's FLOP model, not --model"
+        assert layout is not None
         budgets = sorted({gib for each in args.hbm or [DEFAULT_GIB] for gib in each})
-        sizes = {model.blocks(gib): gib for gib in budgets}
+        pools = {gib: layout.pools(gib) for gib in budgets}
+        sizes = {pool.blocks: gib for gib, pool in pools.items()}
         too_small = [f"{gib:g} GiB" for blocks, gib in sizes.items() if blocks < 2]
         if too_small:
-            return f"--hbm {', '.join(too_small)}: not one block of this model"
-        geometry = HybridGeometry(model.groups(), model.block_size)
-        description = f"{model.name}: {model.layout}"
+            kept = "" if not layout.running_slots else f" beside {layout.running_slots} state slots"
+            return f"--hbm {', '.join(too_small)}: not one block of this model{kept}"
+        slots = {p.blocks: p.state_slots for p in pools.values() if p.state_slots is not None}
+        least = SGLANG_SLOTS_PER_REQUEST
+        too_few = [f"{sizes[blocks]:g} GiB" for blocks, count in slots.items() if count < least]
+        if too_few:
+            return f"--hbm {', '.join(too_few)}: fewer than {least} state slots, SGLang serves none"
+        geometry = HybridGeometry(layout.groups, layout.block_size)
+        description = f"{model.name}: {layout.text}"
         plan = Plan(
             geometry,
             model.name,
             description,
-            description + "\n" + "; ".join(model.describe(gib) for gib in budgets),
+            description + "\n" + "; ".join(layout.describe(gib) for gib in budgets),
             "GiB",
             sizes,
             {blocks: f"{gib:g}" for blocks, gib in sizes.items()},
             None,
             4 * geometry.scheduler_block_size if args.interval is None else args.interval,
+            layout.name,
+            slots,
+            layout.caching,
         )
     grid = plan.geometry.scheduler_block_size
     if plan.interval % grid:
@@ -277,7 +285,14 @@ class Replayed:
 def _points(plan: Plan, args: argparse.Namespace) -> list[Point]:
     """Every variant x pool x eviction, evictions outermost."""
     return [
-        Point(v.policy, v.retention_interval, pool, eviction)
+        Point(
+            v.policy,
+            v.retention_interval,
+            pool,
+            eviction,
+            plan.state_slots.get(pool),
+            plan.caching,
+        )
         for eviction in args.evictions
         for v in table_variants(plan.interval)
         for pool in sorted(plan.sizes)
@@ -409,8 +424,12 @@ def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
         }
         for r in replayed.results
     ]
+    if plan.layout != "vllm":  # the default's document stays as it was
+        for row, result in zip(rows, replayed.results, strict=True):
+            row["state_slots"] = result.point.state_slots
     return {
         "model": plan.source,
+        **({} if plan.layout == "vllm" else {"layout": plan.layout}),
         "unit": plan.unit,
         "answers": "fresh" if replayed.answered is None else "continuations",
         "answers_matched": replayed.answered,

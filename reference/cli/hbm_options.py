@@ -1,5 +1,6 @@
-"""``junction hbm``'s options: the trace, the pools or a model's budgets and dtypes, the
-evictions, how answers are keyed, and the outputs (the command itself: ``cli.hbm``)."""
+"""``junction hbm``'s options: the trace, the pools or a model's budgets, dtypes and engine
+layout, the evictions, how answers are keyed, and the outputs; the model's layout they
+ask for, or why they cannot go together (the command itself: ``cli.hbm``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,28 @@ from pathlib import Path
 
 from junction.reference.replay import EVICTIONS
 from junction.reference.replay.dtypes import KV_DTYPES, STATE_DTYPES
-from junction.reference.replay.models import CATALOG
+from junction.reference.replay.layouts import (
+    LAYOUTS,
+    MAX_NUM_SEQS,
+    SGLANG_RATIO,
+    Layout,
+    layout_of,
+)
+from junction.reference.replay.models import CATALOG, catalog_fields, file_fields, memory_model
 from junction.reference.simulator.geometries import PRESETS
 
 from . import options
+from .arguments import int_at_least
 
-__all__ = ["ANSWERS", "DEFAULT_GIB", "MAX_GIB", "TRACE", "declare_options"]
+__all__ = [
+    "ANSWERS",
+    "DEFAULT_GIB",
+    "MAX_GIB",
+    "TRACE",
+    "declare_options",
+    "layout_refusal",
+    "model_layout",
+]
 
 DEFAULT_GIB: list[float] = [8, 16, 32, 64, 128, 256, 512, 1024]
 MAX_GIB = 2**30  # an exbibyte of HBM: a larger budget is a typo
@@ -41,6 +58,16 @@ def _gib(text: str) -> list[float]:
             f"{text!r}: every budget must be a number of GiB above 0, at most {MAX_GIB:,}"
         )
     return sizes
+
+
+def _ratio(text: str) -> float:
+    try:
+        ratio = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
+    if not 0 < ratio <= 1000:  # nan compares false
+        raise argparse.ArgumentTypeError(f"{text!r}: must be above 0, at most 1,000")
+    return ratio
 
 
 def _evictions(text: str) -> list[str]:
@@ -97,6 +124,30 @@ def declare_options(parser: argparse.ArgumentParser) -> None:
         f"(default {','.join(map(str, DEFAULT_GIB))})",
     )
     parser.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="vllm",
+        help="with a hybrid model: where the engine keeps states (reference.replay.layouts): "
+        "vllm (default: blocks of one shared pool), sglang (SGLang 0.5.23: a state pool of "
+        "its own sized by --mamba-full-memory-ratio, KV pages of 1 token; lru only) or "
+        "per-request-slot (tpu-inference: a state slot per running request, no prefix "
+        "caching)",
+    )
+    parser.add_argument(
+        "--mamba-full-memory-ratio",
+        type=_ratio,
+        metavar="R",
+        help="with --layout sglang: SGLang's ratio of state memory to KV memory "
+        f"(default {SGLANG_RATIO:g}, SGLang's)",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int_at_least(1),
+        metavar="N",
+        help="with --layout per-request-slot: the running requests a state slot is kept "
+        "for, one more for padding (default 256, vLLM's)",
+    )
+    parser.add_argument(
         "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"
     )
     parser.add_argument(
@@ -116,3 +167,39 @@ def declare_options(parser: argparse.ArgumentParser) -> None:
     )
     options.add_json(parser, what="every point")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="draw the curve (PNG, SVG)")
+
+
+def model_layout(args: argparse.Namespace) -> Layout | None:
+    """The model's layout under ``--layout``, or ``None`` without a model."""
+    if args.model is not None:
+        name, fields = args.model, catalog_fields(args.model)
+    elif args.model_config is not None:
+        name, fields = str(args.model_config), file_fields(args.model_config)
+    else:
+        return None
+    model = memory_model(name, fields, args.kv_dtype, args.state_dtype)
+    ratio, seqs = args.mamba_full_memory_ratio, args.max_num_seqs
+    return layout_of(
+        args.layout,
+        model,
+        fields,
+        ratio=SGLANG_RATIO if ratio is None else ratio,
+        max_num_seqs=MAX_NUM_SEQS if seqs is None else seqs,
+    )
+
+
+def layout_refusal(args: argparse.Namespace) -> str | None:
+    """Why ``--layout`` and its options cannot go with the rest (one line), if they cannot."""
+    if args.layout != "sglang" and args.mamba_full_memory_ratio is not None:
+        return "--mamba-full-memory-ratio needs --layout sglang"
+    if args.layout != "per-request-slot" and args.max_num_seqs is not None:
+        return "--max-num-seqs needs --layout per-request-slot"
+    if args.layout == "vllm":
+        return None
+    if args.model is None and args.model_config is None:
+        return f"--layout {args.layout} needs --model or --model-config"
+    if args.layout == "sglang" and args.evictions != ["lru"]:
+        return "--layout sglang: lru eviction only (SGLang evicts KV and states by LRU)"
+    if args.layout == "sglang" and args.state_dtype != "auto":
+        return "--layout sglang: --state-dtype is vLLM's; SGLang's state dtypes are its own"
+    return None

@@ -34,7 +34,9 @@ __all__ = [
     "GIB",
     "MemoryModel",
     "ModelConfigError",
+    "catalog_fields",
     "catalog_model",
+    "file_fields",
     "load_model_config",
     "memory_model",
     "shape_layout",
@@ -178,7 +180,7 @@ def memory_model(
     return shape_layout(name, read_config(name, fields), kv_dtype, state_dtype)
 
 
-def _fields(path: Path) -> dict[str, Any]:
+def file_fields(path: Path) -> dict[str, Any]:
     """A ``config.json`` file's fields, read as every input is (``workloads.files``:
     a regular file, capped); one-line errors name the file."""
     source = str(path)
@@ -196,12 +198,18 @@ def _fields(path: Path) -> dict[str, Any]:
 
 def load_model_config(path: Path, kv_dtype: str = "auto", state_dtype: str = "auto") -> MemoryModel:
     """:func:`memory_model` of a ``config.json`` file, named by its path in errors."""
-    return memory_model(str(path), _fields(path), kv_dtype, state_dtype)
+    return memory_model(str(path), file_fields(path), kv_dtype, state_dtype)
+
+
+def catalog_fields(name: str) -> dict[str, Any]:
+    """The fields of the catalog's ``name`` (one of :data:`CATALOG`), named ``name``
+    in errors."""
+    if name not in CATALOG:
+        raise ModelConfigError(name, "model", name, f"must be one of {', '.join(CATALOG)}")
+    return file_fields(CATALOG_DIRECTORY / f"{name}.json")
 
 
 def catalog_model(name: str, kv_dtype: str = "auto", state_dtype: str = "auto") -> MemoryModel:
     """The memory model of the catalog's ``name`` (one of :data:`CATALOG`), named
     ``name`` in errors."""
-    if name not in CATALOG:
-        raise ModelConfigError(name, "model", name, f"must be one of {', '.join(CATALOG)}")
-    return memory_model(name, _fields(CATALOG_DIRECTORY / f"{name}.json"), kv_dtype, state_dtype)
+    return memory_model(name, catalog_fields(name), kv_dtype, state_dtype)

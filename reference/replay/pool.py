@@ -15,7 +15,12 @@ lookup once the block before it is gone. It is a reference, not a bound
 recomputes some already cached, and a sliding window or Mamba state serves a
 lookup only where the hit lands, which no next use tells. A request's block
 is a cached key, ``PRIVATE`` (-1) or ``NULL`` (-2, a slot a window
-released).
+released). Where an engine keeps states apart (``state_slots``, SGLang's
+layout: ``layouts``), the Mamba groups' blocks live in a pool of slots of
+their own with its own LRU, and a KV block evicted takes the free state
+ending where it ends with it (SGLang's cascade from a node's full attention
+to its state); ``caching=False`` caches nothing (a layout without prefix
+caching).
 """
 
 from __future__ import annotations
@@ -47,6 +52,17 @@ __all__ = ["EVICTIONS", "NULL", "PRIVATE", "FutureUses", "ReplayPool", "Usage"]
 EVICTIONS = ("lru", "fifo", "flop-aware", "belady")
 PRIVATE, NULL = -1, -2
 _NEVER = 1 << 62
+
+
+class _States:
+    """A pool of state slots apart from the blocks: how many are held, and its free
+    cached states, least recently freed first (the next evicted)."""
+
+    __slots__ = ("free", "held", "usable")
+
+    def __init__(self, slots: int) -> None:
+        self.usable, self.held = slots, 0
+        self.free: OrderedDict[int, None] = OrderedDict()
 
 
 class _Block:
@@ -85,7 +101,9 @@ class ReplayPool:
     ``flops`` (``flop-aware`` only): the geometry's FLOP model.
     ``track_ends``: keep ``ends``, the prefix length each cached key ends
     (what a test compares with the engine's blocks; ``belady`` keeps it too,
-    to break ties of next use by depth).
+    to break ties of next use by depth). ``state_slots`` (``lru`` only): the
+    Mamba groups' states in a pool of that many slots apart from the
+    ``num_blocks``; ``caching``: whether a full block is cached at all.
     """
 
     def __init__(
@@ -98,6 +116,8 @@ class ReplayPool:
         longest: int | None = None,
         flops: FlopModel | None = None,
         track_ends: bool = False,
+        state_slots: int | None = None,
+        caching: bool = True,
     ) -> None:
         if eviction not in EVICTIONS:
             raise InvalidArgument("eviction", eviction, f"expected one of {', '.join(EVICTIONS)}")
@@ -107,6 +127,10 @@ class ReplayPool:
             raise InvalidArgument("uses", uses, "belady needs every key's uses")
         if eviction == "flop-aware" and flops is None:
             raise InvalidArgument("flops", flops, "flop-aware needs the geometry's FLOP model")
+        if state_slots is not None and state_slots < 2:
+            raise InvalidArgument("state_slots", state_slots, "a request moves its state: two")
+        if state_slots is not None and eviction != "lru":
+            raise InvalidArgument("eviction", eviction, "a state pool apart evicts by lru only")
         self.geometry = geometry
         self.groups = geometry.groups
         self.usable = num_blocks - 1
@@ -144,6 +168,8 @@ class ReplayPool:
         ]
         self._sizes = tuple(g.block_size for g in self.groups)
         self._mamba = tuple(i for i, g in enumerate(self.groups) if g.kind is GroupKind.MAMBA)
+        self._states = None if state_slots is None else _States(state_slots)
+        self.caching = caching
 
     # -- lookup ---------------------------------------------------------------
     def lookup(self, keys: Sequence[Sequence[int]], prompt: int) -> HitReconciliation:
@@ -180,6 +206,58 @@ class ReplayPool:
             if self._flop_order is not None and block is not None:
                 self._flop_order.revived(block)  # type: ignore[arg-type]
         self.held += 1
+
+    def _take_state(self, key: int) -> None:
+        """A hit takes a cached state from the state pool."""
+        states = self._states
+        assert states is not None
+        states.free.pop(key, None)
+        states.held += 1
+
+    def _give_states(self, slots: Iterable[int]) -> None:
+        """Held state slots freed: a cached state joins the back of the state pool's queue."""
+        states = self._states
+        assert states is not None
+        for slot in slots:
+            states.held -= 1
+            if slot >= 0:
+                states.free[slot] = None
+
+    def _new_states(self, count: int) -> None:
+        """``count`` fresh state slots, the least recently freed cached states evicted first."""
+        states = self._states
+        assert states is not None
+        spare = states.usable - states.held - len(states.free)
+        if count > spare:
+            if count > spare + len(states.free):
+                raise InvalidArgument(
+                    "state_slots", states.usable, f"{count} asked, {spare + len(states.free)} free"
+                )
+            for _ in range(count - spare):
+                self._drop(states.free.popitem(last=False)[0])
+        states.held += count
+
+    def _evict_with_states(self, count: int) -> None:
+        """``lru`` with a state pool apart: the front of the free queue, each block
+        taking the free state ending where it ends."""
+        free, width, states = self.free, len(self.groups), self._states
+        assert states is not None
+        for _ in range(count):
+            key = free.popitem(last=False)[0]
+            self._drop(key)
+            for group in self._mamba:
+                state = key - key % width + group
+                if state in states.free:
+                    del states.free[state]
+                    self._drop(state)
+
+    def _drop(self, key: int) -> None:
+        """A cached key leaves the books (``lru``: no order keeps more of it)."""
+        self.cached.discard(key)
+        self.count[key % len(self.groups)] -= 1
+        if self.ends is not None:
+            del self.ends[key]
+        self.evictions += 1
 
     def _give(self, slots: Iterable[int]) -> None:
         """Held blocks freed in this order (``NULL`` slots skipped): a cached one joins
@@ -242,12 +320,8 @@ class ReplayPool:
         if self._flop_order is not None and block is not None:
             self._flop_order.evicted(block)  # type: ignore[arg-type]
             del self._blocks[key]
-        self.cached.discard(key)
         self._born.pop(key, None)
-        if self.ends is not None:
-            del self.ends[key]
-        self.count[key % len(self.groups)] -= 1
-        self.evictions += 1
+        self._drop(key)
 
     def _cached(self, key: int, group: int, index: int, parent: int) -> None:
         """What an order or a test keeps of a newly cached key."""
@@ -269,8 +343,11 @@ class ReplayPool:
         for spec, blocks in zip(self.groups, keys, strict=True):
             size = spec.block_size
             full = hit // size
+            take = self._take
             if spec.kind is GroupKind.MAMBA:
                 taken = [blocks[full - 1]] if full else []
+                if self._states is not None:
+                    take = self._take_state
             elif spec.kind is GroupKind.SLIDING_WINDOW:
                 first = spec.first_window_block(hit)
                 taken = [NULL] * first + list(blocks[first:full])
@@ -278,7 +355,7 @@ class ReplayPool:
                 taken = list(blocks[:full])
             for key in taken:
                 if key != NULL:
-                    self._take(key)
+                    take(key)
             slots.append(taken)
         return slots
 
@@ -306,13 +383,20 @@ class ReplayPool:
         remember = self.eviction in ("fifo", "belady")
         sizes, width = self._sizes, len(self._sizes)
         pop, add, discard = free.popitem, cached.add, cached.discard
+        states, caching = self._states, self.caching
+        inline = lru and states is None  # lru's evictions written out below
         running = [False] * width  # a Mamba group's state block taken afresh this step
         for count, grow, after in plan.steps:
+            fresh = 0
             for index in mamba:  # a state continues in place only in a private block
                 owned = slots[index]
                 if len(owned) != 1 or owned[0] != PRIVATE:
                     running[index] = True
-                    count += 1
+                    fresh += 1
+            if states is None:
+                count += fresh
+            elif fresh:
+                self._new_states(fresh)
             if count:
                 spare = self.usable - self.held - len(free)  # unhashed blocks
                 if count > spare:
@@ -322,7 +406,7 @@ class ReplayPool:
                             self.usable + 1,
                             f"{count} blocks asked, {spare + len(free)} free",
                         )
-                    if lru:  # the front of the free queue
+                    if inline:  # the front of the free queue
                         for _ in range(count - spare):
                             key = pop(last=False)[0]
                             discard(key)
@@ -330,6 +414,8 @@ class ReplayPool:
                             if ends is not None:
                                 del ends[key]
                         self.evictions += count - spare
+                    elif lru:
+                        self._evict_with_states(count - spare)
                     else:
                         for _ in range(count - spare):
                             self._evict(self._victim())
@@ -346,7 +432,9 @@ class ReplayPool:
                     continue
                 if kind == STATE and running[index]:  # the state moves on from its block
                     running[index] = False
-                    if owned:
+                    if states is not None:
+                        self._give_states(owned)
+                    elif owned:
                         self.held -= 1
                         key = owned[0]
                         if key >= 0:
@@ -354,7 +442,7 @@ class ReplayPool:
                             if remember:
                                 self._remember_free(key)
                     owned[:] = [PRIVATE]
-                if not work:
+                if not work or not caching:
                     continue
                 # Offer blocks (slot, block index): a private one is cached under its key
                 # unless another block holds that key already.
@@ -375,8 +463,12 @@ class ReplayPool:
                 counts[index] = count
                 if count > peaks[index]:
                     peaks[index] = count
-        for owned in slots:
-            give(reversed(owned))
+        if states is None:
+            for owned in slots:
+                give(reversed(owned))
+            return
+        for index, owned in enumerate(slots):
+            (self._give_states if index in mamba else give)(reversed(owned))
 
     def belady_refresh(self, keys: Sequence[Sequence[int]]) -> None:
         """``belady``: the free keys this request's prompt contains get their next use anew."""

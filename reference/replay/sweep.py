@@ -52,12 +52,16 @@ class ReplayRequest:
 
 @attrs.frozen
 class Point:
-    """One sweep point: a registered policy at ``R``, a pool in blocks, an eviction."""
+    """One sweep point: a registered policy at ``R``, a pool in blocks, an eviction;
+    ``state_slots``: the Mamba groups' states in a pool of their own (``None``: in
+    the blocks); ``caching``: whether the pool caches at all (``ReplayPool``)."""
 
     policy: str
     retention_interval: int | None
     num_blocks: int
     eviction: str = attrs.field(default="lru", validator=one_of(EVICTIONS))
+    state_slots: int | None = None
+    caching: bool = True
 
 
 @attrs.frozen
@@ -182,6 +186,8 @@ class _Run:
             longest=self.longest,
             flops=flops,
             track_ends=track_ends,
+            state_slots=point.state_slots,
+            caching=point.caching,
         )
         self.chunk_limit = chunk_limit
         self.requests = self.refused = self.refused_tokens = self.lookup = self.hits = 0
@@ -190,8 +196,11 @@ class _Run:
         self.ttft: list[float] = []
 
     def _longest_fitting(self, chunk_limit: int) -> int | None:
-        """``engine.Engine._longest_fitting_request``: the longest request the pool holds."""
+        """``engine.Engine._longest_fitting_request``: the longest request the pool holds
+        (with a state pool apart, the blocks of the groups but the Mamba ones)."""
         usable, groups = self.point.num_blocks - 1, self.geometry.groups
+        if self.point.state_slots is not None:
+            groups = tuple(g for g in groups if g.kind is not GroupKind.MAMBA)
 
         def peak(tokens: int) -> int:
             return sum(_group_peak(g, tokens, chunk_limit) for g in groups)

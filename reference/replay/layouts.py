@@ -1,0 +1,214 @@
+"""Where an engine keeps a hybrid model's states, and what an HBM budget becomes there.
+
+Three layouts of one model (``models.MemoryModel``, its resolved config):
+
+- ``vllm`` (vLLM 0.33.0): every group, states included, shares one pool of
+  equal pages (``models``); a state is a block of that pool, cached where
+  the retention policy keeps one.
+- ``sglang`` (SGLang 0.5.23): the attention KV in a token pool of
+  ``page_size`` 1, the states in a pool of their own
+  (``HybridReqToTokenPool``'s ``MambaPool``, ``max_mamba_cache_size`` slots),
+  sized from the budget by
+  ``mem_cache/kv_cache_configurator.py``, ``KVCacheConfigurator._handle_max_mamba_cache``
+  (no speculative decoding, no explicit ``--max-mamba-cache-size``): a share
+  ``r / (1 + r)`` of the budget (``r`` = ``--mamba-full-memory-ratio``, 0.9
+  unless given) holds ``int((share - slot) // slot)`` slots, the pool's
+  padding slot charged too; the rest is KV, ``rest // cell_size`` tokens
+  floored to the page (``model_executor/pool_configurator.py``,
+  ``DefaultPoolConfigurator.calculate_pool_sizes``, the cell the full
+  attention layers' K and V of a token). A slot holds every state layer's
+  state, conv part in ``SGLANG_MAMBA_CONV_DTYPE`` (bfloat16), temporal part
+  in the config's ``mamba_ssm_dtype`` or float32 (``configs/mamba_utils.py``,
+  ``mamba2_state_dtype``). A state can end on the checkpoint grid only,
+  ``lcm(mamba chunk size, page)`` (``runtime_context.mamba_checkpoint_grid``;
+  the chunk 64 for Gated DeltaNet, FLA's, the config's ``mamba_chunk_size``
+  or ``chunk_size`` for Nemotron-H, else 256): the replay's block is that
+  grid, and SGLang's tokens count as whole blocks of it.
+  ``tests/audit/sglang/test_layouts.py`` checks slots and tokens against
+  SGLang's two functions and its state size against its config classes.
+- ``per-request-slot`` (tpu-inference, vllm-project/tpu-inference #3413):
+  one state slot per running request (``max_num_reqs + 1`` slots,
+  ``_maybe_set_compact_mamba_num_blocks_override``), nowhere to keep a state
+  at a block end; prefix caching is off for hybrid models (#3358, kept by
+  #3413), so every hit is 0. The slots take ``max_num_seqs + 1`` states
+  (``max_num_seqs`` 256 unless given: vLLM's default off the large GPUs,
+  ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``), in
+  vLLM's dtypes; the attention groups take vLLM's blocks of the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from junction.core import GroupSpec
+
+from .config_fields import Fields, GatedDeltaNetState, Mamba2State, ModelConfigError
+from .configs import read_config
+from .dtypes import BYTES
+from .models import GIB, MemoryModel
+
+__all__ = [
+    "LAYOUTS",
+    "MAX_NUM_SEQS",
+    "SGLANG_RATIO",
+    "SGLANG_SLOTS_PER_REQUEST",
+    "Layout",
+    "Pools",
+    "layout_of",
+    "sglang_pools",
+]
+
+LAYOUTS = ("vllm", "sglang", "per-request-slot")
+SGLANG_RATIO = 0.9  # ScheduleArgs.mamba_full_memory_ratio's fallback
+# KVCacheConfigurator._calculate_mamba_ratio with the radix cache and no extra buffer:
+# resolve_max_num_reqs serves no request with fewer slots.
+SGLANG_SLOTS_PER_REQUEST = 3
+SGLANG_PAGE = 1  # ScheduleArgs.page_size resolved without a backend asking more
+FLA_CHUNK = 64  # sglang.kernels.ops.attention.fla.chunk_delta_h.CHUNK_SIZE
+NEMOTRON_H_CHUNK = 256  # sglang.srt.configs.nemotron_h.DEFAULT_MAMBA_CHUNK_SIZE
+MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs off the large GPUs
+
+
+@attrs.frozen
+class Pools:
+    """A budget laid out: the replay's block pool (its null block among them) and,
+    where states live apart, their pool's slots."""
+
+    blocks: int
+    state_slots: int | None = None
+
+
+@attrs.frozen
+class Layout:
+    """One layout of one model: the replay's groups and hash unit, whether a hit
+    can be reused, and how a budget becomes pools (:meth:`pools`)."""
+
+    name: str
+    model: MemoryModel
+    groups: tuple[GroupSpec, ...]
+    block_size: int
+    caching: bool
+    block_bytes: int  # the replay's block of the block pool (sglang: its tokens' cells)
+    slot_bytes: int  # a state pool's slot (0: no state pool)
+    ratio: float | None = None  # sglang's mamba_full_memory_ratio
+    running_slots: int = 0  # per-request-slot: max_num_seqs + 1 slots kept apart
+
+    def pools(self, gib: float) -> Pools:
+        """``gib`` GiB as this layout's pools."""
+        if self.name == "vllm":
+            return Pools(self.model.blocks(gib))
+        if self.name == "sglang":
+            assert self.ratio is not None
+            cell = self.block_bytes // self.block_size
+            slots, tokens = sglang_pools(gib, self.slot_bytes, cell, self.ratio)
+            return Pools(tokens // self.block_size + 1, slots)
+        spare = gib * GIB - self.running_slots * self.slot_bytes
+        return Pools(max(math.floor(spare / self.block_bytes), 0))
+
+    def describe(self, gib: float) -> str:
+        """``gib`` GiB in this layout's words."""
+        pools = self.pools(gib)
+        if pools.state_slots is None:
+            return f"{gib:g} GiB = {pools.blocks:,} blocks"
+        return f"{gib:g} GiB = {pools.blocks - 1:,} KV blocks + {pools.state_slots:,} state slots"
+
+    @property
+    def text(self) -> str:
+        """The layout in words (after the model's name)."""
+        model = self.model
+        if self.name == "vllm":
+            return model.layout
+        if self.name == "sglang":
+            return (
+                f"SGLang 0.5.23: KV pages of {SGLANG_PAGE} token counted in blocks of "
+                f"{self.block_size} (its checkpoint grid), {self.block_bytes / 2**20:.2f} MiB; "
+                f"states in a pool of their own, {self.slot_bytes / 2**20:.2f} MiB a slot "
+                f"(--mamba-full-memory-ratio {self.ratio:g})"
+            )
+        return (
+            f"one state slot per running request ({self.running_slots} x "
+            f"{self.slot_bytes / 2**20:.2f} MiB), no prefix caching (every hit 0: "
+            f"tpu-inference #3413); attention in blocks of {self.block_size} tokens, "
+            f"{self.block_bytes / 2**20:.2f} MiB"
+        )
+
+
+def sglang_pools(gib: float, slot_bytes: int, cell_bytes: int, ratio: float) -> tuple[int, int]:
+    """SGLang's state slots and KV tokens of a budget of ``gib`` GiB, in its own
+    arithmetic (floats of GiB as it computes them): ``_handle_max_mamba_cache``,
+    then ``DefaultPoolConfigurator.calculate_pool_sizes`` at page 1; the tokens
+    0 where the states leave none."""
+    share = gib * ratio / (1 + ratio) * (1 << 30)
+    slots = int((share - slot_bytes) // slot_bytes)
+    rest = gib - (slots + 1) * slot_bytes / (1 << 30)
+    available = max(int(rest * (1 << 30)), 0)
+    return slots, available // cell_bytes // SGLANG_PAGE * SGLANG_PAGE
+
+
+def _sglang_slot_bytes(
+    state: GatedDeltaNetState | Mamba2State, layers: int, ssm_dtype: str | None
+) -> int:
+    """One SGLang state slot: every state layer's conv part in bfloat16 and temporal
+    part in ``ssm_dtype`` (float32 unless the config names one)."""
+    per_layer = BYTES["bfloat16"] * state.conv_elements()
+    per_layer += BYTES[ssm_dtype or "float32"] * state.ssm_elements()
+    return per_layer * layers
+
+
+def _sglang_chunk(name: str, fields: Mapping[str, Any], model_type: str) -> int:
+    """The model's Mamba chunk size as SGLang's config classes resolve it."""
+    if model_type != "nemotron_h":
+        return FLA_CHUNK  # Gated DeltaNet: no mamba_chunk_size on the config
+    read = Fields(name, fields)
+    legacy = read.optional_int("chunk_size", None)
+    chunk = read.optional_int("mamba_chunk_size", None)
+    return chunk or legacy or NEMOTRON_H_CHUNK
+
+
+def layout_of(
+    name: str,
+    model: MemoryModel,
+    fields: Mapping[str, Any],
+    *,
+    ratio: float = SGLANG_RATIO,
+    max_num_seqs: int = MAX_NUM_SEQS,
+) -> Layout:
+    """``model`` (read from ``fields``) laid out as ``name`` (``ratio``: sglang's
+    ``--mamba-full-memory-ratio``; ``max_num_seqs``: per-request-slot's running
+    requests); :class:`ModelConfigError` for a model the layout cannot hold (one line)."""
+    if name == "vllm":
+        return Layout(name, model, model.groups(), model.block_size, True, model.block_bytes, 0)
+    if not model.state_layers:
+        raise ModelConfigError(
+            model.name, "--layout", name, "needs a model with state layers (only vllm without)"
+        )
+    shape = read_config(model.name, fields)
+    assert shape.state is not None
+    full, window, _ = model.group_counts()
+    if name == "sglang":
+        if model.window_layers:
+            raise ModelConfigError(
+                model.name, "--layout", name, "SGLang's Mamba + window pools: not modelled"
+            )
+        ssm = shape.ssm_dtype if shape.model_type.startswith("qwen3_5") else None
+        slot = _sglang_slot_bytes(shape.state, model.state_layers, ssm)
+        grid = math.lcm(_sglang_chunk(model.name, fields, shape.model_type), SGLANG_PAGE)
+        cell = model.kv_bytes_per_token * model.full_layers
+        groups = (GroupSpec.full(grid), GroupSpec.mamba(grid))
+        return Layout(name, model, groups, grid, True, cell * grid, slot, ratio)
+    # per-request-slot: vLLM's attention groups and block, the states outside the pool.
+    attention = model.groups()[: full + window]
+    return Layout(
+        name,
+        model,
+        attention,
+        model.block_size,
+        False,
+        model.block_bytes,
+        model.state_bytes * model.state_layers,
+        running_slots=max_num_seqs + 1,
+    )
