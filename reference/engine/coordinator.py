@@ -188,14 +188,17 @@ class Coordinator:
         for manager in self.managers:
             manager.track_decode(request, lowest, recent)
 
-    def publish(self, request: Request) -> None:
+    def publish(self, request: Request) -> list[Block]:
         """The request finished: each group caches what its next turn reads at the
-        policy's decode checkpoints (nothing unless the policy keeps them)."""
+        policy's decode checkpoints (nothing unless the policy keeps them); the
+        blocks it cached."""
         positions = self.decode_positions.pop(request.request_id, ())
-        if positions:
-            cached = [block for m in self.managers for block in m.publish(request, positions)]
-            if self.ledger is not None:
-                self.ledger.published(request, positions, cached)
+        if not positions:
+            return []
+        cached = [block for m in self.managers for block in m.publish(request, positions)]
+        if self.ledger is not None:
+            self.ledger.published(request, positions, cached)
+        return cached
 
     def free(self, request: Request) -> None:
         for manager in self.managers:

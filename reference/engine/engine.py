@@ -69,9 +69,8 @@ class Engine:
         # Finished in the last step: their tokens are released at the next one
         # (request.py: what a finished request keeps).
         self._finished: list[Request] = []
-        # Decode checkpoints: how far below the computed tokens a pinned state or a
-        # held window may lie (``_group_peak``), and so how many states are pinned.
-        self._decode_lag = self._decode_checkpoint_lag()
+        # How far below the computed tokens a pinned state or held window may lie.
+        self._decode_lag = self.coordinator.decode_lag
         # What submit refuses, bound once: the peak is a function of the length alone.
         self._longest_fitting = self._longest_fitting_request()
 
@@ -195,15 +194,10 @@ class Engine:
             held += group.blocks_for_hit(self.geometry.use_eagle)
         return min(every_block, held)
 
-    def _decode_checkpoint_lag(self) -> int:
-        """How far below the computed tokens a next turn may resume (0 without decode
-        checkpoints): ``coordinator.decode_lag``."""
-        return self.coordinator.decode_lag
-
     @property
     def decode_pins(self) -> int:
         """The most Mamba states a decoding request pins at once (0 without decode
-        checkpoints): the hit-grid points within :meth:`_decode_checkpoint_lag`."""
+        checkpoints): the hit-grid points within ``coordinator.decode_lag``."""
         if not self.policy.keeps_decode_checkpoints:
             return 0
         below = 0 if self.speculative is None else 1  # the deepest state below the lag
@@ -222,8 +216,10 @@ class Engine:
         request = self.requests[request_id]
         if request.status is RequestStatus.RUNNING:
             self.running.remove(request)
-            if FinishReason.ABORTED in self.policy.decode_checkpoint_finishes:
-                self.coordinator.publish(request)
+            publishes = FinishReason.ABORTED in self.policy.decode_checkpoint_finishes
+            published = self.coordinator.publish(request) if publishes else []
+            if self.connector is not None:  # vLLM's request_finished: blocks still held
+                self.connector.request_finished(request, published)
             self.coordinator.free(request)
         elif request.status is RequestStatus.WAITING:
             self.waiting.remove(request)
@@ -402,8 +398,10 @@ class Engine:
         counts every request that ended so, aborted ones included."""
         self.running.remove(request)
         reason = request.finish_reason
-        if reason in self.policy.decode_checkpoint_finishes:
-            self.coordinator.publish(request)
+        publishes = reason in self.policy.decode_checkpoint_finishes
+        published = self.coordinator.publish(request) if publishes else []
+        if self.connector is not None:  # vLLM's request_finished: blocks still held
+            self.connector.request_finished(request, published)
         self.coordinator.free(request)
         aborted = reason is FinishReason.ABORTED
         request.status = RequestStatus.ABORTED if aborted else RequestStatus.FINISHED

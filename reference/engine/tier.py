@@ -9,8 +9,15 @@ full blocks the retention policy's mask keeps (what the mask is handed is the
 stored" reaches further than the local cache, the missing blocks are copied
 in as cached blocks (vLLM's ``num_external_computed_tokens``). A Mamba state
 is saved only at a chunk end on its grid, with its position, so a load never
-resumes a state that does not exist; decode blocks stay local. Loads land
-before the first chunk: all a simulator of the cache's decisions needs.
+resumes a state that does not exist. Decode blocks stay local unless the
+tier takes **decode checkpoints** (``ExternalTier(decode_checkpoints=True)``,
+off by default; every instance sharing it then saves them): when a request
+finishes having published its decode checkpoints (vLLM's ``request_finished``
+hook, called before the request's blocks are freed), what a next turn
+landing at each one reads is stored from the local cache, the Mamba state
+with its position, so a next turn on another instance resumes there
+(docs/design/decode-checkpoints-in-tier.md). Loads land before the first
+chunk: all a simulator of the cache's decisions needs.
 """
 
 from __future__ import annotations
@@ -66,12 +73,21 @@ class StoredBlock:
 
 
 class ExternalTier:
-    """The shared store: ``capacity`` blocks, least recently used evicted first."""
+    """The shared store: ``capacity`` blocks, least recently used evicted first.
 
-    def __init__(self, capacity: int) -> None:
+    ``decode_checkpoints``: every connector to it also saves the decode checkpoints
+    a finished request publishes (:meth:`TierConnector.request_finished`); the
+    store's option, so the instances sharing it save alike (off: decode blocks stay
+    local)."""
+
+    def __init__(self, capacity: int, *, decode_checkpoints: bool = False) -> None:
         if type(capacity) is not int or capacity < 1:
             raise InvalidArgument("capacity", capacity, "a tier holds at least one block")
+        if type(decode_checkpoints) is not bool:
+            rule = "must be True or False"
+            raise InvalidArgument("decode_checkpoints", decode_checkpoints, rule)
         self.capacity = capacity
+        self.decode_checkpoints = decode_checkpoints
         self.blocks: OrderedDict[tuple[int, int], StoredBlock] = OrderedDict()
         # Hash units strictly inside stored blocks (sub-block hits), to the block's key.
         self.inner: dict[tuple[int, int], tuple[int, int]] = {}
@@ -149,6 +165,13 @@ class ExternalTier:
                     "an inner hash unit of the tier lies inside a stored block",
                     f"unit {inner_hash} of group {group_id} -> {key}",
                 )
+
+
+def _stored(block: Block) -> StoredBlock:
+    """What the store keeps of a locally cached block."""
+    return StoredBlock(
+        block.parent, block.tokens, block.unit, block.state_position, block.indexes_inner, block.end
+    )
 
 
 def _inner_units(block: StoredBlock) -> list[int]:
@@ -342,6 +365,35 @@ class TierConnector:
             )
         boundaries = policy.reachable_boundaries(geometry, group, seen)
         return policy.block_mask(geometry, group, seen, start_block, end_block, boundaries)
+
+    def request_finished(self, request: Request, published: Sequence[Block]) -> None:
+        """The request finished, its blocks still held; ``published``: the blocks its
+        decode checkpoints' publication cached (none unless its policy publishes on
+        its finish). With the tier's ``decode_checkpoints``, store those (a window's
+        blocks there may lie in the prompt) and :meth:`answer_blocks`, as the
+        local cache holds them (the local mask chose; a Mamba state with its
+        position)."""
+        if not self.tier.decode_checkpoints:
+            return
+        put = self.tier.put
+        for block in (*published, *self.answer_blocks(request)):
+            if block.key is not None:
+                put(block.key, _stored(block))
+
+    def answer_blocks(self, request: Request) -> list[Block]:
+        """Every block of the request's answer the local cache holds, in every group:
+        from where the prompt's whole blocks end (below, the prefill's saves chose,
+        through the saving's mask) to its computed tokens."""
+        chain, cached, found = request.chain, self.pool.cached, []
+        for group_id, group in enumerate(self.geometry.groups):
+            size = group.block_size
+            end = min(request.num_computed_tokens, chain.num_hashed_tokens) // size
+            for index in range(request.num_prompt_tokens // size, end):
+                block_hash = chain.block_hash(index, size)
+                block = None if block_hash is None else cached.get((group_id, block_hash))
+                if block is not None:
+                    found.append(block)
+        return found
 
     def forget(self, request: Request) -> None:
         """Drop the save progress of a request leaving before its prefill ended."""

@@ -6,9 +6,10 @@ an ``EngineConfig``). Under a scenario with ``gaps`` (safety) the prompts
 arrive ``gaps[i]`` steps apart into a small pool, so requests run together,
 evict and preempt; otherwise each runs to completion first. Every step is
 followed by the engine's own ``check``. Under a ``tier`` scenario a second
-instance with nothing local shares the tier, and a probe must resume exactly
-where the tier's lookup said. ``eviction`` chooses the pool's eviction
-order, so the promises under pressure run with each.
+instance with nothing local shares the tier (which takes decode checkpoints),
+and a probe must resume exactly where the tier's lookup said. ``eviction``
+chooses the pool's eviction order, so the promises under pressure run with
+each.
 """
 
 from __future__ import annotations
@@ -65,8 +66,14 @@ class EngineRun:
         engine_factory: EngineFactory,
         eviction: EvictionPolicy,
     ) -> None:
-        # The tier holds as much as the pool: no eviction there either.
-        tier = ExternalTier(scenario.num_blocks) if scenario.promise is Promise.TIER else None
+        # The tier holds as much as the pool: no eviction there either. It takes
+        # decode checkpoints (promise 8 with promise 9), which nothing but a policy
+        # keeping them publishes.
+        tier = (
+            ExternalTier(scenario.num_blocks, decode_checkpoints=True)
+            if scenario.promise is Promise.TIER
+            else None
+        )
         config = EngineConfig(
             scenario.geometry,
             num_blocks=scenario.num_blocks,
@@ -153,10 +160,18 @@ class EngineRun:
     def _probe(self, prompt: Sequence[int]) -> Request:
         return Request(-1, tuple(prompt), 1, self.geometry.hash_block_size)
 
+    @property
+    def tier_keeps_decode_checkpoints(self) -> bool:
+        tier = self._config.tier
+        return tier is not None and tier.decode_checkpoints
+
     def lookup(self, prompt: Sequence[int]) -> Hits:
         tier = self._config.tier
         if tier is not None:
             return self._lookup_elsewhere(prompt, tier)
+        return self.lookup_here(prompt)
+
+    def lookup_here(self, prompt: Sequence[int]) -> Hits:
         hits = self.engine.coordinator.lookup(self._probe(prompt))
         self._resume(tuple(prompt), hits.hit_length)
         return Hits(hits.hit_length, hits.longest_hit_length, hits.shared_prefix_boundary)

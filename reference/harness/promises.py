@@ -36,7 +36,7 @@ from junction.reference.oracle.first_principles import oracle_blocks_needed, ora
 
 from .promise import Promise
 from .scenario import Scenario
-from .subject import Run, Subject
+from .subject import Run, Subject, TierRun
 from .verdict import (
     Invariant,
     KeptTooMany,
@@ -51,6 +51,7 @@ from .verdict import (
     ResumeWithoutState,
     ShortOfDense,
     ShortOfFullAttention,
+    ShortOfLocal,
     ShortOfSegment,
     Stalled,
     Violation,
@@ -74,10 +75,13 @@ def check(scenario: Scenario, subject: Subject) -> Violation | None:
 
 def _problem(scenario: Scenario, subject: Subject) -> Problem | None:
     match scenario.promise:
-        case Promise.REPLAY | Promise.JUNCTION | Promise.TIER:
-            # The tier form is the same check: the subject looks the probe up on
-            # a second instance that shares its tier and holds nothing locally.
-            return _hit(scenario, subject)
+        case Promise.REPLAY | Promise.JUNCTION:
+            return _hit(scenario, subject, subject.run(scenario))
+        case Promise.TIER:
+            # The same check: the subject looks the probe up on a second instance
+            # that shares its tier and holds nothing locally; then the next turn.
+            run = subject.run(scenario)
+            return _hit(scenario, subject, run) or _next_turn_elsewhere(scenario, run)
         case Promise.SEGMENTS:
             return _segments(scenario, subject.run(scenario))
         case Promise.ECONOMY:
@@ -105,9 +109,9 @@ def literal(scenario: Scenario) -> bool:
     return not geometry.use_eagle and not geometry.partial_hits and scenario.speculative is None
 
 
-def _hit(scenario: Scenario, subject: Subject) -> Problem | None:
-    """Promises 1 and 2: the probe hits as far as full attention alone (see the scope)."""
-    hits = subject.run(scenario).lookup(scenario.probe)
+def _hit(scenario: Scenario, subject: Subject, run: Run) -> Problem | None:
+    """Promises 1, 2 and 8: the probe hits as far as full attention alone (see the scope)."""
+    hits = run.lookup(scenario.probe)
     if literal(scenario):
         if hits.hit != hits.longest:
             return ShortOfFullAttention(hits.hit, hits.longest)
@@ -120,8 +124,8 @@ def _hit(scenario: Scenario, subject: Subject) -> Problem | None:
 
 def next_turn_probe(scenario: Scenario, run: Run) -> tuple[int, ...]:
     """The lookup of promises 9 and 10: for the declared prefix the sibling itself;
-    for the next turn the first prompt's transcript (prompt and whole answer)
-    followed by the probe's new text."""
+    for the next turn (and its tier form) the first prompt's transcript (prompt
+    and whole answer) followed by the probe's tokens as new text."""
     if scenario.promise is Promise.DECLARED_PREFIX:
         return scenario.probe
     transcript = run.prefills[0].transcript
@@ -168,6 +172,23 @@ def _next_turn(scenario: Scenario, subject: Subject) -> Problem | None:
     dense = dense_run.lookup(next_turn_probe(scenario, dense_run)).hit
     if hits.hit < dense:
         return ShortOfDense(hits.hit, dense, scenario.geometry.retention_interval)
+    return None
+
+
+def _next_turn_elsewhere(scenario: Scenario, run: Run) -> Problem | None:
+    """Promise 8 with promise 9, where the tier declares it keeps decode checkpoints
+    and the policy publishes them on the scenario's finish: the first prompt's next
+    turn on another instance sharing the tier resumes at least as deep as on the
+    instance that ran it (through the load path, where the tier's lookup said)."""
+    if not isinstance(run, TierRun) or not run.tier_keeps_decode_checkpoints:
+        return None
+    if not publishes(run.policy, scenario.finish):
+        return None
+    probe = next_turn_probe(scenario, run)
+    here = run.lookup_here(probe).hit
+    there = run.lookup(probe).hit
+    if there < here:
+        return ShortOfLocal(there, here)
     return None
 
 

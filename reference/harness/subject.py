@@ -15,7 +15,7 @@ one protocol, not one per promise.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -26,7 +26,7 @@ from junction.reference.oracle.first_principles import OracleGroup
 from .scenario import Scenario
 from .verdict import RequestState
 
-__all__ = ["Hits", "Prefill", "Resume", "Run", "Subject"]
+__all__ = ["Hits", "Prefill", "Resume", "Run", "Subject", "TierRun"]
 
 
 @attrs.frozen
@@ -128,6 +128,21 @@ class Run(Protocol):
 
     def split(self, request: RequestState, num_new_tokens: int, budget: int) -> int:
         """How many tokens the subject's split schedules for ``request`` this step."""
+        ...
+
+
+@runtime_checkable
+class TierRun(Run, Protocol):
+    """A run whose :meth:`lookup` goes to another instance sharing its external tier
+    (the tier promise), which can also look up on the instance that ran the prompts."""
+
+    @property
+    def tier_keeps_decode_checkpoints(self) -> bool:
+        """Whether its tier takes the decode checkpoints a finished request publishes."""
+        ...
+
+    def lookup_here(self, prompt: Sequence[int]) -> Hits:
+        """The lookup on the instance that ran the scenario's prompts."""
         ...
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "ResumeWithoutState",
     "ShortOfDense",
     "ShortOfFullAttention",
+    "ShortOfLocal",
     "ShortOfSegment",
     "Stalled",
     "Verdict",
@@ -121,6 +122,19 @@ class ShortOfDense:
 
     def describe(self, subject: str) -> str:
         return f"hit {self.hit} under R={self.retention_interval}, {self.dense} with every block"
+
+
+# -- promise 8 with promise 9 -------------------------------------------------
+@attrs.frozen
+class ShortOfLocal:
+    """The next turn on another instance sharing the tier hit less than on the
+    instance that ran its first turn."""
+
+    hit: int
+    local: int
+
+    def describe(self, subject: str) -> str:
+        return f"next turn on another instance hit {self.hit}, {self.local} on the first one"
 
 
 # -- promise 3 ----------------------------------------------------------------
@@ -261,6 +275,7 @@ class Invariant:
 Problem = (
     ShortOfFullAttention
     | ShortOfDense
+    | ShortOfLocal
     | ShortOfSegment
     | KeptUnneeded
     | KeptTooMany

@@ -28,11 +28,12 @@ from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.group_managers import MambaManager
 from junction.reference.engine.policy import Policy, RequestView
 from junction.reference.engine.request import Request
-from junction.reference.engine.tier import TierSaving
+from junction.reference.engine.tier import TierConnector, TierSaving
 from junction.reference.harness import Promise
 from junction.reference.policies.bound import boundaries
 from junction.reference.policies.builtin import (
     JunctionPolicy,
+    junction_with_decode_checkpoints,
     junction_with_retired_decode_checkpoints,
     junction_with_two_decode_checkpoints,
 )
@@ -315,9 +316,10 @@ class DecodeCheckpointOneGridStepOffEngine(Engine):
 
 
 class _LosesStoppedCheckpointCoordinator(Coordinator):
-    def publish(self, request: Request) -> None:
+    def publish(self, request: Request) -> list[Block]:
         if request.finish_reason is not FinishReason.STOPPED:
-            super().publish(request)
+            return super().publish(request)
+        return []
 
 
 class StoppedCheckpointLostEngine(Engine):
@@ -418,6 +420,33 @@ class MarginOutsideTheLagEngine(Engine):
         self.coordinator.decode_lag = self._decode_lag = decode_lag(self.geometry)
 
 
+class _AttentionOnlyConnector(TierConnector):
+    def request_finished(self, request: Request, published: Sequence[Block]) -> None:
+        super().request_finished(request, ())
+
+    def answer_blocks(self, request: Request) -> list[Block]:
+        groups = self.geometry.groups
+        blocks = super().answer_blocks(request)
+        return [b for b in blocks if b.key and groups[b.key[0]].kind is GroupKind.FULL]
+
+
+class DecodeCheckpointNotSavedEngine(Engine):
+    """The tier's save path drops the decode checkpoint: a finished request's answer
+    goes to the tier as attention KV only, not the published state (nor a window's
+    blocks there), as LMCache stored a hybrid model's attention alone (LMCache
+    #2845): a next turn on another instance resumes at the prompt's state."""
+
+    name = "engine mutant: the tier saves the answer's attention, not its decode checkpoint"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        tier = config.tier
+        if tier is not None:
+            self.connector = _AttentionOnlyConnector(
+                tier, config.tier_saving, self.geometry, self.pool, self.coordinator, self.policy
+            )
+
+
 @attrs.frozen
 class Mutant:
     """A zoo entry: the policy (and engine) to run, and the promise it must break.
@@ -509,6 +538,14 @@ ZOO: tuple[Mutant, ...] = (
         junction_with_retired_decode_checkpoints,
         Promise.NEXT_TURN,
         RetiresItsOwnTurnEngine,
+    ),
+    # The tier holding decode checkpoints (promise 8 with promise 9): run with them kept.
+    Mutant(
+        DecodeCheckpointNotSavedEngine.__name__,
+        DecodeCheckpointNotSavedEngine.name,
+        junction_with_decode_checkpoints,
+        Promise.TIER,
+        DecodeCheckpointNotSavedEngine,
     ),
     # Two decode checkpoints (a margin): run with it declared.
     Mutant(
