@@ -12,14 +12,11 @@ each table shows the refusals per pool. ``--answers continuations`` keys a
 finished request's answer as the later request continuing its prompt resends
 it (``fresh`` by default: keys no prompt has). With a model (``--model``,
 ``--model-config``) pools are GiB (``--hbm``), laid out as vLLM 0.33.0 does
-(``reference.replay.models``), or with ``--layout`` as SGLang 0.5.23 or a
-state slot per running request does (``reference.replay.layouts``). Each
-served request's TTFT is modelled as alone in the engine (``simulate
---arrivals sequential``'s); queueing under concurrent arrivals needs
-``simulate``. The trace, the replay's memory and
-the outputs are checked before the run as every command's are
-(``cli.inputs``, ``cli.outputs``): one line, exit 2; ``--json`` and
-``--plot`` are one set.
+or as ``--layout`` names (``reference.replay.layouts``). Each served
+request's TTFT is modelled as alone in the engine (``simulate --arrivals
+sequential``'s). The trace, the replay's memory and the outputs are checked
+before the run as every command's are (``cli.inputs``, ``cli.outputs``): one
+line, exit 2; ``--json`` and ``--plot`` are one set.
 """
 
 from __future__ import annotations

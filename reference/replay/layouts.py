@@ -1,39 +1,21 @@
 """Where an engine keeps a hybrid model's states, and what an HBM budget becomes there.
 
-Three layouts of one model (``models.MemoryModel``, its resolved config):
-
 - ``vllm`` (vLLM 0.33.0): every group, states included, shares one pool of
-  equal pages (``models``); a state is a block of that pool, cached where
-  the retention policy keeps one.
-- ``sglang`` (SGLang 0.5.23): the attention KV in a token pool of
-  ``page_size`` 1, the states in a pool of their own
-  (``HybridReqToTokenPool``'s ``MambaPool``, ``max_mamba_cache_size`` slots),
-  sized from the budget by
-  ``mem_cache/kv_cache_configurator.py``, ``KVCacheConfigurator._handle_max_mamba_cache``
-  (no speculative decoding, no explicit ``--max-mamba-cache-size``): a share
-  ``r / (1 + r)`` of the budget (``r`` = ``--mamba-full-memory-ratio``, 0.9
-  unless given) holds ``int((share - slot) // slot)`` slots, the pool's
-  padding slot charged too; the rest is KV, ``rest // cell_size`` tokens
-  floored to the page (``model_executor/pool_configurator.py``,
-  ``DefaultPoolConfigurator.calculate_pool_sizes``, the cell the full
-  attention layers' K and V of a token). A slot holds every state layer's
-  state, conv part in ``SGLANG_MAMBA_CONV_DTYPE`` (bfloat16), temporal part
-  in the config's ``mamba_ssm_dtype`` or float32 (``configs/mamba_utils.py``,
-  ``mamba2_state_dtype``). A state can end on the checkpoint grid only,
-  ``lcm(mamba chunk size, page)`` (``runtime_context.mamba_checkpoint_grid``;
-  the chunk 64 for Gated DeltaNet, FLA's, the config's ``mamba_chunk_size``
-  or ``chunk_size`` for Nemotron-H, else 256): the replay's block is that
-  grid, and SGLang's tokens count as whole blocks of it.
-  ``tests/audit/sglang/test_layouts.py`` checks slots and tokens against
-  SGLang's two functions and its state size against its config classes.
-- ``per-request-slot`` (tpu-inference, vllm-project/tpu-inference #3413):
-  one state slot per running request (``max_num_reqs + 1`` slots,
-  ``_maybe_set_compact_mamba_num_blocks_override``), nowhere to keep a state
-  at a block end; prefix caching is off for hybrid models (#3358, kept by
-  #3413), so every hit is 0. The slots take ``max_num_seqs + 1`` states
-  (``max_num_seqs`` 256 unless given: vLLM's default off the large GPUs,
-  ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args``), in
-  vLLM's dtypes; the attention groups take vLLM's blocks of the rest.
+  equal pages (``models``).
+- ``sglang`` (SGLang 0.5.23): the states in a pool of their own, a share
+  ``r / (1 + r)`` of the budget (``mem_cache/kv_cache_configurator.py``,
+  ``KVCacheConfigurator._handle_max_mamba_cache``), the rest KV tokens at
+  page 1 (``model_executor/pool_configurator.py``,
+  ``DefaultPoolConfigurator.calculate_pool_sizes``), a slot in SGLang's state
+  dtypes (``configs/mamba_utils.py``, ``mamba2_state_dtype``); the replay's
+  block its checkpoint grid (``runtime_context.mamba_checkpoint_grid``).
+  ``tests/audit/sglang/test_layouts.py`` checks it against those functions.
+- ``per-request-slot`` (vllm-project/tpu-inference #3413): a state slot per
+  running request (``max_num_seqs + 1``), no prefix caching for hybrid
+  models (#3358), so every hit is 0; vLLM's blocks of the rest.
+
+What the replay keeps of SGLang's cache and leaves out: docs/hbm.md,
+"Engines' layouts"; why: docs/design/engine-layouts.md.
 """
 
 from __future__ import annotations

@@ -15,12 +15,8 @@ lookup once the block before it is gone. It is a reference, not a bound
 recomputes some already cached, and a sliding window or Mamba state serves a
 lookup only where the hit lands, which no next use tells. A request's block
 is a cached key, ``PRIVATE`` (-1) or ``NULL`` (-2, a slot a window
-released). Where an engine keeps states apart (``state_slots``, SGLang's
-layout: ``layouts``), the Mamba groups' blocks live in a pool of slots of
-their own with its own LRU, and a KV block evicted takes the free state
-ending where it ends with it (SGLang's cascade from a node's full attention
-to its state); ``caching=False`` caches nothing (a layout without prefix
-caching).
+released). Other engines' layouts (``layouts``): :class:`ReplayPool`'s
+``state_slots`` and ``caching``.
 """
 
 from __future__ import annotations
@@ -103,7 +99,9 @@ class ReplayPool:
     (what a test compares with the engine's blocks; ``belady`` keeps it too,
     to break ties of next use by depth). ``state_slots`` (``lru`` only): the
     Mamba groups' states in a pool of that many slots apart from the
-    ``num_blocks``; ``caching``: whether a full block is cached at all.
+    ``num_blocks``, with an LRU of its own, a block evicted taking the free
+    state ending where it ends (SGLang's cascade from a node's full
+    attention to its state); ``caching``: whether anything is cached at all.
     """
 
     def __init__(
