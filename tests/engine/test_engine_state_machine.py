@@ -16,7 +16,10 @@ ends stopped, length-capped or aborted (drawn), besides the aborts the
 machine makes. Half decode in
 speculative steps (1 to 4 drafts, accepted counts drawn, a passed Mamba block
 end captured or left uncached: a spare Mamba block per step, states pinned
-below the lag, a window's blocks kept there).
+below the lag, a window's blocks kept there). Half share an external tier
+(a few blocks to plenty) with a second instance, half of those tiers taking
+decode checkpoints: both instances save to it and load from it, and next
+turns run on the second too.
 On failure Hypothesis prints the shrunk step sequence.
 """
 
@@ -30,6 +33,7 @@ from hypothesis.stateful import (
     consumes,
     initialize,
     invariant,
+    precondition,
     rule,
 )
 
@@ -39,6 +43,7 @@ from junction.reference.engine.eviction import FlopAware, FlopModel, LayerCost, 
 from junction.reference.engine.finish import FinishReason
 from junction.reference.engine.request import RequestStatus
 from junction.reference.engine.speculative import SpeculativeDecoding
+from junction.reference.engine.tier import ExternalTier
 from junction.reference.policies.builtin import JunctionPolicy
 from junction.reference.policies.options import JunctionOptions
 
@@ -115,6 +120,11 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
                 decode_checkpoint_margin=draw(st.sampled_from([None, 1, 3])),  # two checkpoints
             )
         )
+    if draw(st.booleans()):  # a shared tier, taking decode checkpoints or not
+        tier = ExternalTier(
+            draw(st.sampled_from([4, 64, 1000])), decode_checkpoints=draw(st.booleans())
+        )
+        config = attrs.evolve(config, tier=tier)
     peak = Engine(attrs.evolve(config, policy=policy)).blocks_at_peak(MAX_PROMPT + MAX_OUTPUT)
     return attrs.evolve(config, policy=policy, num_blocks=max(per_request, peak) * factor + 1)
 
@@ -129,6 +139,8 @@ class EngineMachine(RuleBasedStateMachine):
     def start(self, config: EngineConfig, prefix: list[int]) -> None:
         self.engine = Engine(config)
         self.prefix = tuple(prefix)
+        # A second instance sharing the tier (none without one).
+        self.other = None if config.tier is None else Engine(config)
 
     @rule(
         target=requests,
@@ -149,6 +161,22 @@ class EngineMachine(RuleBasedStateMachine):
         tokens = tuple(self.engine.requests[request_id].tokens)
         prompt = (tokens + tuple(suffix))[:MAX_PROMPT] or (1,)
         return self.engine.submit(prompt, MAX_OUTPUT // 2 + 1)
+
+    @precondition(lambda self: self.other is not None)
+    @rule(request_id=requests, suffix=st.lists(st.integers(0, 9), max_size=8))
+    def next_turn_elsewhere(self, request_id: int, suffix: list[int]) -> None:
+        """A next turn routed to the second instance, which loads what the tier holds."""
+        self.drain()
+        other = self.other
+        assert other is not None
+        tokens = tuple(self.engine.requests[request_id].tokens)
+        other.submit((tokens + tuple(suffix))[:MAX_PROMPT] or (1,), MAX_OUTPUT // 2 + 1)
+        for _ in range(10_000):
+            if other.idle:
+                break
+            other.step()
+            other.check()
+        assert other.idle, f"no progress:\n{other.dump()}"
 
     @rule(request_id=consumes(requests))
     def abort(self, request_id: int) -> None:
@@ -177,6 +205,8 @@ class EngineMachine(RuleBasedStateMachine):
     def invariants_hold(self) -> None:
         if hasattr(self, "engine"):
             self.engine.check()
+            if self.other is not None:
+                self.other.check()
 
 
 TestEngineMachine = EngineMachine.TestCase
