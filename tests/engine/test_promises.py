@@ -116,6 +116,29 @@ def test_promise_8_tier(scenario: Scenario) -> None:
 NEXT_TURN_POLICY = JunctionPolicy(JunctionOptions(decode_checkpoints=True))
 
 
+# Three instances an example: at most 50 (the zoo's mutant is caught within its first).
+@settings(max_examples=min(50, settings.default.max_examples))
+@given(scenarios("tier"))
+@example(  # the decode checkpoint 4 reads a window block of the prompt no prompt position keeps
+    Scenario(
+        "tier",
+        HybridGeometry(
+            [GroupSpec.full(2), GroupSpec.full(4), GroupSpec.sliding_window(2, 4)],
+            2,
+            retention_interval=0,
+        ),
+        [(0, 101, 0), (0, 102, 0)],
+        (0, 102, 0),
+        4,
+    )
+)
+def test_promise_8_with_9_the_next_turn_on_another_instance(scenario: Scenario) -> None:
+    """With decode checkpoints on and the tier taking them: the next turn resumes on
+    another instance at least as deep as on the first (and promise 8 holds)."""
+    violation = replay(scenario, NEXT_TURN_POLICY)
+    assert violation is None, f"{violation}\nscenario: {scenario.to_json()}"
+
+
 @BUDGET
 @given(scenarios("next_turn"))
 @example(  # no position while c < 16, then 8: the window's block 0 must not be released
