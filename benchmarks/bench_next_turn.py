@@ -21,8 +21,13 @@ against one token a step, without and with EAGLE. ``--acceptance`` prints
 hit rate, TTFT p50 and sparse blocks at peak of pinned, ``+ decode``, ``+
 decode`` retired (a budget of one turn per path) and two checkpoints under
 the trace's finish mix (``MOONCAKE_CONVERSATION``) with exact resends and
-with :data:`RESENDS`. docs/next-turn.md holds a run's output and its command.
+with :data:`RESENDS`. ``--gaps`` prints the distribution of the gap between
+a trace request and its continuation, in requests and in seconds (what
+``junction+decode-retired``'s time to live is taken from). docs/next-turn.md
+holds a run's output and its command.
 """
+
+# size: one benchmark of the next turn, its six measurements sharing workloads and presets
 
 from __future__ import annotations
 
@@ -51,6 +56,7 @@ from junction.reference.workloads import (
     run_sessions,
     run_trace,
 )
+from junction.reference.workloads.answers import hash_continuations
 from junction.reference.workloads.mooncake import HashTraceRequest
 from junction.reference.workloads.tracefile import load_any_trace
 
@@ -208,6 +214,33 @@ def _acceptance_table(title: str, workload: Workload, presets: list[str], blocks
     return "\n".join(lines)
 
 
+GAP_QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
+
+
+def _gap_table(ordered: list[HashTraceRequest]) -> str:
+    """Per quantile, the gap between a request and its continuation: the requests
+    submitted in between (ids are submission order) and the seconds."""
+    position = {id(request): index for index, request in enumerate(ordered)}
+    gaps = sorted(
+        (position[id(found.request)] - index, found.request.timestamp - request.timestamp)
+        for index, (request, found) in enumerate(
+            zip(ordered, hash_continuations(ordered), strict=True)
+        )
+        if found is not None
+    )
+    seconds = sorted(gap for _, gap in gaps)
+    lines = [
+        f"#### gap to the continuation: {len(gaps):,} of {len(ordered):,} requests continued",
+        "",
+        "| quantile | requests | seconds |",
+        "| ---: | ---: | ---: |",
+    ]
+    for quantile in GAP_QUANTILES:
+        at = min(int(quantile * len(gaps)), len(gaps) - 1)
+        lines.append(f"| {quantile:g} | {gaps[at][0]:,} | {seconds[at] / 1000:,.0f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=0, help="trace requests (0: all)")
@@ -229,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the trace: pinned, + decode, + decode retired (and two checkpoints)",
     )
+    parser.add_argument(
+        "--gaps", action="store_true", help="the gap between a request and its continuation"
+    )
     args = parser.parse_args(argv)
     settings = Settings(
         num_blocks=args.blocks,
@@ -249,39 +285,33 @@ def main(argv: list[str] | None = None) -> int:
         ordered = sorted(requests, key=lambda r: r.timestamp)
         if args.requests:
             ordered = ordered[: args.requests]
+        if args.gaps:
+            print(_gap_table(ordered))
+            return 0
         workloads.append(("trace", hash_trace_workload(TRACE, ordered, True), "trace"))
+    presets, blocks = args.presets.split(","), args.blocks
     for name, workload, arrivals in workloads:
         started = time.perf_counter()
+        title = f"{name}: {workload.source}, {workload.requests:,} requests"
+        # The measurements of decode checkpoints skip the workload no answer comes back in.
+        checkpoints = args.acceptance or args.step_models or args.finish_mixes
+        if checkpoints and (
+            name == "built-in as before" or (args.acceptance and arrivals != "trace")
+        ):
+            continue
         if args.acceptance:
-            if arrivals != "trace":
-                continue
-            title = f"{name}: {workload.source}, {workload.requests:,} requests"
-            print(_acceptance_table(title, workload, args.presets.split(","), args.blocks))
-            print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
-            continue
-        if args.step_models:
-            if name == "built-in as before":
-                continue
-            title = f"{name}: {workload.source}, {workload.requests:,} requests"
-            print(_step_table(title, workload, args.presets.split(","), args.blocks))
-            print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
-            continue
-        if args.finish_mixes:
-            if name == "built-in as before":
-                continue  # no answer comes back: nothing to publish for
+            print(_acceptance_table(title, workload, presets, blocks))
+        elif args.step_models:
+            print(_step_table(title, workload, presets, blocks))
+        elif args.finish_mixes:
             mixes = TRACE_MIXES if arrivals == "trace" else BUILTIN_MIXES
-            title = f"{name}: {workload.source}, {workload.requests:,} requests"
-            print(_mix_table(title, workload, mixes, args.presets.split(","), args.blocks))
-            print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
-            continue
-        results = simulate(
-            workload,
-            args.presets.split(","),
-            _rows(args.interval),
-            attrs.evolve(settings, arrivals=arrivals),
-        )
-        dense = {r.geometry: r for r in results if r.variant.policy == "dense"}
-        print(_table(f"{name}: {workload.source}, {workload.requests:,} requests", results, dense))
+            print(_mix_table(title, workload, mixes, presets, blocks))
+        else:
+            results = simulate(
+                workload, presets, _rows(args.interval), attrs.evolve(settings, arrivals=arrivals)
+            )
+            dense = {r.geometry: r for r in results if r.variant.policy == "dense"}
+            print(_table(title, results, dense))
         print(f"\n({time.perf_counter() - started:,.0f} s)\n", file=sys.stderr)
     return 0
 

@@ -80,12 +80,16 @@ class Coordinator:
         # How far below the computed tokens a next turn may resume (0: off).
         lag = decode_lag(geometry) + policy.decode_checkpoint_margin
         self.decode_lag = lag if self.keeps_decode else 0
-        # A budget of turns per path whose decode checkpoints stay cached (None: off).
+        # A budget of turns per path whose decode checkpoints stay cached, and a time to
+        # live for those no request resumes from (None: off).
         budget = policy.decode_checkpoint_budget if self.keeps_decode else None
+        ttl = policy.decode_checkpoint_ttl if self.keeps_decode else None
         self.ledger = (
             None
-            if budget is None
-            else DecodeCheckpointLedger(pool, budget, geometry.hash_block_size)
+            if budget is None and ttl is None
+            else DecodeCheckpointLedger(
+                pool, budget, ttl, geometry.hash_block_size, geometry.hit_grid_tokens
+            )
         )
 
     def lookup(self, request: Request, also: BlockIndex | None = None) -> HitReconciliation:
@@ -111,6 +115,8 @@ class Coordinator:
         request.decode_states_from = hit if speculative else None
         self.quiet[request.request_id] = -1  # nothing known yet: ask every group
         request.shared_prefix_boundary = hits.shared_prefix_boundary if hits else 0
+        if self.ledger is not None:
+            self.ledger.admitted(request, hit)
         return hits
 
     def blocks_needed(self, request: Request, num_tokens: int) -> int:
@@ -193,10 +199,10 @@ class Coordinator:
         policy's decode checkpoints (nothing unless the policy keeps them); the
         blocks it cached."""
         positions = self.decode_positions.pop(request.request_id, ())
-        if not positions:
-            return []
-        cached = [block for m in self.managers for block in m.publish(request, positions)]
-        if self.ledger is not None:
+        cached: list[Block] = []
+        if positions:
+            cached = [block for m in self.managers for block in m.publish(request, positions)]
+        if self.ledger is not None:  # it retires the turns this one passed, even so
             self.ledger.published(request, positions, cached)
         return cached
 
@@ -206,6 +212,8 @@ class Coordinator:
         self.quiet.pop(request.request_id, None)
         self.quiet_states.pop(request.request_id, None)
         self.decode_positions.pop(request.request_id, None)
+        if self.ledger is not None:
+            self.ledger.released()
 
     def holders(self, request_ids: list[int]) -> dict[int, int]:
         """How many (request, group) pairs hold each block."""

@@ -165,10 +165,10 @@ def _finishes(policy: object, name: str) -> frozenset[FinishReason]:
     return reasons
 
 
-def _budget(policy: object, name: str) -> int | None:
-    """A policy's ``decode_checkpoint_budget``: ``None`` (absent: no retirement) or an
-    int ``>= 1``, the turns per path whose decode checkpoints stay cached."""
-    declaration = "decode_checkpoint_budget"
+def _budget(policy: object, name: str, declaration: str = "decode_checkpoint_budget") -> int | None:
+    """A policy's ``decode_checkpoint_budget`` (the turns per path whose decode
+    checkpoints stay cached) or ``decode_checkpoint_ttl`` (the later requests within
+    which one must be resumed from): ``None`` (absent: off) or an int ``>= 1``."""
     try:
         value = getattr(policy, declaration, None)
     except BaseException as error:
@@ -247,6 +247,11 @@ class CheckedPolicy:
         self.decode_checkpoint_finishes = _finishes(policy, name) if keeps else frozenset()
         #: The turns per path whose decode checkpoints stay cached (None: every one).
         self.decode_checkpoint_budget = _budget(policy, name) if keeps else None
+        #: The later requests within which a decode checkpoint must be resumed from, or
+        #: is retired (None: kept like any cached block).
+        self.decode_checkpoint_ttl = (
+            _budget(policy, name, "decode_checkpoint_ttl") if keeps else None
+        )
         #: How far below the answer's end its earliest decode checkpoint may lie.
         self.decode_checkpoint_margin = _margin(policy, name) if keeps else 0
         #: Whether the policy promises the declared prefix (a declaration, never asked).

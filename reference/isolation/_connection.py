@@ -101,10 +101,12 @@ class Loaded:
     keeps_declared_checkpoints: bool
     # The finishes on which the engine publishes decode checkpoints (none when it keeps none).
     decode_checkpoint_finishes: frozenset[FinishReason]
-    # Turns per path whose decode checkpoints stay (None: no retirement), and how far
-    # below the answer's end the earliest lies (both as engine.policy.CheckedPolicy reads).
+    # Turns per path whose decode checkpoints stay (None: no retirement), how far
+    # below the answer's end the earliest lies, and the later requests within which one
+    # must be resumed from (all as engine.policy.CheckedPolicy reads).
     decode_checkpoint_budget: int | None = None
     decode_checkpoint_margin: int = 0
+    decode_checkpoint_ttl: int | None = None
 
 
 def _load_failure(fields: object) -> PolicyError:
@@ -135,6 +137,7 @@ def read_loaded(message: object) -> Loaded | PolicyError:
         "decode_checkpoint_finishes",
         "decode_checkpoint_budget",
         "decode_checkpoint_margin",
+        "decode_checkpoint_ttl",
     }
     if type(fields) is not dict or set(fields) != keys:
         raise _MalformedMessage(f"loaded must have exactly {sorted(keys)}")
@@ -150,14 +153,21 @@ def read_loaded(message: object) -> Loaded | PolicyError:
     if any(type(flag) is not bool for flag in flags):
         raise _MalformedMessage("the policy's declarations must be bools")
     budget, margin = fields["decode_checkpoint_budget"], fields["decode_checkpoint_margin"]
-    if budget is not None and (type(budget) is not int or budget < 1):
-        raise _MalformedMessage("decode_checkpoint_budget must be null or an int >= 1")
+    ttl = fields["decode_checkpoint_ttl"]
+    for declaration, value in (
+        ("decode_checkpoint_budget", budget),
+        ("decode_checkpoint_ttl", ttl),
+    ):
+        if value is not None and (type(value) is not int or value < 1):
+            raise _MalformedMessage(f"{declaration} must be null or an int >= 1")
     if type(margin) is not int or margin < 0:
         raise _MalformedMessage("decode_checkpoint_margin must be an int >= 0")
-    if (budget is not None or margin) and not flags[2]:
-        raise _MalformedMessage("a decode checkpoint budget or margin without the checkpoints")
+    if (budget is not None or margin or ttl is not None) and not flags[2]:
+        raise _MalformedMessage(
+            "a decode checkpoint budget, margin or time to live without the checkpoints"
+        )
     finishes = _finishes(fields["decode_checkpoint_finishes"], flags[2])
-    return Loaded(name, *flags, finishes, budget, margin)
+    return Loaded(name, *flags, finishes, budget, margin, ttl)
 
 
 def _finishes(names: object, keeps_decode_checkpoints: bool) -> frozenset[FinishReason]:

@@ -111,6 +111,7 @@ def _load(spec: str) -> tuple[Policy, dict[str, Any]]:
         "decode_checkpoint_finishes": sorted(r.value for r in checked.decode_checkpoint_finishes),
         "decode_checkpoint_budget": checked.decode_checkpoint_budget,
         "decode_checkpoint_margin": checked.decode_checkpoint_margin,
+        "decode_checkpoint_ttl": checked.decode_checkpoint_ttl,
     }
     return policy, loaded
 

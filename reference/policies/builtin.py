@@ -53,6 +53,7 @@ class JunctionPolicy:
     keeps_decode_checkpoints = False
     decode_checkpoint_budget: int | None = None
     decode_checkpoint_margin = 0
+    decode_checkpoint_ttl: int | None = None
     # Declared checkpoints are promised as the junction is (the declared-prefix promise).
     keeps_declared_checkpoints = True
     # The reachable boundaries are the prompt's and the junction's (the
@@ -68,6 +69,7 @@ class JunctionPolicy:
         self.decode_checkpoint_finishes = options.decode_checkpoint_finishes
         self.decode_checkpoint_budget = options.decode_checkpoint_budget
         self.decode_checkpoint_margin = options.decode_checkpoint_margin or 0
+        self.decode_checkpoint_ttl = options.decode_checkpoint_ttl
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""
@@ -249,10 +251,25 @@ class IntervalPolicy(JunctionPolicy):
         return 0
 
 
+#: Later requests within which a decode checkpoint must be resumed from, or is
+#: retired: the gap between a request and its continuation on the Mooncake
+#: conversation trace is at most this for 90% of continuations
+#: (docs/next-turn.md, "Retirement and two checkpoints").
+DECODE_CHECKPOINT_TTL = 1500
+
+
 def junction_with_retired_decode_checkpoints() -> JunctionPolicy:
-    """``junction+decode`` with a budget of one turn per path: a turn's decode checkpoint
-    is retired once the next turn on its path publishes its own."""
-    return JunctionPolicy(JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=1))
+    """``junction+decode`` with a budget of one turn per path (a turn's decode checkpoint
+    is retired once the next turn on its path publishes its own) and a time to live
+    (one no request resumed from within :data:`DECODE_CHECKPOINT_TTL` later requests
+    is retired)."""
+    return JunctionPolicy(
+        JunctionOptions(
+            decode_checkpoints=True,
+            decode_checkpoint_budget=1,
+            decode_checkpoint_ttl=DECODE_CHECKPOINT_TTL,
+        )
+    )
 
 
 #: The second checkpoint's margin: a stop string of up to 4 tokens cut from the
@@ -268,6 +285,7 @@ def junction_with_two_decode_checkpoints() -> JunctionPolicy:
             decode_checkpoints=True,
             decode_checkpoint_budget=1,
             decode_checkpoint_margin=STOP_STRING_MARGIN,
+            decode_checkpoint_ttl=DECODE_CHECKPOINT_TTL,
         )
     )
 

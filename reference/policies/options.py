@@ -34,7 +34,7 @@ def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> 
 
 
 def _budget(instance: object, attribute: attrs.Attribute[int | None], value: object) -> None:
-    """``None`` or an int ``>= 1`` (a budget, a margin)."""
+    """``None`` or an int ``>= 1`` (a budget, a margin, a time to live)."""
     if value is not None and (type(value) is not int or value < 1):
         raise InvalidArgument(attribute.name, value, "must be None or an int >= 1")
 
@@ -63,7 +63,9 @@ class JunctionOptions:
     ``decode_checkpoint_margin``: ``None`` (one decode checkpoint, the answer's
     end) or a margin in tokens (``>= 1``): a second checkpoint where a next turn
     resending all but the answer's last ``margin`` tokens lands (a cut stop
-    string).
+    string). ``decode_checkpoint_ttl``: ``None`` (kept like any cached block) or
+    the later requests (``>= 1``) within which a turn's checkpoint must be resumed
+    from, or it is retired (``engine.retirement``).
     """
 
     prefill_checkpoint_alignment: int | None = attrs.field(default=None, validator=_alignment)
@@ -73,6 +75,7 @@ class JunctionOptions:
     )
     decode_checkpoint_budget: int | None = attrs.field(default=None, validator=_budget)
     decode_checkpoint_margin: int | None = attrs.field(default=None, validator=_budget)
+    decode_checkpoint_ttl: int | None = attrs.field(default=None, validator=_budget)
 
 
 DEFAULT_OPTIONS = JunctionOptions()

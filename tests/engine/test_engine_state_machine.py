@@ -11,7 +11,8 @@ Half the configurations keep decode checkpoints (pinned Mamba states and held
 windows, published on the finishes the policy declares, drawn, given back
 otherwise and on preemption), two thirds of those retire them under a
 budget of one or two turns per path, two thirds keep a second one below a
-margin, walked by next turns that resend a request's tokens; every request
+margin, two thirds retire those no request resumed from within 1 or 3 later
+requests (a time to live), walked by next turns that resend a request's tokens; every request
 ends stopped, length-capped or aborted (drawn), besides the aborts the
 machine makes. Half decode in
 speculative steps (1 to 4 drafts, accepted counts drawn, a passed Mamba block
@@ -118,6 +119,8 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
                 decode_checkpoint_finishes=finishes,
                 decode_checkpoint_budget=budget,
                 decode_checkpoint_margin=draw(st.sampled_from([None, 1, 3])),  # two checkpoints
+                # A time to live of a few requests: expiry happens within a walk.
+                decode_checkpoint_ttl=draw(st.sampled_from([None, 1, 3])),
             )
         )
     if draw(st.booleans()):  # a shared tier, taking decode checkpoints or not

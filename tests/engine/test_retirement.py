@@ -13,6 +13,7 @@ import pytest
 
 from junction.core import HybridGeometry, InvalidArgument
 from junction.reference.engine.engine import Engine
+from junction.reference.engine.invariants import InvariantViolation
 from junction.reference.engine.policy import CheckedPolicy, PolicyError
 from junction.reference.harness import Promise, run_conformance
 from junction.reference.policies.builtin import (
@@ -26,6 +27,7 @@ from .test_decode_checkpoints import MAMBA, WINDOW, _engine, _finish, _next_turn
 RETIRED = JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=1)
 TWO = JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=2)
 KEPT = JunctionOptions(decode_checkpoints=True)
+TTL = JunctionOptions(decode_checkpoints=True, decode_checkpoint_ttl=2)
 
 
 def _conversation(engine: Engine, turns: int) -> list[tuple[int, ...]]:
@@ -93,3 +95,64 @@ def test_promise_9_holds_with_a_budget_of_one() -> None:
         junction_with_retired_decode_checkpoints(), examples=100, promises=[Promise.NEXT_TURN]
     )
     assert not report.violated, report.violated[0].message
+
+
+def test_a_checkpoint_at_the_publishers_replay_state_is_kept() -> None:
+    """A next turn cutting the answer's last tokens (a stop string) and adding none
+    resumes at the turn's checkpoint, its own replay state: its publication keeps
+    it, so a request branching inside its answer still lands there."""
+    for options in (RETIRED, KEPT):
+        engine = _engine(MAMBA, options)
+        (turn,) = _conversation(engine, 1)  # 32 tokens, its checkpoint at 28
+        resent = _finish(engine, (*turn[:30], 999), 9)  # P = 31: its replay state at 28
+        assert _next_turn(engine, (*resent[:29], 555, 556))[0] == 28
+        ledger = engine.coordinator.ledger
+        assert ledger is None or ledger.retired == 0
+
+
+def _unrelated(engine: Engine, count: int) -> None:
+    for index in range(count):
+        _finish(engine, tuple(range(500 + 30 * index, 523 + 30 * index)), 1)
+
+
+def test_a_checkpoint_no_request_resumes_from_lives_its_time_to_live() -> None:
+    for options, later, resumed in (
+        (TTL, 2, 28),  # within the time to live
+        (TTL, 3, 20),  # past it: retired, the prompt's replay state remains
+        (KEPT, 3, 28),
+    ):
+        engine = _engine(MAMBA, options)
+        (turn,) = _conversation(engine, 1)
+        _unrelated(engine, later)
+        assert _next_turn(engine, (*turn, 300))[0] == resumed
+        ledger = engine.coordinator.ledger
+        assert (ledger.expired if ledger else 0) == (resumed == 20)
+
+
+def test_a_checkpoint_resumed_from_outlives_its_time_to_live() -> None:
+    """The request resuming from it computed no state there of its own: only the
+    budget retires it."""
+    engine = _engine(MAMBA, TTL)
+    (turn,) = _conversation(engine, 1)
+    _finish(engine, (*turn[:29], 555), 1)  # resumes at 28, publishes nothing deeper
+    _unrelated(engine, 5)
+    assert _next_turn(engine, (*turn, 300))[0] == 28
+
+
+def test_the_time_to_live_is_validated_and_checked() -> None:
+    with pytest.raises(InvalidArgument, match="decode_checkpoint_ttl"):
+        JunctionOptions(decode_checkpoint_ttl=0)
+    bad = JunctionPolicy(KEPT)
+    bad.decode_checkpoint_ttl = 1.5  # type: ignore[assignment]
+    with pytest.raises(PolicyError, match="decode_checkpoint_ttl"):
+        CheckedPolicy(bad)
+    assert CheckedPolicy(JunctionPolicy(KEPT)).decode_checkpoint_ttl is None
+    engine = _engine(MAMBA, TTL)
+    _conversation(engine, 1)
+    ledger = engine.coordinator.ledger
+    assert ledger is not None and len(ledger.unreached) == 1
+    ledger.clock += TTL.decode_checkpoint_ttl or 0
+    engine.check()
+    ledger.clock += 1  # an expiry the ledger missed
+    with pytest.raises(InvariantViolation, match="time to live"):
+        engine.check()

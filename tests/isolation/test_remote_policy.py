@@ -63,6 +63,7 @@ def test_the_next_turn_declarations_cross_the_wire(spec: str) -> None:
             "decode_checkpoint_finishes",
             "decode_checkpoint_budget",
             "decode_checkpoint_margin",
+            "decode_checkpoint_ttl",
         ):
             assert getattr(watched, declaration) == getattr(direct, declaration), declaration
 
@@ -76,6 +77,7 @@ _LOADED = {
     "decode_checkpoint_finishes": ["stopped"],
     "decode_checkpoint_budget": 1,
     "decode_checkpoint_margin": 4,
+    "decode_checkpoint_ttl": 2000,
 }
 
 
@@ -92,6 +94,8 @@ _LOADED = {
         {"decode_checkpoint_budget": True},
         {"decode_checkpoint_margin": -1},
         {"decode_checkpoint_margin": 1.5},
+        {"decode_checkpoint_ttl": 0},
+        {"decode_checkpoint_ttl": 2.0},
         {"keeps_decode_checkpoints": False, "decode_checkpoint_finishes": []},  # a budget alone
     ],
 )

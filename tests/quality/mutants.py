@@ -408,6 +408,22 @@ class RetiresItsOwnTurnEngine(Engine):
                 ledger.retired += self.pool.retire(turn.blocks)
 
 
+class UnreachedCheckpointRetiredAtOnceEngine(Engine):
+    """The time to live read as none at all ("a checkpoint no next turn has reached
+    goes first"): a decode checkpoint no request has resumed from yet is retired as
+    its own request lets go of it, so its next turn finds none there."""
+
+    name = "engine mutant: an unreached decode checkpoint retired at its publication"
+
+    def _finish(self, request: Request) -> None:
+        super()._finish(request)
+        ledger = self.coordinator.ledger
+        if ledger is not None:
+            for key, turn in list(ledger.unreached.items()):
+                del ledger.unreached[key], ledger.turns[key]
+                ledger.retired += self.pool.retire(turn.blocks)
+
+
 class MarginOutsideTheLagEngine(Engine):
     """Two decode checkpoints, the pins reaching only as far as one: the engine ignores
     the policy's declared margin, so the earlier checkpoint's state (or a window's
@@ -554,5 +570,13 @@ ZOO: tuple[Mutant, ...] = (
         junction_with_two_decode_checkpoints,
         Promise.NEXT_TURN,
         MarginOutsideTheLagEngine,
+    ),
+    # The time to live of unreached decode checkpoints: run with it declared.
+    Mutant(
+        UnreachedCheckpointRetiredAtOnceEngine.__name__,
+        UnreachedCheckpointRetiredAtOnceEngine.name,
+        junction_with_retired_decode_checkpoints,
+        Promise.NEXT_TURN,
+        UnreachedCheckpointRetiredAtOnceEngine,
     ),
 )
