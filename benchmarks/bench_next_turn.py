@@ -32,6 +32,7 @@ holds a run's output and its command.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 
@@ -39,7 +40,12 @@ import attrs
 
 from junction.core import CrossedGridPoints, GroupKind
 from junction.reference.engine.engine import Engine, EngineConfig
+from junction.reference.engine.policy import Policy
 from junction.reference.engine.speculative import SpeculativeDecoding
+from junction.reference.policies.builtin import (
+    JunctionPolicy,
+    junction_with_retired_decode_checkpoints,
+)
 from junction.reference.policies.registry import resolve_policy
 from junction.reference.simulator.geometries import GEOMETRIES
 from junction.reference.simulator.result import Latency, RunResult
@@ -180,9 +186,29 @@ RESENDS = ResendMix(exact=0.8, stop_cut=0.1, reasoning_stripped=0.05, token_chan
 ACCEPTANCE_ROWS = ("junction", "junction+decode", "junction+decode-retired", "junction+decode2")
 
 
-def _acceptance_table(title: str, workload: Workload, presets: list[str], blocks: int) -> str:
+def _retired(ttl: int) -> Policy:
+    """``junction+decode-retired`` with another time to live."""
+    options = junction_with_retired_decode_checkpoints().options
+    return JunctionPolicy(attrs.evolve(options, decode_checkpoint_ttl=ttl))
+
+
+def _acceptance_table(
+    title: str,
+    workload: Workload,
+    presets: list[str],
+    blocks: int,
+    ttls: tuple[int, ...] = (),
+) -> str:
     """Hit rate, TTFT p50 and sparse blocks at peak per policy keeping decode
-    checkpoints (and pinned), under the trace's finish mix, per resend mix."""
+    checkpoints (and pinned), under the trace's finish mix, per resend mix; with
+    ``ttls``, pinned, ``+ decode`` and ``+ decode`` retired under each time to live,
+    under :data:`RESENDS` only."""
+    rows = [(name, functools.partial(resolve_policy, name)) for name in ACCEPTANCE_ROWS]
+    if ttls:
+        retired = [
+            (f"junction+decode-retired, ttl {n}", functools.partial(_retired, n)) for n in ttls
+        ]
+        rows = rows[:2] + retired
     lines = [
         f"#### {title}; finishes {MOONCAKE_CONVERSATION.describe()}",
         "",
@@ -191,10 +217,11 @@ def _acceptance_table(title: str, workload: Workload, presets: list[str], blocks
         "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for preset in presets:
-        for resends in (EXACT, RESENDS):
+        for resends in (RESENDS,) if ttls else (EXACT, RESENDS):
             pinned = 0
-            for name in ACCEPTANCE_ROWS:
-                engine = Engine(_config(preset, name, blocks))
+            for name, policy in rows:
+                config = _config(preset, "junction", blocks)
+                engine = Engine(attrs.evolve(config, policy=policy()))
                 replay = run_trace(
                     engine, workload.turns, StepTimeModel(), None, MOONCAKE_CONVERSATION, resends
                 )
@@ -265,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gaps", action="store_true", help="the gap between a request and its continuation"
     )
+    parser.add_argument(
+        "--ttls", default="", help="with --acceptance: retired under these times to live"
+    )
     args = parser.parse_args(argv)
     settings = Settings(
         num_blocks=args.blocks,
@@ -300,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         ):
             continue
         if args.acceptance:
-            print(_acceptance_table(title, workload, presets, blocks))
+            ttls = tuple(int(n) for n in args.ttls.split(",") if n)
+            print(_acceptance_table(title, workload, presets, blocks, ttls))
         elif args.step_models:
             print(_step_table(title, workload, presets, blocks))
         elif args.finish_mixes:
