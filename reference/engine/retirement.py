@@ -1,35 +1,18 @@
 """Retiring decode checkpoints: a budget of turns per path, and a time to live.
 
-A policy declaring ``decode_checkpoint_budget = k`` keeps the decode
-checkpoints of at most ``k`` turns on one path: when a request publishes
-its own, every earlier turn whose deepest checkpoint its tokens ran through
-(it resumed from that state or passed it: the prefix hash there is the
-same) strictly below its own prompt's replay state is on its path, and all
-but the newest ``k - 1`` of those are retired. ``k = 1`` is retirement
-(turn ``t``'s checkpoint goes once turn ``t + 1`` publishes a deeper one),
-``k = 2`` RFC #55697's budget of two snapshots per path (SGLang #31230's
-cap per path). A checkpoint at the replay position itself is kept: it is
-the state a later request diverging inside the publisher's answer (an
-inexact resend, a sibling) lands on, since the publisher resumed from it
-and computed none of its own there.
+``decode_checkpoint_budget = k``: when a request publishes, the earlier
+turns whose deepest checkpoint its tokens ran through strictly below its own
+prompt's replay state are on its path, and all but the newest ``k - 1`` are
+retired (one at the replay state is the state it resumed from and computed
+none of its own at: kept). ``decode_checkpoint_ttl = n``: a turn's
+checkpoints no request has resumed from within ``n`` later requests of its
+publication are retired (the clock: the highest request id admitted); one
+resumed from is left to the budget.
 
-A policy declaring ``decode_checkpoint_ttl = n`` retires a turn's
-checkpoints that no request has resumed from within ``n`` later requests
-of its publication. The clock is the highest request id admitted (ids are
-submission order, so a request re-admitted after preemption does not move
-it); a turn is stamped with it when it publishes and retired at the
-admission that takes it past the stamp plus ``n``, unless an admitted
-request's hit resumed from its checkpoint before (the deepest on the
-request's path at or below the hit). A checkpoint once resumed from is the
-resuming request's prompt-side state (it computed none of its own there),
-so only the budget retires it. Most published checkpoints have no next turn
-at all; the budget cannot reach those, the time to live does.
-
-Place in eviction order: a retired block is freed (at once, or as the last
-request holding it lets go) and recycled before any cached block (prompt
-junctions included), since the path has moved past it or nobody came. A
-checkpoint not retired is kept like any cached block. Without either
-declaration nothing here runs.
+A retired block is freed (at once, or when the last request holding it lets
+go) and recycled before any cached block; one not retired is kept like any
+cached block. Without either declaration nothing here runs. The why and the
+measurements: docs/next-turn.md, "Retirement and two checkpoints".
 """
 
 from __future__ import annotations

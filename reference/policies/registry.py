@@ -76,7 +76,8 @@ POLICIES: tuple[PolicyEntry, ...] = (
         "junction+decode-retired",
         junction_with_retired_decode_checkpoints,
         Role.NEXT_TURN,
-        "junction+decode, a turn's checkpoint retired once the next turn on its path publishes",
+        "junction+decode, a turn's checkpoint retired once the next turn on its path publishes"
+        " or no request resumed from it within 1500 requests",
     ),
     PolicyEntry(
         "junction+decode2",
