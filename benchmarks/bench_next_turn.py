@@ -187,9 +187,9 @@ ACCEPTANCE_ROWS = ("junction", "junction+decode", "junction+decode-retired", "ju
 
 
 def _retired(ttl: int) -> Policy:
-    """``junction+decode-retired`` with another time to live."""
+    """``junction+decode-retired`` with another time to live (0: none, the budget alone)."""
     options = junction_with_retired_decode_checkpoints().options
-    return JunctionPolicy(attrs.evolve(options, decode_checkpoint_ttl=ttl))
+    return JunctionPolicy(attrs.evolve(options, decode_checkpoint_ttl=ttl or None))
 
 
 def _acceptance_table(
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         "--gaps", action="store_true", help="the gap between a request and its continuation"
     )
     parser.add_argument(
-        "--ttls", default="", help="with --acceptance: retired under these times to live"
+        "--ttls", default="", help="with --acceptance: retired under these times to live (0: none)"
     )
     args = parser.parse_args(argv)
     settings = Settings(
