@@ -194,17 +194,17 @@ class Coordinator:
         for manager in self.managers:
             manager.track_decode(request, lowest, recent)
 
-    def publish(self, request: Request) -> list[Block]:
+    def publish(self, request: Request) -> tuple[int, ...]:
         """The request finished: each group caches what its next turn reads at the
         policy's decode checkpoints (nothing unless the policy keeps them); the
-        blocks it cached."""
+        checkpoints' positions (what a tier saves reads there, cached now or before)."""
         positions = self.decode_positions.pop(request.request_id, ())
         cached: list[Block] = []
         if positions:
             cached = [block for m in self.managers for block in m.publish(request, positions)]
         if self.ledger is not None:  # it retires the turns this one passed, even so
             self.ledger.published(request, positions, cached)
-        return cached
+        return positions
 
     def free(self, request: Request) -> None:
         for manager in self.managers:

@@ -217,7 +217,7 @@ class Engine:
         if request.status is RequestStatus.RUNNING:
             self.running.remove(request)
             publishes = FinishReason.ABORTED in self.policy.decode_checkpoint_finishes
-            published = self.coordinator.publish(request) if publishes else []
+            published = self.coordinator.publish(request) if publishes else ()
             if self.connector is not None:  # vLLM's request_finished: blocks still held
                 self.connector.request_finished(request, published)
             self.coordinator.free(request)
@@ -399,7 +399,7 @@ class Engine:
         self.running.remove(request)
         reason = request.finish_reason
         publishes = reason in self.policy.decode_checkpoint_finishes
-        published = self.coordinator.publish(request) if publishes else []
+        published = self.coordinator.publish(request) if publishes else ()
         if self.connector is not None:  # vLLM's request_finished: blocks still held
             self.connector.request_finished(request, published)
         self.coordinator.free(request)

@@ -366,19 +366,35 @@ class TierConnector:
         boundaries = policy.reachable_boundaries(geometry, group, seen)
         return policy.block_mask(geometry, group, seen, start_block, end_block, boundaries)
 
-    def request_finished(self, request: Request, published: Sequence[Block]) -> None:
-        """The request finished, its blocks still held; ``published``: the blocks its
-        decode checkpoints' publication cached (none unless its policy publishes on
-        its finish). With the tier's ``decode_checkpoints``, store those (a window's
-        blocks there may lie in the prompt) and :meth:`answer_blocks`, as the
-        local cache holds them (the local mask chose; a Mamba state with its
-        position)."""
+    def request_finished(self, request: Request, positions: Sequence[int]) -> None:
+        """The request finished, its blocks still held; ``positions``: its published
+        decode checkpoints (none unless its policy publishes on its finish). With the
+        tier's ``decode_checkpoints``, store :meth:`answer_blocks`, then every block
+        a next turn landing at a checkpoint reads (:meth:`checkpoint_blocks`), as
+        the local cache holds them (the local mask chose; a Mamba state with its
+        position). The checkpoints' blocks go last, so the most recently saved,
+        the last a nearly full tier evicts."""
         if not self.tier.decode_checkpoints:
             return
         put = self.tier.put
-        for block in (*published, *self.answer_blocks(request)):
+        for block in (*self.answer_blocks(request), *self.checkpoint_blocks(request, positions)):
             if block.key is not None:
                 put(block.key, _stored(block))
+
+    def checkpoint_blocks(self, request: Request, positions: Sequence[int]) -> list[Block]:
+        """Every block the local cache holds that a hit at one of ``positions`` reads,
+        in every group (as the load path lists them): those the publication cached
+        and those cached before it (a window's or a state's in the prompt, which
+        the tier may never have taken or since evicted)."""
+        pool, found, seen = self.pool, list[Block](), set[int]()
+        for position in positions:
+            for manager in self.coordinator.managers:
+                for key, inner in self._read_by_hit(manager, request, position):
+                    block = pool.cached.get(key) or (pool.inner.get(key) if inner else None)
+                    if block is not None and block.block_id not in seen:
+                        seen.add(block.block_id)
+                        found.append(block)
+        return found
 
     def answer_blocks(self, request: Request) -> list[Block]:
         """Every block of the request's answer the local cache holds, in every group:

@@ -122,3 +122,29 @@ def test_a_window_reaching_into_the_prompt_is_saved_with_the_checkpoint() -> Non
     next_turn = (*turn.tokens, 5)
     here = first.coordinator.lookup(Request(-1, next_turn, 1, geometry.hash_block_size))
     assert here.hit_length == _run(second, next_turn, 1, FinishReason.STOPPED).hit_length == 4
+
+
+def test_a_nearly_full_tier_keeps_the_checkpoint_over_the_answer() -> None:
+    # The checkpoint at 36 reads 10 blocks (full attention's 9, the state); the answer
+    # adds the state at 32 its retention interval keeps. With room for 10, the
+    # checkpoint's blocks, saved last, are the ones left.
+    geometry = HybridGeometry([GroupSpec.full(4), GroupSpec.mamba(4)], 4, retention_interval=4)
+    policy = junction_with_decode_checkpoints()
+    tier = ExternalTier(10, decode_checkpoints=True)
+    first, second = _engine(geometry, tier, policy), _engine(geometry, tier, policy)
+    turn = _run(first, PROMPT, ANSWER, FinishReason.STOPPED)
+    assert _run(second, (*turn.tokens, *NEW_TEXT), 2, FinishReason.STOPPED).hit_length == 36
+
+
+def test_a_checkpoint_block_cached_before_the_finish_is_saved_at_it() -> None:
+    # The prompt hits instance 1's local cache, the tier having evicted its blocks
+    # since: the save path stores nothing below the hit and the publication caches
+    # only the state at 36, yet the checkpoint reads the prompt's attention too.
+    policy = junction_with_decode_checkpoints()
+    tier = ExternalTier(40, decode_checkpoints=True)
+    first, second = _engine(MAMBA, tier, policy), _engine(MAMBA, tier, policy)
+    _run(first, PROMPT, 1, FinishReason.LENGTH_CAPPED)
+    _run(first, tuple(range(1000, 1200)), 1, FinishReason.LENGTH_CAPPED)  # fills the tier
+    turn = _run(first, PROMPT, ANSWER, FinishReason.STOPPED)
+    assert turn.hit_length == 28  # from the local cache
+    assert _run(second, (*turn.tokens, *NEW_TEXT), 2, FinishReason.STOPPED).hit_length == 36

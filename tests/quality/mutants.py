@@ -316,10 +316,10 @@ class DecodeCheckpointOneGridStepOffEngine(Engine):
 
 
 class _LosesStoppedCheckpointCoordinator(Coordinator):
-    def publish(self, request: Request) -> list[Block]:
+    def publish(self, request: Request) -> tuple[int, ...]:
         if request.finish_reason is not FinishReason.STOPPED:
             return super().publish(request)
-        return []
+        return ()
 
 
 class StoppedCheckpointLostEngine(Engine):
@@ -437,7 +437,7 @@ class MarginOutsideTheLagEngine(Engine):
 
 
 class _AttentionOnlyConnector(TierConnector):
-    def request_finished(self, request: Request, published: Sequence[Block]) -> None:
+    def request_finished(self, request: Request, published: Sequence[int]) -> None:
         super().request_finished(request, ())
 
     def answer_blocks(self, request: Request) -> list[Block]:
