@@ -11,13 +11,13 @@ in as cached blocks (vLLM's ``num_external_computed_tokens``). A Mamba state
 is saved only at a chunk end on its grid, with its position, so a load never
 resumes a state that does not exist. Decode blocks stay local unless the
 tier takes **decode checkpoints** (``ExternalTier(decode_checkpoints=True)``,
-off by default; every instance sharing it then saves them): when a request
-finishes having published its decode checkpoints (vLLM's ``request_finished``
-hook, called before the request's blocks are freed), what a next turn
-landing at each one reads is stored from the local cache, the Mamba state
-with its position, so a next turn on another instance resumes there
-(docs/design/decode-checkpoints-in-tier.md). Loads land before the first
-chunk: all a simulator of the cache's decisions needs.
+off by default; every instance sharing it then saves them): at a request's
+finish (vLLM's ``request_finished``, before its blocks are freed), its
+answer's blocks (vLLM's ``offload_prompt_only: false``) and then what a next
+turn landing at each published checkpoint reads are stored from the local
+cache, the Mamba state with its position, so a next turn on another instance
+resumes there (docs/design/decode-checkpoints-in-tier.md). Loads land before
+the first chunk: all a simulator of the cache's decisions needs.
 """
 
 from __future__ import annotations
