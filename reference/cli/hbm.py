@@ -199,6 +199,7 @@ class Plan:
     interval: int  # the interval row's R, a multiple of the geometry's L
     layout: str = "vllm"
     state_slots: dict[int, int] = attrs.Factory(dict)  # a pool in blocks -> its state pool's
+    replay_slots: dict[int, int] = attrs.Factory(dict)  # ... less the running request's
     caching: bool = True
 
 
@@ -245,7 +246,11 @@ def _plan(args: argparse.Namespace) -> Plan | str:
         least = SGLANG_SLOTS_PER_REQUEST
         too_few = [f"{sizes[blocks]:g} GiB" for blocks, count in slots.items() if count < least]
         if too_few:
-            return f"--hbm {', '.join(too_few)}: fewer than {least} state slots, SGLang serves none"
+            return (
+                f"--hbm {', '.join(too_few)}: fewer than {least} state slots, SGLang serves "
+                "none (KVCacheConfigurator._calculate_mamba_ratio)"
+            )
+        replay_slots = {p.blocks: layout.replay_slots(p) for p in pools.values()}
         geometry = HybridGeometry(layout.groups, layout.block_size)
         description = f"{model.name}: {layout.text}"
         plan = Plan(
@@ -260,6 +265,7 @@ def _plan(args: argparse.Namespace) -> Plan | str:
             4 * geometry.scheduler_block_size if args.interval is None else args.interval,
             layout.name,
             slots,
+            {blocks: count for blocks, count in replay_slots.items() if count is not None},
             layout.caching,
         )
     grid = plan.geometry.scheduler_block_size
@@ -287,7 +293,7 @@ def _points(plan: Plan, args: argparse.Namespace) -> list[Point]:
             v.retention_interval,
             pool,
             eviction,
-            plan.state_slots.get(pool),
+            plan.replay_slots.get(pool),
             plan.caching,
         )
         for eviction in args.evictions
@@ -423,7 +429,7 @@ def _document(plan: Plan, replayed: Replayed) -> dict[str, Any]:
     ]
     if plan.layout != "vllm":  # the default's document stays as it was
         for row, result in zip(rows, replayed.results, strict=True):
-            row["state_slots"] = result.point.state_slots
+            row["state_slots"] = plan.state_slots.get(result.point.num_blocks)
     return {
         "model": plan.source,
         **({} if plan.layout == "vllm" else {"layout": plan.layout}),

@@ -130,8 +130,8 @@ def declare_options(parser: argparse.ArgumentParser) -> None:
         help="with a hybrid model: where the engine keeps states (reference.replay.layouts): "
         "vllm (default: blocks of one shared pool), sglang (SGLang 0.5.23: a state pool of "
         "its own sized by --mamba-full-memory-ratio, KV pages of 1 token; lru only) or "
-        "per-request-slot (tpu-inference: a state slot per running request, no prefix "
-        "caching)",
+        "per-request-slot (tpu-inference before #3422, or with speculative decoding: a state "
+        "slot per running request, no prefix caching)",
     )
     parser.add_argument(
         "--mamba-full-memory-ratio",
@@ -145,7 +145,8 @@ def declare_options(parser: argparse.ArgumentParser) -> None:
         type=int_at_least(1),
         metavar="N",
         help="with --layout per-request-slot: the running requests a state slot is kept "
-        "for, one more for padding (default 256, vLLM's)",
+        f"for, one more for padding (default {MAX_NUM_SEQS}, vLLM's below 70 GiB a device; "
+        "vLLM takes 1024 on H100, H200 and B200)",
     )
     parser.add_argument(
         "--evictions", type=_evictions, default=["lru"], help=f"some of {', '.join(EVICTIONS)}"

@@ -7,12 +7,15 @@
   ``KVCacheConfigurator._handle_max_mamba_cache``), the rest KV tokens at
   page 1 (``model_executor/pool_configurator.py``,
   ``DefaultPoolConfigurator.calculate_pool_sizes``), a slot in SGLang's state
-  dtypes (``configs/mamba_utils.py``, ``mamba2_state_dtype``); the replay's
-  block its checkpoint grid (``runtime_context.mamba_checkpoint_grid``).
+  dtypes (``configs/mamba_utils.py``, ``mamba2_state_dtype``), in the
+  ``extra_buffer`` cache mode SGLang resolves by default: the running
+  request's two ping-pong slots charged, the replay's block its checkpoint
+  grid (``runtime_context.mamba_checkpoint_grid``).
   ``tests/audit/sglang/test_layouts.py`` checks it against those functions.
-- ``per-request-slot`` (vllm-project/tpu-inference #3413): a state slot per
-  running request (``max_num_seqs + 1``), no prefix caching for hybrid
-  models (#3358), so every hit is 0; vLLM's blocks of the rest.
+- ``per-request-slot`` (tpu-inference before #3422, or with speculative
+  decoding; #3413): a state slot per running request (``max_num_seqs + 1``),
+  no prefix caching for hybrid models (#3358), so every hit is 0; vLLM's
+  blocks of the rest.
 
 What the replay keeps of SGLang's cache and leaves out: docs/hbm.md,
 "Engines' layouts"; why: docs/design/engine-layouts.md.
@@ -38,6 +41,7 @@ __all__ = [
     "MAX_NUM_SEQS",
     "SGLANG_RATIO",
     "SGLANG_SLOTS_PER_REQUEST",
+    "SGLANG_TRACKING_SLOTS",
     "Layout",
     "Pools",
     "layout_of",
@@ -46,13 +50,22 @@ __all__ = [
 
 LAYOUTS = ("vllm", "sglang", "per-request-slot")
 SGLANG_RATIO = 0.9  # ScheduleArgs.mamba_full_memory_ratio's fallback
-# KVCacheConfigurator._calculate_mamba_ratio with the radix cache and no extra buffer:
+# The overlap schedule (on by default) with the triton linear-attention backend resolves
+# mamba_radix_cache_strategy "auto" to extra_buffer (arg_groups/overrides.py,
+# _mamba_radix_cache_resolution): a running request holds its state and a ping-pong pair
+# of tracked states (get_mamba_tracking_slots(extra_buffer=True, overlap=True)) from the
+# state pool (memory_pool.py, _alloc_ping_pong_buffer).
+SGLANG_TRACKING_SLOTS = 2
+# KVCacheConfigurator._calculate_mamba_ratio there: 3 + the tracking slots;
 # resolve_max_num_reqs serves no request with fewer slots.
-SGLANG_SLOTS_PER_REQUEST = 3
+SGLANG_SLOTS_PER_REQUEST = 3 + SGLANG_TRACKING_SLOTS
 SGLANG_PAGE = 1  # ScheduleArgs.page_size resolved without a backend asking more
 FLA_CHUNK = 64  # sglang.kernels.ops.attention.fla.chunk_delta_h.CHUNK_SIZE
 NEMOTRON_H_CHUNK = 256  # sglang.srt.configs.nemotron_h.DEFAULT_MAMBA_CHUNK_SIZE
-MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs off the large GPUs
+# vLLM's default max_num_seqs below 70 GiB a device (1024 on H100, H200, B200:
+# engine/arg_utils.py, EngineArgs.get_batch_defaults).
+MAX_NUM_SEQS = 256
+_SSM_DTYPES = ("float32", "bfloat16", "float16")  # mamba2_state_dtype's dtype_map
 
 
 @attrs.frozen
@@ -78,6 +91,7 @@ class Layout:
     slot_bytes: int  # a state pool's slot (0: no state pool)
     ratio: float | None = None  # sglang's mamba_full_memory_ratio
     running_slots: int = 0  # per-request-slot: max_num_seqs + 1 slots kept apart
+    tracking_slots: int = 0  # sglang: the state pool's slots the running request tracks in
 
     def pools(self, gib: float) -> Pools:
         """``gib`` GiB as this layout's pools."""
@@ -98,6 +112,14 @@ class Layout:
             return f"{gib:g} GiB = {pools.blocks:,} blocks"
         return f"{gib:g} GiB = {pools.blocks - 1:,} KV blocks + {pools.state_slots:,} state slots"
 
+    def replay_slots(self, pools: Pools) -> int | None:
+        """The replay's state pool of ``pools``: the engine's, less the slots the
+        running request tracks in (arrivals are sequential: one request runs,
+        and nothing is allocated between requests, so they are charged throughout)."""
+        if pools.state_slots is None:
+            return None
+        return pools.state_slots - self.tracking_slots
+
     @property
     def text(self) -> str:
         """The layout in words (after the model's name)."""
@@ -108,14 +130,15 @@ class Layout:
             return (
                 f"SGLang 0.5.23: KV pages of {SGLANG_PAGE} token counted in blocks of "
                 f"{self.block_size} (its checkpoint grid), {self.block_bytes / 2**20:.2f} MiB; "
-                f"states in a pool of their own, {self.slot_bytes / 2**20:.2f} MiB a slot "
-                f"(--mamba-full-memory-ratio {self.ratio:g})"
+                f"states in a pool of their own, {self.slot_bytes / 2**20:.2f} MiB a slot, "
+                f"{self.tracking_slots} of them the running request's ping-pong pair "
+                f"(extra_buffer; --mamba-full-memory-ratio {self.ratio:g})"
             )
         return (
             f"one state slot per running request ({self.running_slots} x "
             f"{self.slot_bytes / 2**20:.2f} MiB), no prefix caching (every hit 0: "
-            f"tpu-inference #3413); attention in blocks of {self.block_size} tokens, "
-            f"{self.block_bytes / 2**20:.2f} MiB"
+            f"tpu-inference before #3422 or with speculative decoding, #3413); attention "
+            f"in blocks of {self.block_size} tokens, {self.block_bytes / 2**20:.2f} MiB"
         )
 
 
@@ -139,6 +162,21 @@ def _sglang_slot_bytes(
     per_layer = BYTES["bfloat16"] * state.conv_elements()
     per_layer += BYTES[ssm_dtype or "float32"] * state.ssm_elements()
     return per_layer * layers
+
+
+def _sglang_ssm_dtype(name: str, fields: Mapping[str, Any]) -> str | None:
+    """The ``mamba_ssm_dtype`` SGLang's ``mamba2_state_dtype`` reads for every state
+    model: ``text_config``'s where it names the field (even null), else the root's;
+    ``None`` (float32) where neither does. A value it does not know (SGLang warns
+    and takes float32) is refused."""
+    read = Fields(name, fields)
+    text = read.raw("text_config", None)
+    if isinstance(text, dict) and "mamba_ssm_dtype" in text:
+        read = read.text()
+    value = read.raw("mamba_ssm_dtype", None)
+    if value is not None and value not in _SSM_DTYPES:
+        raise read.error("mamba_ssm_dtype", value, f"must be one of {', '.join(_SSM_DTYPES)}")
+    return None if value is None else str(value)
 
 
 def _sglang_chunk(name: str, fields: Mapping[str, Any], model_type: str) -> int:
@@ -176,12 +214,22 @@ def layout_of(
             raise ModelConfigError(
                 model.name, "--layout", name, "SGLang's Mamba + window pools: not modelled"
             )
-        ssm = shape.ssm_dtype if shape.model_type.startswith("qwen3_5") else None
+        ssm = _sglang_ssm_dtype(model.name, fields)
         slot = _sglang_slot_bytes(shape.state, model.state_layers, ssm)
         grid = math.lcm(_sglang_chunk(model.name, fields, shape.model_type), SGLANG_PAGE)
         cell = model.kv_bytes_per_token * model.full_layers
         groups = (GroupSpec.full(grid), GroupSpec.mamba(grid))
-        return Layout(name, model, groups, grid, True, cell * grid, slot, ratio)
+        return Layout(
+            name,
+            model,
+            groups,
+            grid,
+            True,
+            cell * grid,
+            slot,
+            ratio,
+            tracking_slots=SGLANG_TRACKING_SLOTS,
+        )
     # per-request-slot: vLLM's attention groups and block, the states outside the pool.
     attention = model.groups()[: full + window]
     return Layout(

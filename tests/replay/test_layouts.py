@@ -8,6 +8,7 @@ and whose states leave with their KV, and no hit without prefix caching.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from junction.command import dispatch as main
 from junction.core import GroupKind, HybridGeometry
 from junction.reference.replay import Point, ReplayPool, replay
+from junction.reference.replay.config_fields import ModelConfigError
 from junction.reference.replay.layouts import Layout, layout_of, sglang_pools
 from junction.reference.replay.models import GIB, catalog_fields, memory_model
 from junction.reference.replay.stream import hash_trace_requests
@@ -58,6 +60,72 @@ def test_per_request_slot_keeps_a_slot_per_running_request_beside_the_blocks(
     assert blocks * layout.block_bytes <= 1024 * GIB - kept < (blocks + 1) * layout.block_bytes
     assert all(g.kind is not GroupKind.MAMBA for g in layout.groups)
     assert not layout.caching and layout.pools(1024).state_slots is None
+
+
+def test_per_request_slot_at_32_gib_is_the_hand_computed_figure() -> None:
+    """Qwen3-Next at 32 GiB: #3413's ``max_num_reqs + 1`` = 257 slots of vLLM's bf16
+    state, 36 layers x ((2 x 16 x 128 + 32 x 128) x 3 conv + 32 x 128 x 128 ssm) x 2 B
+    = 39,518,208 B, leave 34,359,738,368 - 257 x 39,518,208 = 24,203,558,912 B; a
+    block is 12 layers' pages of 544 tokens x 2 x 2 KV heads x 256 x 2 B = 1,114,112 B,
+    13,369,344 B, so 1,810 blocks (1,810.4)."""
+    layout = _layout("per-request-slot")
+    assert (layout.running_slots, layout.slot_bytes, layout.block_bytes) == (
+        257,
+        39_518_208,
+        13_369_344,
+    )
+    assert layout.pools(32).blocks == 1_810
+
+
+def test_the_sglang_replay_charges_the_running_requests_ping_pong_pair(
+    tmp_path: Path,
+) -> None:
+    """SGLang's pool of 5 slots (its least: ``_calculate_mamba_ratio``'s 3 + 2) leaves
+    the replay 3 for the running request's state and the cached ones: never more
+    than 3 cached."""
+    layout = _layout("sglang")
+    pools = layout.pools(0.99)
+    assert (pools.state_slots, layout.replay_slots(pools)) == (5, 3)
+    out = tmp_path / "small.json"
+    argv = ["hbm", "--model", "qwen3-next-80b-a3b", "--layout", "sglang", "--hbm", "0.99"]
+    assert main([*argv, "--requests", "60", "--json", str(out)]) == 0
+    points = json.loads(out.read_text())["points"]
+    assert {p["state_slots"] for p in points} == {5}
+    assert max(p["retained_peak"][1] for p in points) == 3
+
+
+@pytest.mark.parametrize(
+    ("model", "where", "slot"),
+    [
+        ("qwen3-next-80b-a3b", None, 77_266_944),
+        ("qwen3-next-80b-a3b", "root", 39_518_208),
+        ("nemotron-h-8b", "root", 51_806_208),
+        ("qwen3-next-80b-a3b", "text_config", 39_518_208),
+    ],
+)
+def test_sglang_reads_mamba_ssm_dtype_of_every_state_model(
+    model: str, where: str | None, slot: int
+) -> None:
+    """SGLang's ``mamba2_state_dtype`` takes the config's ``mamba_ssm_dtype`` (a
+    ``text_config``'s first) for every state model, float32 where none is named."""
+    fields = catalog_fields(model)
+    if where == "root":
+        fields = {**fields, "mamba_ssm_dtype": "bfloat16"}
+    elif where == "text_config":
+        fields = {
+            **fields,
+            "mamba_ssm_dtype": "float32",
+            "text_config": {"mamba_ssm_dtype": "bfloat16"},
+        }
+    layout = layout_of("sglang", memory_model(model, fields), fields)
+    assert layout.slot_bytes == slot
+
+
+def test_an_ssm_dtype_sglang_does_not_know_is_one_line() -> None:
+    fields = {**catalog_fields("qwen3-next-80b-a3b"), "mamba_ssm_dtype": "fp8"}
+    model = memory_model("x.json", fields)
+    with pytest.raises(ModelConfigError, match=r"x\.json: mamba_ssm_dtype: must be one of"):
+        layout_of("sglang", model, fields)
 
 
 def test_the_vllm_layout_is_the_memory_models() -> None:
@@ -146,7 +214,11 @@ def test_a_state_slot_per_request_never_hits_where_vllms_pool_does() -> None:
         ),
         (
             ["--model", "qwen3-next-80b-a3b", "--layout", "sglang", "--hbm", "0.2,8"],
-            "--hbm 0.2 GiB: fewer than 3 state slots, SGLang serves none",
+            "--hbm 0.2 GiB: fewer than 5 state slots, SGLang serves none",
+        ),
+        (
+            ["--model", "nemotron-h-8b", "--layout", "sglang", "--hbm", "1.1,8"],
+            "--hbm 1.1 GiB: fewer than 5 state slots, SGLang serves none",
         ),
     ],
     ids=[
@@ -158,6 +230,7 @@ def test_a_state_slot_per_request_never_hits_where_vllms_pool_does() -> None:
         "ratio-0",
         "too-small",
         "too-few-slots",
+        "four-slots",
     ],
 )
 def test_a_layout_the_run_cannot_take_is_one_line(
