@@ -12,10 +12,9 @@
   request's two ping-pong slots charged, the replay's block its checkpoint
   grid (``runtime_context.mamba_checkpoint_grid``).
   ``tests/audit/sglang/test_layouts.py`` checks it against those functions.
-- ``per-request-slot`` (tpu-inference before #3422, or with speculative
-  decoding; #3413): a state slot per running request (``max_num_seqs + 1``),
-  no prefix caching for hybrid models (#3358), so every hit is 0; vLLM's
-  blocks of the rest.
+- ``per-request-slot`` (tpu-inference before #3422, or with speculative decoding):
+  a state slot per running request (``max_num_seqs + 1``, #3413), no prefix
+  caching for hybrid models (#3358): every hit 0; vLLM's blocks of the rest.
 
 What the replay keeps of SGLang's cache and leaves out: docs/hbm.md,
 "Engines' layouts"; why: docs/design/engine-layouts.md.
