@@ -83,6 +83,7 @@ BENCHMARKS = (
     "peer",
     "dropin_loop",
     "next_turn",
+    "tier_next_turn",
 )
 
 _CLI = "junction.reference.cli"

@@ -45,13 +45,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         parser, meaning="seeded multi-turn requests per layout and seed (default 300)", default=300
     )
     parser.add_argument("--mode", choices=[*(mode.value for mode in Mode), "both"], default="both")
-    parser.add_argument("--layout", default="", metavar="TEXT", help="only layouts naming TEXT")
+    parser.add_argument("--only", default="", metavar="TEXT", help="only layouts naming TEXT")
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     modes = list(Mode) if args.mode == "both" else [Mode(args.mode)]
     try:
-        chosen = [layout for layout in layouts() if args.layout in layout.name]
+        chosen = [layout for layout in layouts() if args.only in layout.name]
     except VllmMissing as missing:
         print(f"{parser.prog}: error: {missing}", file=sys.stderr)
         return 2
