@@ -33,11 +33,12 @@ from junction.reference.workloads.step_time import StepTimeModel
 
 POOL_BLOCKS = 20_000
 TIER_BLOCKS = 200_000
-# (policy, its factory, instances, whether the tier takes decode checkpoints)
+# What the tier saves, by whether it takes decode checkpoints: the vLLM setting modelled.
 SAVED = {
     False: "prompt only (`offload_prompt_only: true`, the default)",
     True: "answer + decode checkpoints (`offload_prompt_only: false` + publication)",
 }
+# (policy, its factory, instances, whether the tier takes decode checkpoints)
 ROWS: tuple[tuple[str, Callable[[], Policy], int, bool], ...] = (
     ("junction", JunctionPolicy, 1, False),
     ("junction+decode", junction_with_decode_checkpoints, 1, False),
