@@ -8,7 +8,8 @@
 # * $(STAMP): `make setup`, used by every other target and by CI: the pinned
 #   toolchain (`dev`), the batched paths (`kernels`: torch 2.13.0 CPU, Triton),
 #   the demo, Ray for the parallel sweep's cluster test (`ray`), the fast replay's
-#   cross-check peer (`peer`, pure Python), and vLLM 0.33.0
+#   cross-check peer (`peer`, pure Python), its compiled path (`fast`: numba,
+#   wheels only), and vLLM 0.33.0
 #   for the audit; a few minutes, about 3 GB.
 PYTHON ?= python3
 VENV := .venv
@@ -34,7 +35,7 @@ audit_packages = $(shell $(PYTHON) -c "import tomllib; \
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray,peer]"
+	$(PY) -m pip install --quiet -e ".[dev,kernels,demo,ray,peer,fast]"
 	$(foreach extra,$(AUDIT_EXTRAS),$(PY) -m pip install --quiet --no-deps $(call audit_packages,$(extra)) &&) true
 	touch $(STAMP) $(DEMO_STAMP)
 
@@ -62,7 +63,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --strict -p junction -p benchmarks
 
-# REQUIRE=1 (CI): a missing vLLM, SGLang, Ray or peer fails the tests that need it
+# REQUIRE=1 (CI): a missing vLLM, SGLang, Ray, peer or numba fails the tests that need it
 # instead of skipping them (pytest's --require-* options, tests/conftest.py).
 REQUIRE ?=
 REQUIRED = $(if $(REQUIRE),--require-all)

@@ -1,9 +1,9 @@
 """The suite's options and Hypothesis profiles (tests/README.md says what runs where).
 
 Options (``pytest --help``, group "junction"): ``--require-vllm``,
-``--require-sglang`` (one per audited engine), ``--require-ray`` and
-``--require-peer`` turn a missing optional install into an error instead of
-a skip; ``--require-all`` gives them all (CI). ``--core MODULE`` and
+``--require-sglang`` (one per audited engine), ``--require-ray``,
+``--require-peer`` and ``--require-numba`` turn a missing optional install
+into an error instead of a skip; ``--require-all`` gives them all (CI). ``--core MODULE`` and
 ``--exhaustive-bound N`` (:mod:`tests.options`); ``--whole-trace`` runs the
 tests marked ``whole_trace``. Profiles: ``dev`` (default), ``check`` (``make
 check``: few examples), ``ci`` (derandomized, no deadline), ``fuzz``,
@@ -70,8 +70,9 @@ settings.load_profile(
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("junction")
-    # One per audited engine, Ray (the parallel sweep) and the peer (tests/replay/test_peer.py).
-    for name in (*engine_names(), "ray", "peer"):
+    # One per audited engine, Ray (the parallel sweep), the peer (tests/replay/test_peer.py)
+    # and numba (the compiled replay, tests/replay/test_engines.py).
+    for name in (*engine_names(), "ray", "peer", "numba"):
         group.addoption(
             f"--require-{name}",
             action="store_true",
@@ -107,6 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
     options.core_module = config.getoption("--core")
     options.exhaustive_bound = config.getoption("--exhaustive-bound")
     options.require_peer = config.getoption("--require-peer") or config.getoption("--require-all")
+    options.require_numba = config.getoption("--require-numba") or config.getoption("--require-all")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

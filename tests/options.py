@@ -15,3 +15,5 @@ core_module = "junction.core"
 exhaustive_bound = 3
 #: ``--require-peer`` (or ``--require-all``): a missing cross-check peer fails its tests.
 require_peer = False
+#: ``--require-numba`` (or ``--require-all``): a missing numba fails the compiled replay's tests.
+require_numba = False

@@ -15,6 +15,7 @@ smaller pool never looks better for serving fewer requests.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Sequence
 
 import attrs
@@ -30,6 +31,7 @@ from .plan import Planner, RequestPlan
 from .pool import EVICTIONS, FutureUses, ReplayPool, Usage
 
 __all__ = [
+    "ENGINES",
     "Point",
     "PointResult",
     "ReplayRequest",
@@ -37,6 +39,42 @@ __all__ = [
     "future_uses",
     "replay",
 ]
+
+
+ENGINES = ("auto", "python", "compiled")
+
+
+def _compiled_engine(
+    engine: str, points: Sequence[Point], keep_records: bool, observe: object
+) -> bool:
+    """Whether ``replay`` takes the compiled path (``compiled``): the one rule.
+
+    It covers ``lru`` points with the states in the blocks and caching on, and no
+    records or observer; ``auto`` takes it there when numba imports, ``python``
+    never, ``compiled`` always (:class:`InvalidArgument` where it does not apply).
+    """
+    if engine not in ENGINES:
+        raise InvalidArgument("engine", engine, f"expected one of {', '.join(ENGINES)}")
+    if engine == "python":
+        return False
+    outside = next(
+        (
+            f"point {p} is outside it (lru, states in the blocks, caching)"
+            for p in points
+            if p.eviction != "lru" or p.state_slots is not None or not p.caching
+        ),
+        None,
+    )
+    if outside is None and (keep_records or observe is not None):
+        outside = "it keeps no records and has no observer"
+    if outside is None:
+        try:  # by name: a package attribute left by an earlier import is no proof
+            importlib.import_module(f"{__package__}.compiled")
+        except ImportError as error:
+            outside = f"numba does not import ({error}; the `fast` extra installs it)"
+    if outside is not None and engine == "compiled":
+        raise InvalidArgument("engine", engine, f"the compiled replay does not apply: {outside}")
+    return outside is None
 
 
 @attrs.frozen
@@ -232,6 +270,7 @@ def replay(
     observe: Callable[[int, ReplayPool], None] | None = None,
     measure_from: int = 0,
     step_time: StepTimeModel | None = None,
+    engine: str = "auto",
 ) -> list[PointResult]:
     """Every point over ``requests`` (sequential arrivals), in one pass.
 
@@ -244,6 +283,9 @@ def replay(
     before this index warm the pools and are not counted in the totals (a
     measurement window, as the peer's last half of the requests). ``step_time``:
     each served request's TTFT under that model (``PointResult.ttft_ms``).
+    ``engine``: ``python``, ``compiled`` (numba, equal field for field; only
+    where :func:`_compiled_engine` says it applies) or ``auto`` (compiled where
+    it applies and numba imports).
     """
     if any(p.eviction == "belady" for p in points) and uses is None:
         raise InvalidArgument("uses", uses, "a belady point needs future_uses(requests)")
@@ -277,6 +319,19 @@ def replay(
                 observe is not None,
             )
         )
+    if _compiled_engine(engine, points, keep_records, observe):
+        from .compiled import replay_compiled
+
+        replay_compiled(
+            geometry,
+            requests,
+            runs,
+            flops=flops,
+            step_time=step_time,
+            measure_from=measure_from,
+            on_request=on_request,
+        )
+        return [_result(run) for run in runs]
     want_parents = any(p.eviction == "flop-aware" for p in points)
     unit, fresh = geometry.hash_block_size, FRESH_BASE
     for index, request in enumerate(requests):

@@ -1,0 +1,242 @@
+"""The compiled replay: ``sweep.replay``'s points with lookup, admission and runs in numba.
+
+Where it applies (:func:`outside_compiled`: ``lru``, the states in the
+blocks, caching on, no records or observer) it keeps the same books as
+``pool.ReplayPool`` for every point in arrays (``kernels``) and answers
+the same :class:`~.sweep.PointResult` field for field, proven so by the same
+properties as the Python replay (``tests/replay/test_engines.py``). Python
+keeps what needs the policy: each request's plans (``plan.Planner``, shared
+across points as ``sweep`` shares them), encoded once as flat integers
+(:func:`encode`), and the trace's prefix keys, numbered densely per hash
+unit as they first appear (a group's block is ``unit id * groups + group``).
+Per request two compiled calls: every point's lookup, then every point's run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from junction.core import GroupKind, HybridGeometry, InvalidArgument, lcm
+from junction.reference.engine.eviction import FlopModel
+from junction.reference.workloads.step_time import StepTimeModel
+
+from .kernels import TALLIES, WINDOW, lookup_all, run_all
+from .keys import FRESH_BASE
+from .plan import RequestPlan
+
+if TYPE_CHECKING:
+    from .sweep import ReplayRequest, _Run
+
+__all__ = ["encode", "replay_compiled"]
+
+_KINDS = {GroupKind.FULL: 0, GroupKind.SLIDING_WINDOW: WINDOW, GroupKind.MAMBA: 2}
+
+
+def encode(plan: RequestPlan) -> list[int]:
+    """``plan`` as ``kernels.run_all`` reads it: its prefill tokens, its steps'
+    count, then per step the blocks it takes, its grows (``group, blocks``) and
+    its work (``kind, group, pairs, slot, block, ...``), each list after its length."""
+    flat = [plan.prefill_tokens, len(plan.steps)]
+    for count, grow, after in plan.steps:
+        flat.append(count)
+        flat.append(len(grow))
+        for group, more in grow:
+            flat.append(group)
+            flat.append(more)
+        flat.append(len(after))
+        for kind, group, work in after:
+            flat.append(kind)
+            flat.append(group)
+            flat.append(len(work))
+            for slot, block in work:
+                flat.append(slot)
+                flat.append(block)
+    return flat
+
+
+def _layout(geometry: HybridGeometry) -> np.ndarray:
+    """Per group (columns) what the lookup and the run read: kind, block size, hash
+    units per block, EAGLE drop, candidate step, a window's needs and peeks without
+    and with the drop, the reconciler's drop and the window (``kernels``' rows)."""
+    alignment, unit = geometry.alignment_tokens, geometry.hash_block_size
+    columns = []
+    for spec in geometry.groups:
+        grid = lcm(alignment, spec.block_size)
+        window = spec.kind is GroupKind.SLIDING_WINDOW
+        drop = spec.eagle_drop_tokens(alignment)
+        columns.append(
+            [
+                _KINDS[spec.kind],
+                spec.block_size,
+                spec.block_size // unit,
+                drop,
+                grid // spec.block_size if window else grid,
+                spec.blocks_for_hit(False) if window else 0,
+                spec.blocks_for_hit(True) if window else 0,
+                0,
+                1 if spec.eagle_group else 0,
+                drop if geometry.use_eagle else 0,
+                spec.window or 0,
+            ]
+        )
+    return np.array(columns, np.int64).T.copy()
+
+
+class _Books:
+    """Every point's pool, as ``kernels`` keeps it; grown as the dense ids grow."""
+
+    def __init__(self, points: int, groups: int) -> None:
+        self.state = np.zeros((points, 0), np.int8)
+        self.links = np.zeros((2, points, 0), np.int32)
+        self.heads = np.full((3, points), -1, np.int64)
+        self.heads[2] = 0
+        self.counts = np.zeros((points, groups), np.int64)
+        self.peaks = np.zeros((points, groups), np.int64)
+        self.tallies = np.zeros((points, TALLIES), np.int64)
+
+    def hold(self, ids: int) -> None:
+        """Room for ``ids`` ids, growing fourfold (the links need no zeros: a key's
+        are written as it joins the free queue)."""
+        points, have = self.state.shape
+        if ids <= have:
+            return
+        size = max(ids, 4 * have, 1 << 16)
+        state = np.zeros((points, size), np.int8)
+        state[:, :have] = self.state
+        links = np.empty((2, points, size), np.int32)
+        links[:, :, :have] = self.links
+        self.state, self.links = state, links
+
+
+def replay_compiled(
+    geometry: HybridGeometry,
+    requests: Iterable[ReplayRequest],
+    runs: Sequence[_Run],
+    *,
+    flops: FlopModel | None,
+    step_time: StepTimeModel | None,
+    measure_from: int,
+    on_request: Callable[[int], None] | None,
+) -> None:
+    """Replay ``requests`` in every run's point, filling the runs' tallies and pools'
+    totals (``sweep._result`` reads them) as the Python replay would."""
+    groups = geometry.groups
+    width, unit = len(groups), geometry.hash_block_size
+    layout = _layout(geometry)
+    order = np.array(
+        sorted(range(width), key=lambda g: groups[g].kind is not GroupKind.FULL), np.int64
+    )
+    planners = list({id(run.planner): run.planner for run in runs}.values())
+    planner_of = [planners.index(run.planner) for run in runs]
+    usable = np.array([run.pool.usable for run in runs], np.int64)
+    longest = np.array([-1 if run.longest is None else run.longest for run in runs], np.int64)
+    books = _Books(len(runs), width)
+    found = np.zeros((len(runs), 2), np.int64)
+    failed = np.zeros(3, np.int64)
+    slots = np.zeros((width, 0), np.int64)
+    dense: dict[int, int] = {}
+    smallest = min(g.block_size for g in groups) // unit
+    saved: dict[tuple[int, int], int] = {}
+    fresh = FRESH_BASE
+    for index, request in enumerate(requests):
+        prompt, outputs = request.prompt_tokens, request.output_tokens
+        last = prompt + outputs - 1
+        units = list(request.units[: last // unit + 1])
+        extra = last // unit + 1 - len(units)
+        units.extend(range(fresh, fresh + extra))
+        fresh += extra
+        ids = []
+        for key in units:
+            found_id = dense.get(key)
+            if found_id is None:
+                found_id = dense[key] = len(dense)
+            ids.append(found_id)
+        books.hold(len(dense) * width)
+        if slots.shape[1] < len(units) // smallest + 2:
+            slots = np.zeros((width, 2 * (len(units) // smallest + 2)), np.int64)
+        counted = index >= measure_from
+        hashed = prompt // unit * unit
+        lengths = np.array([hashed // g.block_size for g in groups], np.int64)
+        dense_units = np.array(ids, np.int64)
+        lookup_all(
+            books.state,
+            dense_units,
+            layout,
+            order,
+            lengths,
+            geometry.alignment_tokens,
+            prompt,
+            unit,
+            last,
+            longest,
+            counted,
+            books.tallies,
+            found,
+        )
+        buffer: list[int] = []
+        placed: dict[tuple[int, int, int], tuple[int, float]] = {}
+        plan_at = [0] * len(runs)
+        for point, (hit, best) in enumerate(found.tolist()):
+            if hit < 0:
+                continue
+            run = runs[point]
+            memo = (planner_of[point], hit, best if best > hit else 0)
+            here = placed.get(memo)
+            if here is None:
+                plan = run.planner.plan(prompt, outputs, hit, memo[2])
+                ttft = 0.0
+                if step_time is not None:  # alone: each prefill step holds its one chunk
+                    ttft = sum(step_time.step_time_ms((c,), 0) for c in plan.prefill_chunks)
+                here = placed[memo] = (len(buffer) + 1, ttft)
+                buffer.extend(encode(plan))
+            plan_at[point] = here[0]
+            if not counted:
+                continue
+            if step_time is not None:
+                run.ttft.append(here[1])
+            if flops is not None and hit:
+                flop_memo = (planner_of[point], hit)
+                if flop_memo not in saved:
+                    saved[flop_memo] = flops.prefix_flops(run.geometry, hit)
+                run.flops_saved += saved[flop_memo]
+        done = run_all(
+            books.state,
+            books.links,
+            books.heads,
+            books.counts,
+            books.peaks,
+            books.tallies,
+            dense_units,
+            layout,
+            usable,
+            found,
+            np.array(buffer, np.int64),
+            np.array(plan_at, np.int64),
+            slots,
+            prompt,
+            counted,
+            failed,
+        )
+        if not done:
+            point, asked, free = failed.tolist()
+            raise InvalidArgument(
+                "num_blocks", int(usable[point]) + 1, f"{asked} blocks asked, {free} free"
+            )
+        if on_request is not None:
+            on_request(index + 1)
+    _totals(runs, books)
+
+
+def _totals(runs: Sequence[_Run], books: _Books) -> None:
+    """The books' totals into each run and its pool, where ``sweep._result`` reads them."""
+    for point, run in enumerate(runs):
+        tally = books.tallies[point].tolist()
+        run.requests, run.lookup, run.hits, run.prompt, run.computed = tally[:5]
+        run.refused, run.refused_tokens = tally[5:7]
+        pool = run.pool
+        pool.evictions = tally[7]
+        pool.count = books.counts[point].tolist()
+        pool.peak = books.peaks[point].tolist()

@@ -1,0 +1,337 @@
+"""The compiled replay's inner loops (numba): lookup, admission and a plan's run.
+
+The same books as ``pool.ReplayPool`` for ``lru`` with the states in the
+blocks and caching on, for many points at once, on dense integer ids
+instead of prefix keys (``compiled``): per point and id a state byte
+(:data:`ABSENT`, :data:`HELD`: cached and taken by the running request,
+:data:`FREE`: cached and in the free queue) and the free queue as a doubly
+linked list over ids, least recently freed at its head. Group ``g``'s block
+``j`` of the request is id ``units[(j + 1) * per[g] - 1] * width + g``.
+The lookup is ``core``'s finders and ``HitReconciler`` over those books,
+written out; every branch mirrors the Python it stands for, so the two
+replays agree exactly (``tests/replay/test_engines.py``).
+
+Compiled once per machine (``cache=True``); importing this module needs numba.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["ABSENT", "FREE", "HELD", "Books", "lookup_all", "run_all"]
+
+Ints = npt.NDArray[np.int64]
+Bytes = npt.NDArray[np.int8]
+Links = npt.NDArray[np.int32]
+Books = tuple[Bytes, Links, Links, Ints]
+
+ABSENT, HELD, FREE = 0, 1, 2
+FULL, WINDOW, MAMBA = 0, 1, 2  # group kinds, as ``layout`` numbers them
+PRIVATE, NULL = -1, -2  # ``pool``'s slot values
+CACHE, RELEASE, STATE = 0, 1, 2  # ``plan``'s work kinds
+# tallies' columns: requests, lookup tokens, hit tokens, prompt tokens, prefill tokens
+# computed, refused requests, refused tokens, evictions.
+TALLIES = 8
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _compiled(function: F) -> F:
+    """Compiled on first call, once per machine (the cache beside this module)."""
+    return cast(F, numba.njit(cache=True, nogil=True)(function))
+
+
+@_compiled
+def _block(units: Ints, per: Ints, width: int, group: int, index: int) -> int:
+    return int(units[(index + 1) * per[group] - 1] * width + group)
+
+
+@_compiled
+def _is_cached(
+    state: Bytes, point: int, units: Ints, per: Ints, width: int, lengths: Ints, g: int, i: int
+) -> bool:
+    return bool(i < lengths[g] and state[point, _block(units, per, width, g, i)] != ABSENT)
+
+
+@_compiled
+def _find(
+    state: Bytes,
+    point: int,
+    units: Ints,
+    layout: Ints,
+    lengths: Ints,
+    g: int,
+    bound: int,
+    dropping: bool,
+    alignment: int,
+) -> int:
+    """``core.finders``' scan of group ``g`` (``GroupLookup.finder``'s three kinds)."""
+    width = layout.shape[1]
+    kind, size, drop, step = layout[0, g], layout[1, g], layout[3, g], layout[4, g]
+    per = layout[2]
+    if kind == FULL:
+        limit = -(-bound // size)
+        blocks = 0
+        while blocks < limit and _is_cached(state, point, units, per, width, lengths, g, blocks):
+            blocks += 1
+        raw = min(blocks * size, bound) - (drop if dropping else 0)
+        return int(raw // alignment * alignment) if raw > 0 else 0
+    if kind == WINDOW:
+        need = layout[6, g] if dropping else layout[5, g]
+        peek = layout[8, g] if dropping else layout[7, g]
+        tail_end = bound // size
+        while tail_end > peek:
+            tail_end = peek + (tail_end - peek) // step * step
+            if tail_end <= peek:
+                break
+            first = max(tail_end - need, 0)
+            index = tail_end - 1
+            while index >= first and _is_cached(state, point, units, per, width, lengths, g, index):
+                index -= 1
+            if index < first:
+                return int((tail_end - peek) * size)
+            tail_end = index
+        return 0
+    end = bound // step * step
+    while end > 0:
+        if _is_cached(state, point, units, per, width, lengths, g, end // size - 1):
+            return int(end)
+        end -= step
+    return 0
+
+
+@_compiled
+def lookup_all(
+    state: Bytes,
+    units: Ints,
+    layout: Ints,
+    order: Ints,
+    lengths: Ints,
+    alignment: int,
+    prompt: int,
+    unit: int,
+    last: int,
+    longest: Ints,
+    counted: bool,
+    tallies: Ints,
+    found: Ints,
+) -> None:
+    """Each point's ``(hit, longest)`` in ``found[point]`` (hit -1: refused, as
+    ``sweep._one`` refuses, its tallies counted): ``HitReconciler.hit_lengths``."""
+    groups = layout.shape[1]
+    accepted = np.empty(groups, np.int64)
+    max_hit = prompt - 1
+    limit = prompt - prompt % unit
+    for point in range(state.shape[0]):
+        if longest[point] >= 0 and last > longest[point]:
+            found[point, 0] = -1
+            if counted:
+                tallies[point, 5] += 1
+                tallies[point, 6] += prompt
+            continue
+        accepted[:] = -1
+        best = 0
+        hit = max_hit
+        while True:
+            candidate = hit
+            for index in order:
+                known = accepted[index]
+                if known >= 0 and (known == candidate or layout[0, index] == FULL):
+                    if known < candidate:
+                        candidate = known
+                    continue
+                drop = layout[9, index]
+                bound = candidate
+                if drop > 0:
+                    bound = min(candidate + drop, limit)
+                answer = _find(
+                    state, point, units, layout, lengths, index, bound, drop > 0, alignment
+                )
+                accepted[index] = answer
+                candidate = answer
+                if answer > best:
+                    best = answer
+            if candidate >= hit:
+                break
+            hit = candidate
+        found[point, 0] = hit
+        found[point, 1] = best
+
+
+@_compiled
+def _unlink(links: Links, heads: Ints, point: int, key: int) -> None:
+    """A key leaves the free queue."""
+    before, after = links[0, point, key], links[1, point, key]
+    if before >= 0:
+        links[1, point, before] = after
+    else:
+        heads[0, point] = after
+    if after >= 0:
+        links[0, point, after] = before
+    else:
+        heads[1, point] = before
+    heads[2, point] -= 1
+
+
+@_compiled
+def _free(state: Bytes, links: Links, heads: Ints, point: int, key: int) -> None:
+    """A cached key joins the back of the free queue (an ``OrderedDict`` keeps a
+    present key in its place)."""
+    if state[point, key] == FREE:
+        return
+    state[point, key] = FREE
+    tail = heads[1, point]
+    links[0, point, key] = tail
+    links[1, point, key] = -1
+    if tail >= 0:
+        links[1, point, tail] = key
+    else:
+        heads[0, point] = key
+    heads[1, point] = key
+    heads[2, point] += 1
+
+
+@_compiled
+def _give(
+    state: Bytes, links: Links, heads: Ints, point: int, slots: Ints, g: int, first: int, end: int
+) -> int:
+    """``ReplayPool._give`` of ``slots[g, first:end]`` in reverse; the blocks freed."""
+    kept = 0
+    for at in range(end - 1, first - 1, -1):
+        key = slots[g, at]
+        if key == NULL:
+            continue
+        kept += 1
+        if key >= 0:
+            _free(state, links, heads, point, key)
+    return kept
+
+
+@_compiled
+def run_all(
+    state: Bytes,
+    links: Links,
+    heads: Ints,
+    counts: Ints,
+    peaks: Ints,
+    tallies: Ints,
+    units: Ints,
+    layout: Ints,
+    usable: Ints,
+    found: Ints,
+    plans: Ints,
+    plan_at: Ints,
+    slots: Ints,
+    prompt: int,
+    counted: bool,
+    failed: Ints,
+) -> bool:
+    """Admit and run the request in every point not refused: ``ReplayPool.admit``
+    then ``ReplayPool.run`` of ``plans[plan_at[point]:]`` (``compiled.encode``).
+    False, with ``failed`` = (point, blocks asked, blocks free), where a step asks
+    for more blocks than the pool has free."""
+    groups = layout.shape[1]
+    per = layout[2]
+    lengths = np.zeros(groups, np.int64)
+    running = np.zeros(groups, np.bool_)
+    for point in range(state.shape[0]):
+        hit = found[point, 0]
+        if hit < 0:
+            continue
+        held = 0
+        for g in range(groups):  # admit: take the blocks the hit reuses
+            kind, size = layout[0, g], layout[1, g]
+            full = hit // size
+            first = 0
+            if kind == MAMBA:
+                first = full - 1 if full else 0
+            elif kind == WINDOW:
+                first = max(hit - layout[10, g] + 1, 0) // size
+            lengths[g] = full - first if kind == MAMBA else full
+            if kind == WINDOW:
+                slots[g, :first] = NULL
+            for at in range(first, full):
+                key = _block(units, per, groups, g, at)
+                slots[g, at - first if kind == MAMBA else at] = key
+                if state[point, key] == FREE:
+                    _unlink(links, heads, point, key)
+                    state[point, key] = HELD
+                held += 1
+        running[:] = False
+        at = plan_at[point]
+        for _ in range(plans[at]):
+            at += 1
+            count = plans[at]
+            for g in range(groups):  # a state continues in place only in a private block
+                if layout[0, g] == MAMBA and not (lengths[g] == 1 and slots[g, 0] == PRIVATE):
+                    running[g] = True
+                    count += 1
+            if count:
+                spare = usable[point] - held - heads[2, point]
+                if count > spare:
+                    if count > spare + heads[2, point]:
+                        failed[0] = point
+                        failed[1] = count
+                        failed[2] = spare + heads[2, point]
+                        return False
+                    for _ in range(count - spare):  # the front of the free queue
+                        key = heads[0, point]
+                        _unlink(links, heads, point, key)
+                        state[point, key] = ABSENT
+                        counts[point, key % groups] -= 1
+                    tallies[point, 7] += count - spare
+                held += count
+            at += 1
+            for _ in range(plans[at]):
+                g, more = plans[at + 1], plans[at + 2]
+                slots[g, lengths[g] : lengths[g] + more] = PRIVATE
+                lengths[g] += more
+                at += 2
+            at += 1
+            for _ in range(plans[at]):
+                kind, g, works = plans[at + 1], plans[at + 2], plans[at + 3]
+                at += 3
+                if kind == RELEASE:
+                    first, end = plans[at + 1], plans[at + 2]
+                    held -= _give(state, links, heads, point, slots, g, first, end)
+                    slots[g, first:end] = NULL
+                    at += 2 * works
+                    continue
+                if kind == STATE and running[g]:  # the state moves on from its block
+                    running[g] = False
+                    if lengths[g]:
+                        held -= 1
+                        key = slots[g, 0]
+                        if key >= 0:
+                            _free(state, links, heads, point, key)
+                    slots[g, 0] = PRIVATE
+                    lengths[g] = 1
+                count = counts[point, g]
+                for _ in range(works):  # offer (slot, block): cached unless its key is
+                    slot, block = plans[at + 1], plans[at + 2]
+                    at += 2
+                    if slots[g, slot] != PRIVATE:
+                        continue
+                    key = _block(units, per, groups, g, block)
+                    if state[point, key] != ABSENT:
+                        continue
+                    state[point, key] = HELD
+                    slots[g, slot] = key
+                    count += 1
+                counts[point, g] = count
+                if count > peaks[point, g]:
+                    peaks[point, g] = count
+        for g in range(groups):
+            held -= _give(state, links, heads, point, slots, g, 0, lengths[g])
+        if counted:
+            tallies[point, 0] += 1
+            tallies[point, 1] += prompt
+            tallies[point, 2] += hit
+            tallies[point, 3] += prompt
+            tallies[point, 4] += plans[plan_at[point] - 1]
+    return True

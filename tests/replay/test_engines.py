@@ -1,0 +1,161 @@
+"""The compiled replay (numba, the ``fast`` extra) equals the Python replay field for field.
+
+On drawn geometries, policies and workloads under pools small enough to
+evict and to refuse (every ``PointResult`` field: hits, refusals, evictions,
+peaks, final counts, prefill tokens, FLOPs saved, TTFTs), on the
+conversation trace's first requests in Qwen3-Next's 32 points of ``junction
+hbm``, and against the reference engine itself, as the Python replay is
+(``test_equal_to_engine``). Where numba is missing these skip, unless
+``--require-numba``; ``auto`` then runs the Python replay, which is checked
+here without numba too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from junction.core import HybridGeometry, InvalidArgument
+from junction.reference.replay import Point, PointResult, ReplayRequest, future_uses, replay
+from junction.reference.replay.models import catalog_model
+from junction.reference.replay.stream import hash_trace_requests
+from junction.reference.simulator.variants import table_variants
+from junction.reference.workloads.step_time import StepTimeModel
+from tests import options
+
+from .engine_side import FLOPS, engine_records, token_requests
+from .test_equal_to_engine import REPLAYED, scenarios
+from .test_peer import TRACE
+
+BUDGETS = (8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def _require_numba() -> None:
+    if importlib.util.find_spec("numba") is None:
+        missing = "numba is not installed (the fast extra; `make setup` installs it)"
+        if options.require_numba:
+            pytest.fail(f"--require-numba is given but {missing}")
+        pytest.skip(missing)
+
+
+def _both(
+    geometry: HybridGeometry, stream: list[ReplayRequest], points: list[Point], **settings: object
+) -> tuple[list[PointResult] | str, list[PointResult] | str]:
+    """Each engine's results, or the one line it raised."""
+    found: list[list[PointResult] | str] = []
+    for engine in ("python", "compiled"):
+        try:
+            found.append(replay(geometry, stream, points, engine=engine, **settings))  # type: ignore[arg-type]
+        except InvalidArgument as error:
+            found.append(str(error))
+    return found[0], found[1]
+
+
+@given(scenarios(), st.data())
+def test_the_compiled_replay_equals_the_python_replay(scenario, data) -> None:  # type: ignore[no-untyped-def]
+    """Several policies and pools, the smallest refusing or evicting: every field equal."""
+    _require_numba()
+    geometry, policy, _, num_blocks, budget, requests = scenario
+    stream = token_requests(geometry, requests)
+    policies = data.draw(st.lists(st.sampled_from(sorted(REPLAYED)), min_size=1, max_size=2))
+    sizes = data.draw(st.lists(st.integers(2, num_blocks), min_size=1, max_size=3))
+    points = [
+        Point(name, geometry.retention_interval, blocks)
+        for name in (policy, *policies)
+        for blocks in (num_blocks, *sizes)
+    ]
+    python, compiled = _both(
+        geometry,
+        stream,
+        points,
+        max_num_batched_tokens=budget,
+        flops=FLOPS,
+        step_time=StepTimeModel(),
+        measure_from=data.draw(st.integers(0, len(stream))),
+    )
+    assert compiled == python
+
+
+@given(scenarios().map(lambda s: (*s[:2], "lru", *s[3:])))
+def test_the_compiled_replay_equals_the_engine(scenario) -> None:  # type: ignore[no-untyped-def]
+    """The compiled replay's totals are the reference engine's: hits, evictions, the
+    cached blocks per group at the end and their peaks."""
+    _require_numba()
+    geometry, policy, eviction, num_blocks, budget, requests = scenario
+    records, _ = engine_records(geometry, policy, num_blocks, eviction, budget, requests)
+    point = Point(policy, geometry.retention_interval, num_blocks, eviction)
+    stream = token_requests(geometry, requests)
+    (found,) = replay(geometry, stream, [point], max_num_batched_tokens=budget, engine="compiled")
+    assert found.refused == 0
+    assert found.hit_tokens == sum(r.hit for r in records)
+    usage = records[-1].usage
+    assert (found.evictions, found.retained_final, found.retained_peak) == (
+        usage.evictions,
+        usage.cached,
+        usage.peak,
+    )
+
+
+def test_qwen3_next_32_points_are_equal_on_the_traces_first_requests() -> None:
+    """``junction hbm``'s 32 points (4 variants x 8 budgets, LRU) on the first requests
+    of the trace, in pools an eighth the size so that every point evicts."""
+    _require_numba()
+    model = catalog_model("qwen3-next-80b-a3b")
+    geometry = HybridGeometry(model.groups(), model.block_size)
+    stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=400)
+    variants = table_variants(4 * geometry.scheduler_block_size)
+    points = [
+        Point(v.policy, v.retention_interval, model.blocks(gib) // 8, "lru")
+        for v in variants
+        for gib in BUDGETS
+    ]
+    python, compiled = _both(geometry, stream, points, flops=FLOPS, step_time=StepTimeModel())
+    assert isinstance(python, list)
+    assert all(r.evictions for r in python)
+    assert compiled == python
+
+
+def test_the_compiled_engine_refuses_what_it_does_not_cover_and_auto_falls_back() -> None:
+    _require_numba()
+    model = catalog_model("qwen3-next-80b-a3b")
+    geometry = HybridGeometry(model.groups(), model.block_size)
+    stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=20)
+    lru = Point("junction", None, 300)
+    outside = {
+        "fifo": ([Point("junction", None, 300, "fifo")], {}),
+        "a state pool": ([Point("junction", None, 300, state_slots=8)], {}),
+        "no caching": ([Point("junction", None, 300, caching=False)], {}),
+        "records": ([lru], {"keep_records": True}),
+    }
+    for points, settings in outside.values():
+        with pytest.raises(InvalidArgument, match="the compiled replay does not apply"):
+            replay(geometry, stream, points, engine="compiled", **settings)  # type: ignore[arg-type]
+        assert replay(geometry, stream, points, **settings) == replay(  # type: ignore[arg-type]
+            geometry, stream, points, engine="python", **settings
+        )
+    belady = [Point("junction", None, 300, "belady")]
+    uses = future_uses(geometry, stream)
+    with pytest.raises(InvalidArgument, match="the compiled replay does not apply"):
+        replay(geometry, stream, belady, uses=uses, engine="compiled")
+    with pytest.raises(InvalidArgument, match="expected one of auto, python, compiled"):
+        replay(geometry, stream, [lru], engine="numba")
+
+
+def test_auto_runs_the_python_replay_where_numba_does_not_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No numba (the compiled modules fail to import): ``auto`` is the Python replay and
+    ``compiled`` one line saying why."""
+    for name in ("kernels", "compiled"):
+        monkeypatch.setitem(sys.modules, f"junction.reference.replay.{name}", None)
+    model = catalog_model("qwen3-next-80b-a3b")
+    geometry = HybridGeometry(model.groups(), model.block_size)
+    stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=40)
+    points = [Point("junction", None, 100)]
+    assert replay(geometry, stream, points) == replay(geometry, stream, points, engine="python")
+    with pytest.raises(InvalidArgument, match="numba does not import"):
+        replay(geometry, stream, points, engine="compiled")
