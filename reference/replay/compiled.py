@@ -1,13 +1,13 @@
 """The compiled replay: ``sweep.replay``'s points with lookup, admission and runs in numba.
 
-Where it applies (:func:`outside_compiled`: ``lru``, the states in the
+Where it applies (``sweep._compiled_engine``: ``lru``, the states in the
 blocks, caching on, no records or observer) it keeps the same books as
 ``pool.ReplayPool`` for every point in arrays (``kernels``) and answers
 the same :class:`~.sweep.PointResult` field for field, proven so by the same
 properties as the Python replay (``tests/replay/test_engines.py``). Python
 keeps what needs the policy: each request's plans (``plan.Planner``, shared
-across points as ``sweep`` shares them), encoded once as flat integers
-(:func:`encode`), and the trace's prefix keys, numbered densely per hash
+across points as ``sweep`` shares them) as the flat integers the planner
+writes (``RequestPlan.flat``), and the trace's prefix keys, numbered densely per hash
 unit as they first appear (a group's block is ``unit id * groups + group``).
 Per request two compiled calls: every point's lookup, then every point's run.
 """
@@ -25,36 +25,13 @@ from junction.reference.workloads.step_time import StepTimeModel
 
 from .kernels import TALLIES, WINDOW, lookup_all, run_all
 from .keys import FRESH_BASE
-from .plan import RequestPlan
 
 if TYPE_CHECKING:
     from .sweep import ReplayRequest, _Run
 
-__all__ = ["encode", "replay_compiled"]
+__all__ = ["replay_compiled"]
 
 _KINDS = {GroupKind.FULL: 0, GroupKind.SLIDING_WINDOW: WINDOW, GroupKind.MAMBA: 2}
-
-
-def encode(plan: RequestPlan) -> list[int]:
-    """``plan`` as ``kernels.run_all`` reads it: its prefill tokens, its steps'
-    count, then per step the blocks it takes, its grows (``group, blocks``) and
-    its work (``kind, group, pairs, slot, block, ...``), each list after its length."""
-    flat = [plan.prefill_tokens, len(plan.steps)]
-    for count, grow, after in plan.steps:
-        flat.append(count)
-        flat.append(len(grow))
-        for group, more in grow:
-            flat.append(group)
-            flat.append(more)
-        flat.append(len(after))
-        for kind, group, work in after:
-            flat.append(kind)
-            flat.append(group)
-            flat.append(len(work))
-            for slot, block in work:
-                flat.append(slot)
-                flat.append(block)
-    return flat
 
 
 def _layout(geometry: HybridGeometry) -> np.ndarray:
@@ -98,17 +75,30 @@ class _Books:
         self.tallies = np.zeros((points, TALLIES), np.int64)
 
     def hold(self, ids: int) -> None:
-        """Room for ``ids`` ids, growing fourfold (the links need no zeros: a key's
-        are written as it joins the free queue)."""
+        """Room for ``ids`` ids, growing twofold (the links need no zeros: a key's
+        are written as it joins the free queue). Fresh memory is slow to touch the
+        first time: a sequence of requests is counted ahead (:func:`_units`)."""
         points, have = self.state.shape
         if ids <= have:
             return
-        size = max(ids, 4 * have, 1 << 16)
+        size = max(ids, 2 * have, 1 << 16)
         state = np.zeros((points, size), np.int8)
         state[:, :have] = self.state
         links = np.empty((2, points, size), np.int32)
         links[:, :, :have] = self.links
         self.state, self.links = state, links
+
+
+def _units(requests: Sequence[ReplayRequest], unit: int) -> int:
+    """The distinct prefix keys ``replay_compiled`` numbers: the requests' units up to
+    each one's last token, the fresh ones past its known units included."""
+    known: set[int] = set()
+    fresh = 0
+    for request in requests:
+        count = (request.prompt_tokens + request.output_tokens - 1) // unit + 1
+        known.update(request.units[:count])
+        fresh += max(count - len(request.units), 0)
+    return len(known) + fresh
 
 
 def replay_compiled(
@@ -134,6 +124,8 @@ def replay_compiled(
     usable = np.array([run.pool.usable for run in runs], np.int64)
     longest = np.array([-1 if run.longest is None else run.longest for run in runs], np.int64)
     books = _Books(len(runs), width)
+    if isinstance(requests, Sequence):
+        books.hold(_units(requests, unit) * width)
     found = np.zeros((len(runs), 2), np.int64)
     failed = np.zeros(3, np.int64)
     slots = np.zeros((width, 0), np.int64)
@@ -191,7 +183,8 @@ def replay_compiled(
                 if step_time is not None:  # alone: each prefill step holds its one chunk
                     ttft = sum(step_time.step_time_ms((c,), 0) for c in plan.prefill_chunks)
                 here = placed[memo] = (len(buffer) + 1, ttft)
-                buffer.extend(encode(plan))
+                buffer.append(plan.prefill_tokens)
+                buffer += plan.flat
             plan_at[point] = here[0]
             if not counted:
                 continue

@@ -232,7 +232,8 @@ def run_all(
     failed: Ints,
 ) -> bool:
     """Admit and run the request in every point not refused: ``ReplayPool.admit``
-    then ``ReplayPool.run`` of ``plans[plan_at[point]:]`` (``compiled.encode``).
+    then ``ReplayPool.run`` of ``plans[plan_at[point]:]`` (``RequestPlan.flat``, its
+    prefill tokens just before).
     False, with ``failed`` = (point, blocks asked, blocks free), where a step asks
     for more blocks than the pool has free."""
     groups = layout.shape[1]

@@ -14,11 +14,12 @@ out (the coordinator's quiet steps).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import attrs
 
-from junction.core import GroupKind, HybridGeometry, InvalidArgument, cdiv
+from junction.core import GroupKind, HybridGeometry, InvalidArgument
 from junction.reference.engine.protocol import Policy
 
 __all__ = ["CACHE", "RELEASE", "STATE", "Planner", "RequestPlan", "Step"]
@@ -37,12 +38,38 @@ Step = tuple[int, tuple[tuple[int, int], ...], tuple[Work, ...]]
 
 @attrs.frozen
 class RequestPlan:
-    """A request's steps that touch the pool; its prefill tokens, chunks and steps."""
+    """A request's steps that touch the pool; its prefill tokens, chunks and steps.
 
-    steps: tuple[Step, ...]
+    ``flat``: the steps as one list of ints, as the planner writes them and the
+    compiled replay reads them: their number, then per step its new blocks, its
+    grows (their number, then ``group, blocks`` each) and its work (their number,
+    then ``kind, group, pairs, slot, block, ...`` each). :attr:`steps` is the
+    same as tuples (``Step``), what ``pool.ReplayPool.run`` reads.
+    """
+
+    flat: list[int] = attrs.field(eq=False, repr=False)
     prefill_tokens: int
     prefill_chunks: tuple[tuple[int, int], ...]  # (start, tokens): the steps its TTFT sums
     engine_steps: int
+
+    @functools.cached_property
+    def steps(self) -> tuple[Step, ...]:
+        flat, at, steps = self.flat, 1, []
+        for _ in range(flat[0]):
+            count, grows = flat[at], flat[at + 1]
+            at += 2
+            grow = tuple((flat[i], flat[i + 1]) for i in range(at, at + 2 * grows, 2))
+            at += 2 * grows
+            after = []
+            for _ in range(flat[at]):
+                kind, group, pairs = flat[at + 1], flat[at + 2], flat[at + 3]
+                at += 3
+                work = tuple((flat[i], flat[i + 1]) for i in range(at + 1, at + 1 + 2 * pairs, 2))
+                after.append((kind, group, work))
+                at += 2 * pairs
+            at += 1
+            steps.append((count, grow, tuple(after)))
+        return tuple(steps)
 
 
 class _View:
@@ -94,6 +121,12 @@ class Planner:
         # takes the same decisions, so its work is planned once.
         groups = geometry.groups
         self._twins = tuple(groups.index(spec) for spec in groups)
+        # Where each group's work of the step being planned lies in the plan (its twins copy it).
+        self._spans = [(0, 0, 0)] * len(groups)
+        # The groups that take blocks as tokens grow (not Mamba), with their block size.
+        self._sized = tuple(
+            (i, g.block_size) for i, g in enumerate(groups) if g.kind is not GroupKind.MAMBA
+        )
 
     def plan(self, prompt: int, outputs: int, hit: int, junction: int) -> RequestPlan:
         """The steps of a request of ``prompt`` tokens and ``outputs`` output tokens
@@ -109,7 +142,7 @@ class Planner:
         # Groups of one spec (vLLM's groups of one kind) get the same answers: asked once.
         known = {spec: policy.reachable_boundaries(geometry, spec, view) for spec in set(groups)}
         boundaries = [known[spec] for spec in groups]
-        twins = self._twins
+        twins, sized = self._twins, self._sized
         held = [hit // g.block_size for g in groups]
         cached = list(held)
         released = [
@@ -117,7 +150,7 @@ class Planner:
         ]
         tokens, start, prefill_end = prompt, hit, prompt
         last = prompt + outputs - 1  # the last token computed
-        steps: list[Step] = []
+        flat = [0]  # the steps (RequestPlan.flat), their number first
         prefill_tokens = engine_steps = 0
         chunks: list[tuple[int, int]] = []
         mamba_moved = True  # the first step may need a fresh state block
@@ -140,59 +173,80 @@ class Planner:
                 engine_steps += 1
             if start >= prefill_end:
                 tokens = end  # decode: the step computes token end - 1, the last there is
-            grow = []
-            for index, spec in enumerate(groups):
-                if spec.kind is not GroupKind.MAMBA:
-                    more = cdiv(end, spec.block_size) - held[index]
-                    if more > 0:
-                        grow.append((index, more))
-                        held[index] += more
+            at = len(flat)
+            flat += (0, 0)  # the step's new blocks and grows, known below
+            count = grows = 0
+            for index, size in sized:
+                more = -(-end // size) - held[index]
+                if more > 0:
+                    flat += (index, more)
+                    held[index] += more
+                    count += more
+                    grows += 1
+            flat[at], flat[at + 1] = count, grows
             view.num_computed_tokens, view.num_tokens = end, tokens
             hashed = tokens - tokens % unit
-            after: list[Work] = []
-            made: list[list[tuple[int, tuple[tuple[int, int], ...]]]] = [[] for _ in groups]
+            at = len(flat)
+            flat.append(0)  # the step's work, counted below
+            works = 0
+            spans = self._spans  # each group's work in flat: (first, end, works)
             mamba_moved = False
             for index, spec in enumerate(groups):
                 twin = twins[index]
                 if twin != index:  # an equal spec's group, in the same state: the same work
-                    after.extend((kind, index, work) for kind, work in made[twin])
+                    first, stop, count = spans[twin]
+                    copied = flat[first:stop]
+                    place = 1
+                    for _ in range(count):
+                        copied[place] = index
+                        place += 3 + 2 * copied[place + 1]
+                    flat += copied
+                    works += count
                     cached[index], released[index] = cached[twin], released[twin]
                     continue
-                work_of = made[index]
+                began, count = len(flat), 1
                 size, first = spec.block_size, cached[index]
                 if spec.kind is GroupKind.MAMBA:
-                    state: tuple[tuple[int, int], ...] = ()
-                    if not end % size and end <= hashed and end // size > first:
-                        mask = self._mask(index, view, first, end // size, boundaries[index])
+                    block = end // size
+                    if not end % size and end <= hashed and block > first:
+                        mask = self._mask(index, view, first, block, boundaries[index])
+                        cached[index] = block
                         if mask is None or mask[-1]:
-                            state = ((0, end // size - 1),)
+                            flat += (STATE, index, 1, 0, block - 1)
                             mamba_moved = True
-                        cached[index] = end // size
-                    work_of.append((STATE, state))
+                        else:
+                            flat += (STATE, index, 0)
+                    else:
+                        flat += (STATE, index, 0)
                 else:
+                    count = 0
                     full = min(min(end, hashed) // size, held[index])
                     if end >= (first + 1) * size and full > first:
                         mask = self._mask(index, view, first, full, boundaries[index])
-                        offered = tuple(
-                            (i, i) for i in range(first, full) if mask is None or mask[i - first]
-                        )
+                        offered = [i for i in range(first, full) if mask is None or mask[i - first]]
                         if offered:
-                            work_of.append((CACHE, offered))
+                            flat += (CACHE, index, len(offered))
+                            for i in offered:
+                                flat += (i, i)
+                            count = 1
                         cached[index] = full
                     if spec.kind is GroupKind.SLIDING_WINDOW:
                         gone = min(spec.first_window_block(end), held[index])
                         if gone > released[index]:
-                            work_of.append((RELEASE, ((released[index], gone),)))
+                            flat += (RELEASE, index, 1, released[index], gone)
                             released[index] = gone
-                after.extend((kind, index, work) for kind, work in work_of)
-            steps.append((sum(more for _, more in grow), tuple(grow), tuple(after)))
+                            count += 1
+                spans[index] = (began, len(flat), count)
+                works += count
+            flat[at] = works
+            flat[0] += 1
             start = end
             if end == tokens:  # the step computed the last token there is: one more output
                 if end >= last:
                     break
                 tokens += 1
                 prefill_end = tokens - 1
-        return RequestPlan(tuple(steps), prefill_tokens, tuple(chunks), engine_steps)
+        return RequestPlan(flat, prefill_tokens, tuple(chunks), engine_steps)
 
     def _split(self, view: _View, wanted: int) -> int:
         """The policy's split, once per request state: a policy reads only the
