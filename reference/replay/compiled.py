@@ -14,7 +14,7 @@ Per request two compiled calls: every point's lookup, then every point's run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,12 +24,12 @@ from junction.reference.engine.eviction import FlopModel
 from junction.reference.workloads.step_time import StepTimeModel
 
 from .kernels import TALLIES, WINDOW, lookup_all, run_all
-from .keys import FRESH_BASE
+from .plan import RequestPlan
 
 if TYPE_CHECKING:
     from .sweep import ReplayRequest, _Run
 
-__all__ = ["replay_compiled"]
+__all__ = ["CompiledRuns"]
 
 _KINDS = {GroupKind.FULL: 0, GroupKind.SLIDING_WINDOW: WINDOW, GroupKind.MAMBA: 2}
 
@@ -101,45 +101,51 @@ def _units(requests: Sequence[ReplayRequest], unit: int) -> int:
     return len(known) + fresh
 
 
-def replay_compiled(
-    geometry: HybridGeometry,
-    requests: Iterable[ReplayRequest],
-    runs: Sequence[_Run],
-    *,
-    flops: FlopModel | None,
-    step_time: StepTimeModel | None,
-    measure_from: int,
-    on_request: Callable[[int], None] | None,
-) -> None:
-    """Replay ``requests`` in every run's point, filling the runs' tallies and pools'
-    totals (``sweep._result`` reads them) as the Python replay would."""
-    groups = geometry.groups
-    width, unit = len(groups), geometry.hash_block_size
-    layout = _layout(geometry)
-    order = np.array(
-        sorted(range(width), key=lambda g: groups[g].kind is not GroupKind.FULL), np.int64
-    )
-    planners = list({id(run.planner): run.planner for run in runs}.values())
-    planner_of = [planners.index(run.planner) for run in runs]
-    usable = np.array([run.pool.usable for run in runs], np.int64)
-    longest = np.array([-1 if run.longest is None else run.longest for run in runs], np.int64)
-    books = _Books(len(runs), width)
-    if isinstance(requests, Sequence):
-        books.hold(_units(requests, unit) * width)
-    found = np.zeros((len(runs), 2), np.int64)
-    failed = np.zeros(3, np.int64)
-    slots = np.zeros((width, 0), np.int64)
-    dense: dict[int, int] = {}
-    smallest = min(g.block_size for g in groups) // unit
-    saved: dict[tuple[int, int], int] = {}
-    fresh = FRESH_BASE
-    for index, request in enumerate(requests):
+Planned = dict[tuple[int, int, int], tuple[RequestPlan, float]]
+
+
+class CompiledRuns:
+    """Some runs of a sweep (``sweep._Run``) replayed here, one request at a time
+    (:meth:`request`), as the Python replay would replay them; :meth:`finish` puts
+    their totals where ``sweep._result`` reads them."""
+
+    def __init__(
+        self,
+        geometry: HybridGeometry,
+        runs: Sequence[_Run],
+        requests: Iterable[ReplayRequest],
+        flops: FlopModel | None,
+        step_time: StepTimeModel | None,
+    ) -> None:
+        groups = geometry.groups
+        self.geometry, self.runs, self.flops, self.step_time = geometry, runs, flops, step_time
+        self.width = width = len(groups)
+        self.layout = _layout(geometry)
+        self.order = np.array(
+            sorted(range(width), key=lambda g: groups[g].kind is not GroupKind.FULL), np.int64
+        )
+        self.usable = np.array([run.pool.usable for run in runs], np.int64)
+        self.longest = np.array(
+            [-1 if run.longest is None else run.longest for run in runs], np.int64
+        )
+        self.books = _Books(len(runs), width)
+        if isinstance(requests, Sequence):
+            self.books.hold(_units(requests, geometry.hash_block_size) * width)
+        self.found = np.zeros((len(runs), 2), np.int64)
+        self.failed = np.zeros(3, np.int64)
+        self.slots = np.zeros((width, 0), np.int64)
+        self.dense: dict[int, int] = {}
+        self.smallest = min(g.block_size for g in groups) // geometry.hash_block_size
+        self.saved: dict[tuple[int, int], int] = {}  # FLOPs saved by (planner, hit)
+
+    def request(
+        self, request: ReplayRequest, units: Sequence[int], plans: Planned, counted: bool
+    ) -> None:
+        """Replay ``request``, whose prefix keys up to its last token are ``units``, in
+        every run; ``plans``: the request's plans by ``(id(planner), hit, junction)``
+        (``sweep._one``'s, shared with it)."""
+        books, dense, width, geometry = self.books, self.dense, self.width, self.geometry
         prompt, outputs = request.prompt_tokens, request.output_tokens
-        last = prompt + outputs - 1
-        units = list(request.units[: last // unit + 1])
-        extra = last // unit + 1 - len(units)
-        units.extend(range(fresh, fresh + extra))
-        fresh += extra
         ids = []
         for key in units:
             found_id = dense.get(key)
@@ -147,54 +153,58 @@ def replay_compiled(
                 found_id = dense[key] = len(dense)
             ids.append(found_id)
         books.hold(len(dense) * width)
-        if slots.shape[1] < len(units) // smallest + 2:
-            slots = np.zeros((width, 2 * (len(units) // smallest + 2)), np.int64)
-        counted = index >= measure_from
+        if self.slots.shape[1] < len(units) // self.smallest + 2:
+            self.slots = np.zeros((width, 2 * (len(units) // self.smallest + 2)), np.int64)
+        unit = geometry.hash_block_size
         hashed = prompt // unit * unit
-        lengths = np.array([hashed // g.block_size for g in groups], np.int64)
+        lengths = np.array([hashed // g.block_size for g in geometry.groups], np.int64)
         dense_units = np.array(ids, np.int64)
+        found = self.found
         lookup_all(
             books.state,
             dense_units,
-            layout,
-            order,
+            self.layout,
+            self.order,
             lengths,
             geometry.alignment_tokens,
             prompt,
             unit,
-            last,
-            longest,
+            prompt + outputs - 1,
+            self.longest,
             counted,
             books.tallies,
             found,
         )
         buffer: list[int] = []
-        placed: dict[tuple[int, int, int], tuple[int, float]] = {}
-        plan_at = [0] * len(runs)
+        placed: dict[tuple[int, int, int], int] = {}
+        plan_at = [0] * len(self.runs)
+        step_time, flops, saved = self.step_time, self.flops, self.saved
         for point, (hit, best) in enumerate(found.tolist()):
             if hit < 0:
                 continue
-            run = runs[point]
-            memo = (planner_of[point], hit, best if best > hit else 0)
-            here = placed.get(memo)
-            if here is None:
+            run = self.runs[point]
+            memo = (id(run.planner), hit, best if best > hit else 0)
+            at = placed.get(memo)
+            planned = plans.get(memo)
+            if planned is None:
                 plan = run.planner.plan(prompt, outputs, hit, memo[2])
                 ttft = 0.0
                 if step_time is not None:  # alone: each prefill step holds its one chunk
                     ttft = sum(step_time.step_time_ms((c,), 0) for c in plan.prefill_chunks)
-                here = placed[memo] = (len(buffer) + 1, ttft)
-                buffer.append(plan.prefill_tokens)
-                buffer += plan.flat
-            plan_at[point] = here[0]
+                planned = plans[memo] = (plan, ttft)
+            if at is None:
+                at = placed[memo] = len(buffer) + 1
+                buffer.append(planned[0].prefill_tokens)
+                buffer += planned[0].flat
+            plan_at[point] = at
             if not counted:
                 continue
             if step_time is not None:
-                run.ttft.append(here[1])
+                run.ttft.append(planned[1])
             if flops is not None and hit:
-                flop_memo = (planner_of[point], hit)
-                if flop_memo not in saved:
-                    saved[flop_memo] = flops.prefix_flops(run.geometry, hit)
-                run.flops_saved += saved[flop_memo]
+                if memo[:2] not in saved:
+                    saved[memo[:2]] = flops.prefix_flops(run.geometry, hit)
+                run.flops_saved += saved[memo[:2]]
         done = run_all(
             books.state,
             books.links,
@@ -203,33 +213,30 @@ def replay_compiled(
             books.peaks,
             books.tallies,
             dense_units,
-            layout,
-            usable,
+            self.layout,
+            self.usable,
             found,
             np.array(buffer, np.int64),
             np.array(plan_at, np.int64),
-            slots,
+            self.slots,
             prompt,
             counted,
-            failed,
+            self.failed,
         )
         if not done:
-            point, asked, free = failed.tolist()
+            point, asked, free = self.failed.tolist()
             raise InvalidArgument(
-                "num_blocks", int(usable[point]) + 1, f"{asked} blocks asked, {free} free"
+                "num_blocks", int(self.usable[point]) + 1, f"{asked} blocks asked, {free} free"
             )
-        if on_request is not None:
-            on_request(index + 1)
-    _totals(runs, books)
 
-
-def _totals(runs: Sequence[_Run], books: _Books) -> None:
-    """The books' totals into each run and its pool, where ``sweep._result`` reads them."""
-    for point, run in enumerate(runs):
-        tally = books.tallies[point].tolist()
-        run.requests, run.lookup, run.hits, run.prompt, run.computed = tally[:5]
-        run.refused, run.refused_tokens = tally[5:7]
-        pool = run.pool
-        pool.evictions = tally[7]
-        pool.count = books.counts[point].tolist()
-        pool.peak = books.peaks[point].tolist()
+    def finish(self) -> None:
+        """The books' totals into each run and its pool, where ``sweep._result`` reads them."""
+        books = self.books
+        for point, run in enumerate(self.runs):
+            tally = books.tallies[point].tolist()
+            run.requests, run.lookup, run.hits, run.prompt, run.computed = tally[:5]
+            run.refused, run.refused_tokens = tally[5:7]
+            pool = run.pool
+            pool.evictions = tally[7]
+            pool.count = books.counts[point].tolist()
+            pool.peak = books.peaks[point].tolist()

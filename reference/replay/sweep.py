@@ -44,37 +44,40 @@ __all__ = [
 ENGINES = ("auto", "python", "compiled")
 
 
-def _compiled_engine(
+def _compiled_points(
     engine: str, points: Sequence[Point], keep_records: bool, observe: object
-) -> bool:
-    """Whether ``replay`` takes the compiled path (``compiled``): the one rule.
+) -> list[bool]:
+    """Which points ``replay`` takes the compiled path for (``compiled``): the one rule.
 
-    It covers ``lru`` points with the states in the blocks and caching on, and no
-    records or observer; ``auto`` takes it there when numba imports, ``python``
-    never, ``compiled`` always (:class:`InvalidArgument` where it does not apply).
+    It covers ``lru`` points with the states in the blocks and caching on, in a
+    sweep keeping no records and with no observer; ``auto`` takes it for those
+    where numba imports, the rest in Python; ``python`` never; ``compiled`` for
+    every point (:class:`InvalidArgument` where one is outside it).
     """
     if engine not in ENGINES:
         raise InvalidArgument("engine", engine, f"expected one of {', '.join(ENGINES)}")
     if engine == "python":
-        return False
-    outside = next(
-        (
-            f"point {p} is outside it (lru, states in the blocks, caching)"
-            for p in points
-            if p.eviction != "lru" or p.state_slots is not None or not p.caching
-        ),
-        None,
-    )
-    if outside is None and (keep_records or observe is not None):
-        outside = "it keeps no records and has no observer"
-    if outside is None:
+        return [False] * len(points)
+    covered = [
+        p.eviction == "lru" and p.state_slots is None and p.caching and not keep_records
+        for p in points
+    ]
+    outside = None
+    if observe is not None:
+        covered = [False] * len(points)
+        outside = "it has no observer"
+    elif not all(covered):
+        point = points[covered.index(False)]
+        outside = f"{point} is outside it (lru, states in the blocks, caching, no records)"
+    if any(covered):
         try:  # by name: a package attribute left by an earlier import is no proof
             importlib.import_module(f"{__package__}.compiled")
         except ImportError as error:
+            covered = [False] * len(points)
             outside = f"numba does not import ({error}; the `fast` extra installs it)"
     if outside is not None and engine == "compiled":
         raise InvalidArgument("engine", engine, f"the compiled replay does not apply: {outside}")
-    return outside is None
+    return covered
 
 
 @attrs.frozen
@@ -319,19 +322,14 @@ def replay(
                 observe is not None,
             )
         )
-    if _compiled_engine(engine, points, keep_records, observe):
-        from .compiled import replay_compiled
+    chosen = _compiled_points(engine, points, keep_records, observe)
+    stepper = None
+    if any(chosen):
+        from .compiled import CompiledRuns
 
-        replay_compiled(
-            geometry,
-            requests,
-            runs,
-            flops=flops,
-            step_time=step_time,
-            measure_from=measure_from,
-            on_request=on_request,
-        )
-        return [_result(run) for run in runs]
+        compiled = [run for run, taken in zip(runs, chosen, strict=True) if taken]
+        stepper = CompiledRuns(geometry, compiled, requests, flops, step_time)
+    rest = [run for run, taken in zip(runs, chosen, strict=True) if not taken]
     want_parents = any(p.eviction == "flop-aware" for p in points)
     unit, fresh = geometry.hash_block_size, FRESH_BASE
     for index, request in enumerate(requests):
@@ -342,30 +340,25 @@ def replay(
         extra = last // unit + 1 - len(units)
         units.extend(range(fresh, fresh + extra))
         fresh += extra
-        keys = _block_keys(geometry, units, len(units))
-        lookup_keys = [
-            blocks[: hashed * unit // spec.block_size]
-            for blocks, spec in zip(keys, geometry.groups, strict=True)
-        ]
-        parents = _parents(geometry, units) if want_parents else []
         plans: dict[tuple[int, int, int], tuple[RequestPlan, float]] = {}
-        for run in runs:
-            _one(
-                run,
-                index,
-                request,
-                keys,
-                lookup_keys,
-                parents,
-                plans,
-                flops,
-                step_time,
-                index >= measure_from,
-            )
+        counted = index >= measure_from
+        if stepper is not None:
+            stepper.request(request, units, plans, counted)
+        if rest:
+            keys = _block_keys(geometry, units, len(units))
+            lookup_keys = [
+                blocks[: hashed * unit // spec.block_size]
+                for blocks, spec in zip(keys, geometry.groups, strict=True)
+            ]
+            parents = _parents(geometry, units) if want_parents else []
+        for run in rest:
+            _one(run, index, request, keys, lookup_keys, parents, plans, flops, step_time, counted)
             if observe is not None:
                 observe(index, run.pool)
         if on_request is not None:
             on_request(index + 1)
+    if stepper is not None:
+        stepper.finish()
     return [_result(run) for run in runs]
 
 

@@ -137,10 +137,14 @@ def test_the_compiled_engine_refuses_what_it_does_not_cover_and_auto_falls_back(
         assert replay(geometry, stream, points, **settings) == replay(  # type: ignore[arg-type]
             geometry, stream, points, engine="python", **settings
         )
-    belady = [Point("junction", None, 300, "belady")]
+    mixed = [lru, Point("junction", None, 300, "belady"), Point("dense", None, 200)]
     uses = future_uses(geometry, stream)
     with pytest.raises(InvalidArgument, match="the compiled replay does not apply"):
-        replay(geometry, stream, belady, uses=uses, engine="compiled")
+        replay(geometry, stream, mixed, uses=uses, engine="compiled")
+    # auto: the lru points compiled, the Belady one in Python, in one pass.
+    assert replay(geometry, stream, mixed, uses=uses) == replay(
+        geometry, stream, mixed, uses=uses, engine="python"
+    )
     with pytest.raises(InvalidArgument, match="expected one of auto, python, compiled"):
         replay(geometry, stream, [lru], engine="numba")
 
