@@ -23,7 +23,7 @@ from junction.core import GroupKind, HybridGeometry, InvalidArgument, lcm
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.workloads.step_time import StepTimeModel
 
-from .kernels import TALLIES, WINDOW, lookup_all, run_all
+from .kernels import TALLIES, WINDOW, lookup_all, ring_size, run_all
 from .plan import RequestPlan
 
 if TYPE_CHECKING:
@@ -65,28 +65,25 @@ def _layout(geometry: HybridGeometry) -> np.ndarray:
 class _Books:
     """Every point's pool, as ``kernels`` keeps it; grown as the dense ids grow."""
 
-    def __init__(self, points: int, groups: int) -> None:
-        self.state = np.zeros((points, 0), np.int8)
-        self.links = np.zeros((2, points, 0), np.int32)
-        self.heads = np.full((3, points), -1, np.int64)
-        self.heads[2] = 0
+    def __init__(self, usable: Sequence[int], groups: int) -> None:
+        points = len(usable)
+        self.stamp = np.zeros((0, points), np.int32)
+        # A ring's places are written before they are read: no zeros needed.
+        self.ring = np.empty((points, max(ring_size(u) for u in usable)), np.int32)
+        self.heads = np.zeros((3, points), np.int64)
         self.counts = np.zeros((points, groups), np.int64)
         self.peaks = np.zeros((points, groups), np.int64)
         self.tallies = np.zeros((points, TALLIES), np.int64)
 
     def hold(self, ids: int) -> None:
-        """Room for ``ids`` ids, growing twofold (the links need no zeros: a key's
-        are written as it joins the free queue). Fresh memory is slow to touch the
+        """Room for ``ids`` ids, growing twofold. Fresh memory is slow to touch the
         first time: a sequence of requests is counted ahead (:func:`_units`)."""
-        points, have = self.state.shape
+        have, points = self.stamp.shape
         if ids <= have:
             return
-        size = max(ids, 2 * have, 1 << 16)
-        state = np.zeros((points, size), np.int8)
-        state[:, :have] = self.state
-        links = np.empty((2, points, size), np.int32)
-        links[:, :, :have] = self.links
-        self.state, self.links = state, links
+        stamp = np.zeros((max(ids, 2 * have, 1 << 16), points), np.int32)
+        stamp[:have] = self.stamp
+        self.stamp = stamp
 
 
 def _units(requests: Sequence[ReplayRequest], unit: int) -> int:
@@ -128,7 +125,7 @@ class CompiledRuns:
         self.longest = np.array(
             [-1 if run.longest is None else run.longest for run in runs], np.int64
         )
-        self.books = _Books(len(runs), width)
+        self.books = _Books([run.pool.usable for run in runs], width)
         if isinstance(requests, Sequence):
             self.books.hold(_units(requests, geometry.hash_block_size) * width)
         self.found = np.zeros((len(runs), 2), np.int64)
@@ -161,7 +158,7 @@ class CompiledRuns:
         dense_units = np.array(ids, np.int64)
         found = self.found
         lookup_all(
-            books.state,
+            books.stamp,
             dense_units,
             self.layout,
             self.order,
@@ -206,8 +203,8 @@ class CompiledRuns:
                     saved[memo[:2]] = flops.prefix_flops(run.geometry, hit)
                 run.flops_saved += saved[memo[:2]]
         done = run_all(
-            books.state,
-            books.links,
+            books.stamp,
+            books.ring,
             books.heads,
             books.counts,
             books.peaks,

@@ -2,11 +2,18 @@
 
 The same books as ``pool.ReplayPool`` for ``lru`` with the states in the
 blocks and caching on, for many points at once, on dense integer ids
-instead of prefix keys (``compiled``): per point and id a state byte
-(:data:`ABSENT`, :data:`HELD`: cached and taken by the running request,
-:data:`FREE`: cached and in the free queue) and the free queue as a doubly
-linked list over ids, least recently freed at its head. Group ``g``'s block
-``j`` of the request is id ``units[(j + 1) * per[g] - 1] * width + g``.
+instead of prefix keys (``compiled``): per id and point a stamp
+(:data:`ABSENT`, :data:`HELD`: cached and taken by the running request, or
+cached and free: its place in the free queue plus one) and per point the
+free queue as a ring of ids in the order they were freed, least recently
+freed at its head. A key taken from the queue leaves a stale entry behind
+(its stamp no longer names that place), skipped where eviction meets it and
+dropped when a full ring is compacted; the ring holds twice the pool, so a
+compaction frees at least half of it. Sequential writes and reads instead
+of a linked list's, and ids in rows, one per key with every point's stamp:
+a request's lookups and offers read a few rows, not a column per point.
+Group ``g``'s block ``j`` of the request is id ``units[(j + 1) * per[g] - 1]
+* width + g``.
 The lookup is ``core``'s finders and ``HitReconciler`` over those books,
 written out; every branch mirrors the Python it stands for, so the two
 replays agree exactly (``tests/replay/test_engines.py``).
@@ -23,14 +30,13 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ABSENT", "FREE", "HELD", "Books", "lookup_all", "run_all"]
+__all__ = ["TALLIES", "WINDOW", "lookup_all", "ring_size", "run_all"]
 
 Ints = npt.NDArray[np.int64]
-Bytes = npt.NDArray[np.int8]
-Links = npt.NDArray[np.int32]
-Books = tuple[Bytes, Links, Links, Ints]
+Stamps = npt.NDArray[np.int32]  # [id, point]
+Rings = npt.NDArray[np.int32]  # [point, place]
 
-ABSENT, HELD, FREE = 0, 1, 2
+ABSENT, HELD = 0, -1
 FULL, WINDOW, MAMBA = 0, 1, 2  # group kinds, as ``layout`` numbers them
 PRIVATE, NULL = -1, -2  # ``pool``'s slot values
 CACHE, RELEASE, STATE = 0, 1, 2  # ``plan``'s work kinds
@@ -47,20 +53,27 @@ def _compiled(function: F) -> F:
 
 
 @_compiled
+def ring_size(usable: int) -> int:
+    """A pool of ``usable`` blocks' ring: its free keys are at most the pool, so a
+    full ring compacted is at most half full."""
+    return 2 * usable + 2
+
+
+@_compiled
 def _block(units: Ints, per: Ints, width: int, group: int, index: int) -> int:
     return int(units[(index + 1) * per[group] - 1] * width + group)
 
 
 @_compiled
 def _is_cached(
-    state: Bytes, point: int, units: Ints, per: Ints, width: int, lengths: Ints, g: int, i: int
+    stamp: Stamps, point: int, units: Ints, per: Ints, width: int, lengths: Ints, g: int, i: int
 ) -> bool:
-    return bool(i < lengths[g] and state[point, _block(units, per, width, g, i)] != ABSENT)
+    return bool(i < lengths[g] and stamp[_block(units, per, width, g, i), point] != ABSENT)
 
 
 @_compiled
 def _find(
-    state: Bytes,
+    stamp: Stamps,
     point: int,
     units: Ints,
     layout: Ints,
@@ -77,7 +90,7 @@ def _find(
     if kind == FULL:
         limit = -(-bound // size)
         blocks = 0
-        while blocks < limit and _is_cached(state, point, units, per, width, lengths, g, blocks):
+        while blocks < limit and _is_cached(stamp, point, units, per, width, lengths, g, blocks):
             blocks += 1
         raw = min(blocks * size, bound) - (drop if dropping else 0)
         return int(raw // alignment * alignment) if raw > 0 else 0
@@ -91,7 +104,7 @@ def _find(
                 break
             first = max(tail_end - need, 0)
             index = tail_end - 1
-            while index >= first and _is_cached(state, point, units, per, width, lengths, g, index):
+            while index >= first and _is_cached(stamp, point, units, per, width, lengths, g, index):
                 index -= 1
             if index < first:
                 return int((tail_end - peek) * size)
@@ -99,7 +112,7 @@ def _find(
         return 0
     end = bound // step * step
     while end > 0:
-        if _is_cached(state, point, units, per, width, lengths, g, end // size - 1):
+        if _is_cached(stamp, point, units, per, width, lengths, g, end // size - 1):
             return int(end)
         end -= step
     return 0
@@ -107,7 +120,7 @@ def _find(
 
 @_compiled
 def lookup_all(
-    state: Bytes,
+    stamp: Stamps,
     units: Ints,
     layout: Ints,
     order: Ints,
@@ -127,7 +140,7 @@ def lookup_all(
     accepted = np.empty(groups, np.int64)
     max_hit = prompt - 1
     limit = prompt - prompt % unit
-    for point in range(state.shape[0]):
+    for point in range(stamp.shape[1]):
         if longest[point] >= 0 and last > longest[point]:
             found[point, 0] = -1
             if counted:
@@ -150,7 +163,7 @@ def lookup_all(
                 if drop > 0:
                     bound = min(candidate + drop, limit)
                 answer = _find(
-                    state, point, units, layout, lengths, index, bound, drop > 0, alignment
+                    stamp, point, units, layout, lengths, index, bound, drop > 0, alignment
                 )
                 accepted[index] = answer
                 candidate = answer
@@ -164,41 +177,59 @@ def lookup_all(
 
 
 @_compiled
-def _unlink(links: Links, heads: Ints, point: int, key: int) -> None:
-    """A key leaves the free queue."""
-    before, after = links[0, point, key], links[1, point, key]
-    if before >= 0:
-        links[1, point, before] = after
-    else:
-        heads[0, point] = after
-    if after >= 0:
-        links[0, point, after] = before
-    else:
-        heads[1, point] = before
-    heads[2, point] -= 1
+def _take(stamp: Stamps, heads: Ints, point: int, key: int) -> None:
+    """A hit takes a cached key: a free one leaves the queue (its entry goes stale)."""
+    if stamp[key, point] > 0:
+        heads[2, point] -= 1
+        stamp[key, point] = HELD
 
 
 @_compiled
-def _free(state: Bytes, links: Links, heads: Ints, point: int, key: int) -> None:
-    """A cached key joins the back of the free queue (an ``OrderedDict`` keeps a
-    present key in its place)."""
-    if state[point, key] == FREE:
+def _free(stamp: Stamps, ring: Rings, heads: Ints, point: int, key: int, size: int) -> None:
+    """A key joins the back of the free queue (an ``OrderedDict`` keeps a present
+    key in its place); a full ring is compacted first."""
+    if stamp[key, point] > 0:
         return
-    state[point, key] = FREE
     tail = heads[1, point]
-    links[0, point, key] = tail
-    links[1, point, key] = -1
-    if tail >= 0:
-        links[1, point, tail] = key
-    else:
-        heads[0, point] = key
-    heads[1, point] = key
+    if tail == size:
+        tail = 0
+        for place in range(heads[0, point], size):
+            kept = ring[point, place]
+            if stamp[kept, point] == place + 1:
+                ring[point, tail] = kept
+                stamp[kept, point] = tail + 1
+                tail += 1
+        heads[0, point] = 0
+    ring[point, tail] = key
+    stamp[key, point] = tail + 1
+    heads[1, point] = tail + 1
     heads[2, point] += 1
 
 
 @_compiled
+def _evict(stamp: Stamps, ring: Rings, heads: Ints, point: int) -> int:
+    """The front of the free queue leaves the cache; its key."""
+    while True:
+        place = heads[0, point]
+        key = ring[point, place]
+        heads[0, point] = place + 1
+        if stamp[key, point] == place + 1:
+            stamp[key, point] = ABSENT
+            heads[2, point] -= 1
+            return int(key)
+
+
+@_compiled
 def _give(
-    state: Bytes, links: Links, heads: Ints, point: int, slots: Ints, g: int, first: int, end: int
+    stamp: Stamps,
+    ring: Rings,
+    heads: Ints,
+    point: int,
+    size: int,
+    slots: Ints,
+    g: int,
+    first: int,
+    end: int,
 ) -> int:
     """``ReplayPool._give`` of ``slots[g, first:end]`` in reverse; the blocks freed."""
     kept = 0
@@ -208,14 +239,14 @@ def _give(
             continue
         kept += 1
         if key >= 0:
-            _free(state, links, heads, point, key)
+            _free(stamp, ring, heads, point, key, size)
     return kept
 
 
 @_compiled
 def run_all(
-    state: Bytes,
-    links: Links,
+    stamp: Stamps,
+    ring: Rings,
     heads: Ints,
     counts: Ints,
     peaks: Ints,
@@ -240,11 +271,12 @@ def run_all(
     per = layout[2]
     lengths = np.zeros(groups, np.int64)
     running = np.zeros(groups, np.bool_)
-    for point in range(state.shape[0]):
+    for point in range(stamp.shape[1]):
         hit = found[point, 0]
         if hit < 0:
             continue
         held = 0
+        room = ring_size(usable[point])
         for g in range(groups):  # admit: take the blocks the hit reuses
             kind, size = layout[0, g], layout[1, g]
             full = hit // size
@@ -259,9 +291,7 @@ def run_all(
             for at in range(first, full):
                 key = _block(units, per, groups, g, at)
                 slots[g, at - first if kind == MAMBA else at] = key
-                if state[point, key] == FREE:
-                    _unlink(links, heads, point, key)
-                    state[point, key] = HELD
+                _take(stamp, heads, point, key)
                 held += 1
         running[:] = False
         at = plan_at[point]
@@ -281,10 +311,7 @@ def run_all(
                         failed[2] = spare + heads[2, point]
                         return False
                     for _ in range(count - spare):  # the front of the free queue
-                        key = heads[0, point]
-                        _unlink(links, heads, point, key)
-                        state[point, key] = ABSENT
-                        counts[point, key % groups] -= 1
+                        counts[point, _evict(stamp, ring, heads, point) % groups] -= 1
                     tallies[point, 7] += count - spare
                 held += count
             at += 1
@@ -299,7 +326,7 @@ def run_all(
                 at += 3
                 if kind == RELEASE:
                     first, end = plans[at + 1], plans[at + 2]
-                    held -= _give(state, links, heads, point, slots, g, first, end)
+                    held -= _give(stamp, ring, heads, point, room, slots, g, first, end)
                     slots[g, first:end] = NULL
                     at += 2 * works
                     continue
@@ -309,7 +336,7 @@ def run_all(
                         held -= 1
                         key = slots[g, 0]
                         if key >= 0:
-                            _free(state, links, heads, point, key)
+                            _free(stamp, ring, heads, point, key, room)
                     slots[g, 0] = PRIVATE
                     lengths[g] = 1
                 count = counts[point, g]
@@ -319,16 +346,16 @@ def run_all(
                     if slots[g, slot] != PRIVATE:
                         continue
                     key = _block(units, per, groups, g, block)
-                    if state[point, key] != ABSENT:
+                    if stamp[key, point] != ABSENT:
                         continue
-                    state[point, key] = HELD
+                    stamp[key, point] = HELD
                     slots[g, slot] = key
                     count += 1
                 counts[point, g] = count
                 if count > peaks[point, g]:
                     peaks[point, g] = count
         for g in range(groups):
-            held -= _give(state, links, heads, point, slots, g, 0, lengths[g])
+            held -= _give(stamp, ring, heads, point, room, slots, g, 0, lengths[g])
         if counted:
             tallies[point, 0] += 1
             tallies[point, 1] += prompt
