@@ -12,12 +12,17 @@ reads the trace itself):
 - the three evictions (Junction LRU, FIFO, Belady; the peer LRU, FIFO, its
   optimal) and LRU alone, each side;
 - Junction's hybrid sweep: Qwen3-Next 80B-A3B as ``junction hbm`` lays it
-  out (blocks of 544, four groups), the four table variants x 8 budgets, LRU.
+  out (blocks of 544, four groups), the four table variants x 8 budgets, LRU,
+  on the default engine (compiled where numba imports) and on the Python one.
 
-Prints each run's wall time, the medians and two ratios with their targets:
-Junction's LRU over the peer's Python LRU (at most 1), and the hybrid sweep
-over the peer's Python LRU (at most 2). Then the hit rates of the last
-round. The differences of semantics are in docs/replay.md ("The peer") and
+Junction's runs take the replay's default engine (``auto``: its LRU points
+compiled where numba, the ``fast`` extra, imports). Before the rounds, the
+compiled replay's first call is timed in a fresh process with an empty
+numba cache (it compiles) and again with that cache (it loads), on the
+trace's first requests. Prints each run's wall time, the medians and two
+ratios with their targets: Junction's LRU over the peer's Python LRU (at
+most 1), and the hybrid sweep over the peer's Python LRU (at most 2). Then
+the hit rates of the last round. The differences of semantics are in docs/replay.md ("The peer") and
 pinned by tests/replay/test_peer.py.
 """
 
@@ -26,6 +31,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -62,11 +70,12 @@ def junction_side(evictions: Sequence[str]) -> Rates:
     return rates
 
 
-def hybrid_side() -> Rates:
-    """``junction hbm --model qwen3-next-80b-a3b --evictions lru``'s replay: 32 points."""
+def hybrid_side(engine: str = "auto", first: int = 0) -> Rates:
+    """``junction hbm --model qwen3-next-80b-a3b --evictions lru``'s replay: 32 points
+    (of the trace's ``first`` requests; 0: all)."""
     model = catalog_model(HYBRID)
     geometry = HybridGeometry(model.groups(), model.block_size)
-    requests = hash_trace_requests(TRACE, geometry.hash_block_size)
+    requests = hash_trace_requests(TRACE, geometry.hash_block_size, first)
     interval = 4 * geometry.scheduler_block_size
     variants = table_variants(interval)
     points = [
@@ -74,7 +83,7 @@ def hybrid_side() -> Rates:
         for v in variants
         for gib in BUDGETS
     ]
-    results = replay(geometry, requests, points)
+    results = replay(geometry, requests, points, engine=engine)
     rates: Rates = {v.label: [] for v in variants}
     for variant, result in zip((v for v in variants for _ in BUDGETS), results, strict=True):
         rates[variant.label].append(result.token_hit_rate)
@@ -115,7 +124,32 @@ def _runs(peer: bool) -> dict[str, Callable[[], Rates]]:
         runs["peer Python, LRU"] = lambda: peer_side("python", lru)
     runs["Junction, LRU"] = lambda: junction_side(lru)
     runs["Junction hybrid (Qwen3-Next, 4 x 8), LRU"] = hybrid_side
+    runs["Junction hybrid, Python replay"] = lambda: hybrid_side("python")
     return runs
+
+
+def first_calls() -> None:
+    """The compiled replay's first call in a fresh process: with an empty numba cache
+    (it compiles the kernels) and then with the cache that call wrote (it loads them)."""
+    try:
+        import junction.reference.replay.compiled  # noqa: F401
+    except ImportError as error:
+        print(f"the compiled replay does not import ({error}): every run is Python")
+        return
+    code = (
+        "import time; started = time.perf_counter(); "
+        "from benchmarks.bench_peer import hybrid_side; "
+        "hybrid_side('compiled', 200); print(f'{time.perf_counter() - started:.1f}')"
+    )
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        root = Path(__file__).resolve().parents[1]
+        for label in ("empty numba cache (compiles)", "its cache (loads)"):
+            done = subprocess.run(
+                [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True
+            )
+            took = done.stdout.strip() or done.stderr.strip().splitlines()[-1]
+            print(f"first compiled call, 200 requests, {label}: {took} s", flush=True)
 
 
 def _peer_installed() -> bool:
@@ -132,6 +166,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     args = parser.parse_args()
     peer = _peer_installed()
+    first_calls()
     runs = _runs(peer)
     times: dict[str, list[float]] = {name: [] for name in runs}
     last: dict[str, Rates] = {}
@@ -163,7 +198,10 @@ def main() -> None:
         print(f"{eviction:>6} junction: " + " ".join(f"{r:.4f}" for r in ours_rates[eviction]))
         if theirs is not None:
             print(f"{eviction:>6} peer:     " + " ".join(f"{r:.4f}" for r in theirs[eviction]))
-    for label, rates in last["Junction hybrid (Qwen3-Next, 4 x 8), LRU"].items():
+    swept = last["Junction hybrid (Qwen3-Next, 4 x 8), LRU"]
+    if swept != last["Junction hybrid, Python replay"]:
+        print("the two engines' hybrid hit rates differ")
+    for label, rates in swept.items():
         print(f"{HYBRID} {label}: " + " ".join(f"{r:.4f}" for r in rates))
 
 
