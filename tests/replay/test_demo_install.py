@@ -52,7 +52,7 @@ def test_the_blocker_blocks() -> None:
 def test_hbm_runs_without_model_libraries(tmp_path: Path, model: str) -> None:
     pytest.importorskip("matplotlib")
     points, plot = tmp_path / "curve.json", tmp_path / "curve.png"
-    argv = ["hbm", "--model", model, "--requests", "50", "--hbm", "8,64"]
+    argv = ["hbm", "--model", model, "--requests", "20", "--hbm", "8,64"]
     done = _junction(*argv, "--evictions", "lru,belady", "--json", str(points), "--plot", str(plot))
     assert done.returncode == 0, done.stderr
     assert "hit rate, belady eviction; pool in GiB" in done.stdout
