@@ -1,14 +1,15 @@
 """The compiled replay: ``sweep.replay``'s points with lookup, admission and runs in numba.
 
-Where it applies (``sweep._compiled_engine``: ``lru``, the states in the
+Where it applies (``sweep._compiled_points``: ``lru``, the states in the
 blocks, caching on, no records or observer) it keeps the same books as
 ``pool.ReplayPool`` for every point in arrays (``kernels``) and answers
 the same :class:`~.sweep.PointResult` field for field, proven so by the same
 properties as the Python replay (``tests/replay/test_engines.py``). Python
 keeps what needs the policy: each request's plans (``plan.Planner``, shared
 across points as ``sweep`` shares them) as the flat integers the planner
-writes (``RequestPlan.flat``), and the trace's prefix keys, numbered densely per hash
-unit as they first appear (a group's block is ``unit id * groups + group``).
+writes (``RequestPlan.flat``), and the trace's prefix keys, numbered densely
+per hash unit as they first appear (a group's block is ``unit id * groups +
+group``).
 Per request two compiled calls: every point's lookup, then every point's run.
 """
 
@@ -87,7 +88,7 @@ class _Books:
 
 
 def _units(requests: Sequence[ReplayRequest], unit: int) -> int:
-    """The distinct prefix keys ``replay_compiled`` numbers: the requests' units up to
+    """The distinct prefix keys :class:`CompiledRuns` numbers: the requests' units up to
     each one's last token, the fresh ones past its known units included."""
     known: set[int] = set()
     fresh = 0

@@ -100,16 +100,22 @@ def test_the_compiled_replay_equals_the_engine(scenario) -> None:  # type: ignor
     )
 
 
-def test_qwen3_next_32_points_are_equal_on_the_traces_first_requests() -> None:
-    """``junction hbm``'s 32 points (4 variants x 8 budgets, LRU) on the first requests
-    of the trace, in pools an eighth the size so that every point evicts."""
+@pytest.mark.parametrize(
+    ("first", "shrink"),
+    [(400, 8), pytest.param(0, 1, marks=pytest.mark.whole_trace)],
+    ids=["first-400", "whole-trace"],
+)
+def test_qwen3_next_32_points_are_equal(first: int, shrink: int) -> None:
+    """``junction hbm``'s 32 points (4 variants x 8 budgets, LRU): on the trace's first
+    requests in pools an eighth the size, so that every point evicts, and (with
+    ``--whole-trace``) on the whole trace in ``hbm``'s pools."""
     _require_numba()
     model = catalog_model("qwen3-next-80b-a3b")
     geometry = HybridGeometry(model.groups(), model.block_size)
-    stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=400)
+    stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=first)
     variants = table_variants(4 * geometry.scheduler_block_size)
     points = [
-        Point(v.policy, v.retention_interval, model.blocks(gib) // 8, "lru")
+        Point(v.policy, v.retention_interval, model.blocks(gib) // shrink, "lru")
         for v in variants
         for gib in BUDGETS
     ]
