@@ -127,6 +127,18 @@ class Planner:
         self._sized = tuple(
             (i, g.block_size) for i, g in enumerate(groups) if g.kind is not GroupKind.MAMBA
         )
+        # Per group what each step reads of it: index, twin, spec, size, Mamba, window.
+        self._groups = tuple(
+            (
+                i,
+                self._twins[i],
+                g,
+                g.block_size,
+                g.kind is GroupKind.MAMBA,
+                g.kind is GroupKind.SLIDING_WINDOW,
+            )
+            for i, g in enumerate(groups)
+        )
 
     def plan(self, prompt: int, outputs: int, hit: int, junction: int) -> RequestPlan:
         """The steps of a request of ``prompt`` tokens and ``outputs`` output tokens
@@ -142,7 +154,8 @@ class Planner:
         # Groups of one spec (vLLM's groups of one kind) get the same answers: asked once.
         known = {spec: policy.reachable_boundaries(geometry, spec, view) for spec in set(groups)}
         boundaries = [known[spec] for spec in groups]
-        twins, sized = self._twins, self._sized
+        sized, split, mask_of = self._sized, self._split, self._mask
+        budget, threshold, align_mode = self.budget, self.threshold, self.align_mode
         held = [hit // g.block_size for g in groups]
         cached = list(held)
         released = [
@@ -159,12 +172,12 @@ class Planner:
                 end = self._next_event(start, held, cached, released, last, mamba_moved)
                 engine_steps += end - start
             else:
-                wanted = min(tokens - start, self.budget)
-                if self.threshold:
-                    wanted = min(wanted, self.threshold)
-                if self.align_mode:
+                wanted = min(tokens - start, budget)
+                if threshold:
+                    wanted = min(wanted, threshold)
+                if align_mode:
                     view.num_computed_tokens, view.num_tokens = start, tokens
-                    wanted = self._split(view, wanted)
+                    wanted = split(view, wanted)
                     if wanted < 1:
                         raise InvalidArgument("policy", policy, "its split made no progress")
                 end = start + wanted
@@ -191,8 +204,7 @@ class Planner:
             works = 0
             spans = self._spans  # each group's work in flat: (first, end, works)
             mamba_moved = False
-            for index, spec in enumerate(groups):
-                twin = twins[index]
+            for index, twin, spec, size, mamba, window in self._groups:
                 if twin != index:  # an equal spec's group, in the same state: the same work
                     first, stop, count = spans[twin]
                     copied = flat[first:stop]
@@ -204,12 +216,11 @@ class Planner:
                     works += count
                     cached[index], released[index] = cached[twin], released[twin]
                     continue
-                began, count = len(flat), 1
-                size, first = spec.block_size, cached[index]
-                if spec.kind is GroupKind.MAMBA:
+                began, count, first = len(flat), 1, cached[index]
+                if mamba:
                     block = end // size
                     if not end % size and end <= hashed and block > first:
-                        mask = self._mask(index, view, first, block, boundaries[index])
+                        mask = mask_of(index, view, first, block, boundaries[index])
                         cached[index] = block
                         if mask is None or mask[-1]:
                             flat += (STATE, index, 1, 0, block - 1)
@@ -222,7 +233,7 @@ class Planner:
                     count = 0
                     full = min(min(end, hashed) // size, held[index])
                     if end >= (first + 1) * size and full > first:
-                        mask = self._mask(index, view, first, full, boundaries[index])
+                        mask = mask_of(index, view, first, full, boundaries[index])
                         offered = [i for i in range(first, full) if mask is None or mask[i - first]]
                         if offered:
                             flat += (CACHE, index, len(offered))
@@ -230,7 +241,7 @@ class Planner:
                                 flat += (i, i)
                             count = 1
                         cached[index] = full
-                    if spec.kind is GroupKind.SLIDING_WINDOW:
+                    if window:
                         gone = min(spec.first_window_block(end), held[index])
                         if gone > released[index]:
                             flat += (RELEASE, index, 1, released[index], gone)
