@@ -12,11 +12,11 @@ dropped when a full ring is compacted; the ring holds twice the pool, so a
 compaction frees at least half of it. Sequential writes and reads instead
 of a linked list's, and ids in rows, one per key with every point's stamp:
 a request's lookups and offers read a few rows, not a column per point.
-Group ``g``'s block ``j`` of the request is id ``units[(j + 1) * per[g] - 1]
-* width + g``.
-The lookup is ``core``'s finders and ``HitReconciler`` over those books,
-written out; every branch mirrors the Python it stands for, so the two
-replays agree exactly (``tests/replay/test_engines.py``).
+Group ``g``'s block ``j`` of the request is id
+``units[(j + 1) * per[g] - 1] * width + g``. The lookup is ``core``'s
+finders and ``HitReconciler`` over those books, written out; every branch
+mirrors the Python it stands for, so the two replays agree exactly
+(``tests/replay/test_engines.py``).
 
 Compiled once per machine (``cache=True``); importing this module needs numba.
 """
@@ -30,6 +30,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from .plan import RELEASE, STATE
+from .pool import NULL, PRIVATE
+
 __all__ = ["TALLIES", "WINDOW", "lookup_all", "ring_size", "run_all"]
 
 Ints = npt.NDArray[np.int64]
@@ -38,8 +41,6 @@ Rings = npt.NDArray[np.int32]  # [point, place]
 
 ABSENT, HELD = 0, -1
 FULL, WINDOW, MAMBA = 0, 1, 2  # group kinds, as ``layout`` numbers them
-PRIVATE, NULL = -1, -2  # ``pool``'s slot values
-CACHE, RELEASE, STATE = 0, 1, 2  # ``plan``'s work kinds
 # tallies' columns: requests, lookup tokens, hit tokens, prompt tokens, prefill tokens
 # computed, refused requests, refused tokens, evictions.
 TALLIES = 8
