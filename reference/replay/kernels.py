@@ -1,24 +1,19 @@
 """The compiled replay's inner loops (numba): lookup, admission and a plan's run.
 
-The same books as ``pool.ReplayPool`` for ``lru`` with the states in the
-blocks and caching on, for many points at once, on dense integer ids
-instead of prefix keys (``compiled``): per id and point a stamp
-(:data:`ABSENT`, :data:`HELD`: cached and taken by the running request, or
-cached and free: its place in the free queue plus one) and per point the
-free queue as a ring of ids in the order they were freed, least recently
-freed at its head. A key taken from the queue leaves a stale entry behind
-(its stamp no longer names that place), skipped where eviction meets it and
-dropped when a full ring is compacted; the ring holds twice the pool, so a
-compaction frees at least half of it. Sequential writes and reads instead
-of a linked list's, and ids in rows, one per key with every point's stamp:
-a request's lookups and offers read a few rows, not a column per point.
-Group ``g``'s block ``j`` of the request is id
-``units[(j + 1) * per[g] - 1] * width + g``. The lookup is ``core``'s
-finders and ``HitReconciler`` over those books, written out; every branch
-mirrors the Python it stands for, so the two replays agree exactly
-(``tests/replay/test_engines.py``).
-
-Compiled once per machine (``cache=True``); importing this module needs numba.
+The books of ``pool.ReplayPool`` for ``lru`` with the states in the blocks
+and caching on, for many points at once, on dense ids instead of prefix
+keys (``compiled``; group ``g``'s block ``j`` is id ``units[(j + 1) *
+per[g] - 1] * width + g``): per id and point a stamp (:data:`ABSENT`,
+:data:`HELD` by the running request, or free: its place in the free queue
+plus one), and per point the free queue as a ring of ids in the order they
+were freed. A key taken from the queue leaves a stale entry (its stamp no
+longer names that place), skipped by eviction and dropped when a full ring
+is compacted; a ring holds twice its pool, so compaction frees at least
+half. Sequential reads and writes, and a request's lookups read a few rows
+of ids, each with every point's stamp. The lookup is ``core``'s finders and
+``HitReconciler`` written out; every branch mirrors the Python it stands
+for, so the two replays agree exactly (``tests/replay/test_engines.py``).
+Compiled once per machine (``cache=True``); importing this needs numba.
 """
 
 from __future__ import annotations
