@@ -47,7 +47,7 @@ class RequestPlan:
     same as tuples (``Step``), what ``pool.ReplayPool.run`` reads.
     """
 
-    flat: list[int] = attrs.field(eq=False, repr=False)
+    flat: tuple[int, ...] = attrs.field(repr=False)
     prefill_tokens: int
     prefill_chunks: tuple[tuple[int, int], ...]  # (start, tokens): the steps its TTFT sums
     engine_steps: int
@@ -257,7 +257,7 @@ class Planner:
                     break
                 tokens += 1
                 prefill_end = tokens - 1
-        return RequestPlan(flat, prefill_tokens, tuple(chunks), engine_steps)
+        return RequestPlan(tuple(flat), prefill_tokens, tuple(chunks), engine_steps)
 
     def _split(self, view: _View, wanted: int) -> int:
         """The policy's split, once per request state: a policy reads only the
