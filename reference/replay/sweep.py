@@ -72,7 +72,7 @@ def _compiled_points(
     if any(covered):
         try:  # by name: a package attribute left by an earlier import is no proof
             importlib.import_module(f"{__package__}.compiled")
-        except ImportError as error:
+        except (ImportError, RuntimeError) as error:  # RuntimeError: numba finds no cache dir
             covered = [False] * len(points)
             outside = f"numba does not import ({error}; the `fast` extra installs it)"
     if outside is not None and engine == "compiled":

@@ -12,6 +12,7 @@ here without numba too.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 
@@ -155,13 +156,26 @@ def test_the_compiled_engine_refuses_what_it_does_not_cover_and_auto_falls_back(
         replay(geometry, stream, [lru], engine="numba")
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [ModuleNotFoundError("No module named 'numba'"), RuntimeError("no locator available")],
+    ids=["no numba", "no cache directory"],
+)
 def test_auto_runs_the_python_replay_where_numba_does_not_import(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, failure: Exception
 ) -> None:
-    """No numba (the compiled modules fail to import): ``auto`` is the Python replay and
-    ``compiled`` one line saying why."""
+    """The compiled modules fail to import (numba missing, or numba finding nowhere to
+    cache): ``auto`` is the Python replay and ``compiled`` one line saying why."""
     for name in ("kernels", "compiled"):
-        monkeypatch.setitem(sys.modules, f"junction.reference.replay.{name}", None)
+        monkeypatch.delitem(sys.modules, f"junction.reference.replay.{name}", raising=False)
+    real = importlib.import_module
+
+    def refuse(name: str, package: str | None = None) -> object:
+        if name.startswith("junction.reference.replay."):
+            raise failure
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", refuse)
     model = catalog_model("qwen3-next-80b-a3b")
     geometry = HybridGeometry(model.groups(), model.block_size)
     stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=40)
