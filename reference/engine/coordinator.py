@@ -84,11 +84,12 @@ class Coordinator:
         # live for those no request resumes from (None: off).
         budget = policy.decode_checkpoint_budget if self.keeps_decode else None
         ttl = policy.decode_checkpoint_ttl if self.keeps_decode else None
+        keep_path = policy.decode_checkpoint_keep_path
         self.ledger = (
             None
             if budget is None and ttl is None
             else DecodeCheckpointLedger(
-                pool, budget, ttl, geometry.hash_block_size, geometry.hit_grid_tokens
+                pool, budget, ttl, geometry.hash_block_size, geometry.hit_grid_tokens, keep_path
             )
         )
 

@@ -254,6 +254,11 @@ class CheckedPolicy:
         )
         #: How far below the answer's end its earliest decode checkpoint may lie.
         self.decode_checkpoint_margin = _margin(policy, name) if keeps else 0
+        #: Whether a turn expiring leaves the checkpoint at its prompt's replay state,
+        #: its path's last state, to the pool (read only with a time to live).
+        self.decode_checkpoint_keep_path = (
+            _flag(policy, name, "decode_checkpoint_keep_path") if keeps else False
+        )
         #: Whether the policy promises the declared prefix (a declaration, never asked).
         self.keeps_declared_checkpoints: bool = _flag(policy, name, "keeps_declared_checkpoints")
         self._decode_checkpoints: Callable[[HybridGeometry, RequestView], object] | None = decode

@@ -7,7 +7,11 @@ retired (one at the replay state is the state it resumed from and computed
 none of its own at: kept). ``decode_checkpoint_ttl = n``: a turn's
 checkpoints no request has resumed from within ``n`` later requests of its
 publication are retired (the clock: the highest request id admitted); one
-resumed from is left to the budget.
+resumed from is left to the budget. ``decode_checkpoint_keep_path``: when a
+turn expires, the checkpoint at its prompt's replay state (an earlier
+turn's, which it resumed from) is its path's last state: it leaves the
+ledger and is kept like any cached block, so no sibling's publication
+retires it.
 
 A retired block is freed (at once, or when the last request holding it lets
 go) and recycled before any cached block; one not retired is kept like any
@@ -52,17 +56,25 @@ class DecodeCheckpointLedger:
     live retired."""
 
     def __init__(
-        self, pool: BlockPool, budget: int | None, ttl: int | None, unit: int, grid: int
+        self,
+        pool: BlockPool,
+        budget: int | None,
+        ttl: int | None,
+        unit: int,
+        grid: int,
+        keep_path: bool = False,
     ) -> None:
         self.pool = pool
         self.budget = budget
         self.ttl = ttl
+        self.keep_path = keep_path
         self.unit = unit
         self.grid = grid
         self.turns: dict[int, _Turn] = {}
         self.unreached: OrderedDict[int, _Turn] = OrderedDict()
         self.retired = 0
         self.expired = 0
+        self.left = 0  # turns left to the pool as a path's last state
         self.clock = 0
         self.held: list[tuple[Block, tuple[int, int]]] = []  # retired, but held then
         self._serial = 0
@@ -111,8 +123,22 @@ class DecodeCheckpointLedger:
             oldest = next(iter(unreached.values()))
             if clock - oldest.stamp <= self.ttl:
                 break
+            if self.keep_path:
+                self._leave_last_state(oldest)
             self._retire(oldest)
             self.expired += 1
+
+    def _leave_last_state(self, turn: _Turn) -> None:
+        """The turn expires: the checkpoint at its prompt's replay state (an earlier
+        turn's, kept because this one resumed from it) is now its path's last state,
+        and leaves the ledger, cached like any block (no budget retires it)."""
+        depth = turn.replay // self.unit
+        if 0 < depth < turn.depth:
+            below = self.turns.get(turn.hashes[depth - 1])
+            if below is not None and below.depth == depth:
+                del self.turns[below.key]
+                self.unreached.pop(below.key, None)
+                self.left += 1
 
     def _retire(self, turn: _Turn) -> None:
         del self.turns[turn.key]

@@ -107,6 +107,8 @@ class Loaded:
     decode_checkpoint_budget: int | None = None
     decode_checkpoint_margin: int = 0
     decode_checkpoint_ttl: int | None = None
+    # Whether an expired turn's path keeps its last state (the checkpoint below it).
+    decode_checkpoint_keep_path: bool = False
 
 
 def _load_failure(fields: object) -> PolicyError:
@@ -138,6 +140,7 @@ def read_loaded(message: object) -> Loaded | PolicyError:
         "decode_checkpoint_budget",
         "decode_checkpoint_margin",
         "decode_checkpoint_ttl",
+        "decode_checkpoint_keep_path",
     }
     if type(fields) is not dict or set(fields) != keys:
         raise _MalformedMessage(f"loaded must have exactly {sorted(keys)}")
@@ -149,6 +152,7 @@ def read_loaded(message: object) -> Loaded | PolicyError:
         fields["writes_prefill_checkpoints"],
         fields["keeps_decode_checkpoints"],
         fields["keeps_declared_checkpoints"],
+        fields["decode_checkpoint_keep_path"],
     )
     if any(type(flag) is not bool for flag in flags):
         raise _MalformedMessage("the policy's declarations must be bools")
@@ -162,12 +166,12 @@ def read_loaded(message: object) -> Loaded | PolicyError:
             raise _MalformedMessage(f"{declaration} must be null or an int >= 1")
     if type(margin) is not int or margin < 0:
         raise _MalformedMessage("decode_checkpoint_margin must be an int >= 0")
-    if (budget is not None or margin or ttl is not None) and not flags[2]:
+    if (budget is not None or margin or ttl is not None or flags[4]) and not flags[2]:
         raise _MalformedMessage(
-            "a decode checkpoint budget, margin or time to live without the checkpoints"
+            "a decode checkpoint budget, margin, time to live or kept path without the checkpoints"
         )
     finishes = _finishes(fields["decode_checkpoint_finishes"], flags[2])
-    return Loaded(name, *flags, finishes, budget, margin, ttl)
+    return Loaded(name, *flags[:4], finishes, budget, margin, ttl, flags[4])
 
 
 def _finishes(names: object, keeps_decode_checkpoints: bool) -> frozenset[FinishReason]:

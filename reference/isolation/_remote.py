@@ -97,6 +97,7 @@ class RemotePolicy:
         self.decode_checkpoint_budget = loaded.decode_checkpoint_budget
         self.decode_checkpoint_margin = loaded.decode_checkpoint_margin
         self.decode_checkpoint_ttl = loaded.decode_checkpoint_ttl
+        self.decode_checkpoint_keep_path = loaded.decode_checkpoint_keep_path
         self._worker, self._limits = worker, limits
         # The hard limit: an example the deadline found running may finish by then.
         self._hard = deadline + limits.call_seconds + GRACE

@@ -112,6 +112,7 @@ def _load(spec: str) -> tuple[Policy, dict[str, Any]]:
         "decode_checkpoint_budget": checked.decode_checkpoint_budget,
         "decode_checkpoint_margin": checked.decode_checkpoint_margin,
         "decode_checkpoint_ttl": checked.decode_checkpoint_ttl,
+        "decode_checkpoint_keep_path": checked.decode_checkpoint_keep_path is True,
     }
     return policy, loaded
 

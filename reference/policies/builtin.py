@@ -54,6 +54,7 @@ class JunctionPolicy:
     decode_checkpoint_budget: int | None = None
     decode_checkpoint_margin = 0
     decode_checkpoint_ttl: int | None = None
+    decode_checkpoint_keep_path = False
     # Declared checkpoints are promised as the junction is (the declared-prefix promise).
     keeps_declared_checkpoints = True
     # The reachable boundaries are the prompt's and the junction's (the
@@ -70,6 +71,7 @@ class JunctionPolicy:
         self.decode_checkpoint_budget = options.decode_checkpoint_budget
         self.decode_checkpoint_margin = options.decode_checkpoint_margin or 0
         self.decode_checkpoint_ttl = options.decode_checkpoint_ttl
+        self.decode_checkpoint_keep_path = options.decode_checkpoint_keep_path
 
     def junction(self, request: RequestView) -> int:
         """The junction this policy pins (all of them)."""
@@ -253,21 +255,23 @@ class IntervalPolicy(JunctionPolicy):
 
 #: Later requests within which a decode checkpoint must be resumed from, or is
 #: retired: the gap between a request and its continuation on the Mooncake
-#: conversation trace is at most this for 90% of continuations
+#: conversation trace is at most this for over 75% of continuations; a later one
+#: resumes at the path's last state, which the kept path leaves to the pool
 #: (docs/next-turn.md, "Retirement and two checkpoints").
-DECODE_CHECKPOINT_TTL = 1500
+DECODE_CHECKPOINT_TTL = 1250
 
 
 def junction_with_retired_decode_checkpoints() -> JunctionPolicy:
     """``junction+decode`` with a budget of one turn per path (a turn's decode checkpoint
     is retired once the next turn on its path publishes its own) and a time to live
     (one no request resumed from within :data:`DECODE_CHECKPOINT_TTL` later requests
-    is retired)."""
+    is retired, its path keeping its last state: ``decode_checkpoint_keep_path``)."""
     return JunctionPolicy(
         JunctionOptions(
             decode_checkpoints=True,
             decode_checkpoint_budget=1,
             decode_checkpoint_ttl=DECODE_CHECKPOINT_TTL,
+            decode_checkpoint_keep_path=True,
         )
     )
 
@@ -286,6 +290,7 @@ def junction_with_two_decode_checkpoints() -> JunctionPolicy:
             decode_checkpoint_budget=1,
             decode_checkpoint_margin=STOP_STRING_MARGIN,
             decode_checkpoint_ttl=DECODE_CHECKPOINT_TTL,
+            decode_checkpoint_keep_path=True,
         )
     )
 

@@ -65,7 +65,10 @@ class JunctionOptions:
     resending all but the answer's last ``margin`` tokens lands (a cut stop
     string). ``decode_checkpoint_ttl``: ``None`` (kept like any cached block) or
     the later requests (``>= 1``) within which a turn's checkpoint must be resumed
-    from, or it is retired (``engine.retirement``).
+    from, or it is retired (``engine.retirement``). ``decode_checkpoint_keep_path``:
+    with a time to live, a turn expiring leaves its path's last state, the
+    checkpoint at its prompt's replay state, to the pool's eviction order: no
+    budget retires it after (a bool).
     """
 
     prefill_checkpoint_alignment: int | None = attrs.field(default=None, validator=_alignment)
@@ -76,6 +79,7 @@ class JunctionOptions:
     decode_checkpoint_budget: int | None = attrs.field(default=None, validator=_budget)
     decode_checkpoint_margin: int | None = attrs.field(default=None, validator=_budget)
     decode_checkpoint_ttl: int | None = attrs.field(default=None, validator=_budget)
+    decode_checkpoint_keep_path: bool = attrs.field(default=False, validator=_flag)
 
 
 DEFAULT_OPTIONS = JunctionOptions()

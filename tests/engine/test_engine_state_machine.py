@@ -12,7 +12,8 @@ windows, published on the finishes the policy declares, drawn, given back
 otherwise and on preemption), two thirds of those retire them under a
 budget of one or two turns per path, two thirds keep a second one below a
 margin, two thirds retire those no request resumed from within 1 or 3 later
-requests (a time to live), walked by next turns that resend a request's tokens; every request
+requests (a time to live), half of those leaving an expiring turn's path its
+last state, walked by next turns that resend a request's tokens; every request
 ends stopped, length-capped or aborted (drawn), besides the aborts the
 machine makes. Half decode in
 speculative steps (1 to 4 drafts, accepted counts drawn, a passed Mamba block
@@ -121,6 +122,8 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
                 decode_checkpoint_margin=draw(st.sampled_from([None, 1, 3])),  # two checkpoints
                 # A time to live of a few requests: expiry happens within a walk.
                 decode_checkpoint_ttl=draw(st.sampled_from([None, 1, 3])),
+                # An expiring turn leaving its path's last state to the pool.
+                decode_checkpoint_keep_path=draw(st.booleans()),
             )
         )
     if draw(st.booleans()):  # a shared tier, taking decode checkpoints or not

@@ -9,6 +9,7 @@ stays. Without a budget every checkpoint stays cached (``junction+decode``).
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from junction.core import HybridGeometry, InvalidArgument
@@ -21,6 +22,7 @@ from junction.reference.policies.builtin import (
     junction_with_retired_decode_checkpoints,
 )
 from junction.reference.policies.options import JunctionOptions
+from tests.quality.mutants import LastStateLeftToTheBudgetEngine
 
 from .test_decode_checkpoints import MAMBA, WINDOW, _engine, _finish, _next_turn
 
@@ -28,6 +30,12 @@ RETIRED = JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=1)
 TWO = JunctionOptions(decode_checkpoints=True, decode_checkpoint_budget=2)
 KEPT = JunctionOptions(decode_checkpoints=True)
 TTL = JunctionOptions(decode_checkpoints=True, decode_checkpoint_ttl=2)
+KEEP_PATH = JunctionOptions(
+    decode_checkpoints=True,
+    decode_checkpoint_budget=1,
+    decode_checkpoint_ttl=2,
+    decode_checkpoint_keep_path=True,
+)
 
 
 def _conversation(engine: Engine, turns: int) -> list[tuple[int, ...]]:
@@ -156,3 +164,41 @@ def test_the_time_to_live_is_validated_and_checked() -> None:
     ledger.clock += 1  # an expiry the ledger missed
     with pytest.raises(InvariantViolation, match="time to live"):
         engine.check()
+
+
+@pytest.mark.parametrize("geometry", [MAMBA, WINDOW], ids=["mamba", "sliding-window"])
+@pytest.mark.parametrize(
+    ("options", "engine_class", "resumed"),
+    [
+        (KEEP_PATH, Engine, 28),
+        (attrs.evolve(KEEP_PATH, decode_checkpoint_keep_path=False), Engine, 20),
+        (KEEP_PATH, LastStateLeftToTheBudgetEngine, 20),
+    ],
+    ids=["kept", "off", "mutant"],
+)
+def test_an_expired_turn_keeps_its_paths_last_state(
+    geometry: HybridGeometry, options: JunctionOptions, engine_class: type[Engine], resumed: int
+) -> None:
+    """Turn B resumed from turn A's checkpoint (28, B's replay state) and published
+    its own; B's expires. A sibling of B passing 28 below its own replay state then
+    publishes: with the kept path A's checkpoint is B's path's last state and stays,
+    so B's next turn resumes there; without, the sibling's budget retires it."""
+    engine = engine_class(_engine(geometry, options).config)
+    (turn,) = _conversation(engine, 1)  # A: 32 tokens, its checkpoint at 28
+    resent = _finish(engine, (*turn[:30], 999), 9)  # B: P = 31, resumes at 28
+    _unrelated(engine, 3)  # B's checkpoint (36) expires
+    _finish(engine, (*turn, 300, 301, 302, 303, 304), 1)  # the sibling: replay state 36
+    assert _next_turn(engine, (*resent, 400))[0] == resumed
+    ledger = engine.coordinator.ledger
+    assert ledger is not None and ledger.left == (resumed == 28)
+
+
+def test_the_kept_path_is_validated() -> None:
+    with pytest.raises(InvalidArgument, match="decode_checkpoint_keep_path"):
+        JunctionOptions(decode_checkpoint_keep_path=1)  # type: ignore[arg-type]
+    bad = JunctionPolicy(KEEP_PATH)
+    bad.decode_checkpoint_keep_path = 1  # type: ignore[assignment]
+    with pytest.raises(PolicyError, match="decode_checkpoint_keep_path"):
+        CheckedPolicy(bad)
+    assert CheckedPolicy(JunctionPolicy(KEEP_PATH)).decode_checkpoint_keep_path is True
+    assert CheckedPolicy(JunctionPolicy(KEPT)).decode_checkpoint_keep_path is False

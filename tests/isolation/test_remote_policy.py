@@ -64,6 +64,7 @@ def test_the_next_turn_declarations_cross_the_wire(spec: str) -> None:
             "decode_checkpoint_budget",
             "decode_checkpoint_margin",
             "decode_checkpoint_ttl",
+            "decode_checkpoint_keep_path",
         ):
             assert getattr(watched, declaration) == getattr(direct, declaration), declaration
 
@@ -78,6 +79,7 @@ _LOADED = {
     "decode_checkpoint_budget": 1,
     "decode_checkpoint_margin": 4,
     "decode_checkpoint_ttl": 2000,
+    "decode_checkpoint_keep_path": True,
 }
 
 
@@ -96,6 +98,7 @@ _LOADED = {
         {"decode_checkpoint_margin": 1.5},
         {"decode_checkpoint_ttl": 0},
         {"decode_checkpoint_ttl": 2.0},
+        {"decode_checkpoint_keep_path": 1},
         {"keeps_decode_checkpoints": False, "decode_checkpoint_finishes": []},  # a budget alone
     ],
 )

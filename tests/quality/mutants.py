@@ -424,6 +424,21 @@ class UnreachedCheckpointRetiredAtOnceEngine(Engine):
                 ledger.retired += self.pool.retire(turn.blocks)
 
 
+class LastStateLeftToTheBudgetEngine(Engine):
+    """The kept path ignored: a turn's checkpoint expires while the checkpoint at its
+    prompt's replay state stays in the ledger, so a sibling publishing past that
+    state retires the path's last state and the expired turn's next turn resumes
+    below it. A trade-off the policy declares, not a promise: caught by
+    ``tests/engine/test_retirement.py``'s property, not by the harness."""
+
+    name = "engine mutant: an expired turn's path left to a sibling's budget"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        if self.coordinator.ledger is not None:
+            self.coordinator.ledger.keep_path = False
+
+
 class MarginOutsideTheLagEngine(Engine):
     """Two decode checkpoints, the pins reaching only as far as one: the engine ignores
     the policy's declared margin, so the earlier checkpoint's state (or a window's
