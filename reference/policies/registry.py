@@ -18,6 +18,7 @@ import attrs
 from junction.reference.engine.policy import Policy, PolicyError
 
 from .builtin import (
+    DECODE_CHECKPOINT_TTL,
     DensePolicy,
     IntervalPolicy,
     JunctionPolicy,
@@ -77,7 +78,8 @@ POLICIES: tuple[PolicyEntry, ...] = (
         junction_with_retired_decode_checkpoints,
         Role.NEXT_TURN,
         "junction+decode, a turn's checkpoint retired once the next turn on its path publishes"
-        " or no request resumed from it within 1500 requests",
+        f" or no request resumed from it within {DECODE_CHECKPOINT_TTL} requests (its path"
+        " keeping its last state)",
     ),
     PolicyEntry(
         "junction+decode2",
