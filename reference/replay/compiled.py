@@ -24,15 +24,23 @@ from junction.core import GroupKind, HybridGeometry, InvalidArgument, lcm
 from junction.reference.engine.eviction import FlopModel
 from junction.reference.workloads.step_time import StepTimeModel
 
-from .kernels import TALLIES, WINDOW, lookup_all, ring_size, run_all
-from .plan import RequestPlan
+from .kernels import FULL, MAMBA, TALLIES, WINDOW, lookup_all, run_all
+from .plan import RELEASE, STATE, RequestPlan
+from .pool import NULL, PRIVATE
 
 if TYPE_CHECKING:
     from .sweep import ReplayRequest, _Run
 
-__all__ = ["CompiledRuns"]
+__all__ = ["CompiledRuns", "ring_size"]
 
-_KINDS = {GroupKind.FULL: 0, GroupKind.SLIDING_WINDOW: WINDOW, GroupKind.MAMBA: 2}
+_KINDS = {GroupKind.FULL: FULL, GroupKind.SLIDING_WINDOW: WINDOW, GroupKind.MAMBA: MAMBA}
+
+
+def ring_size(usable: int, ids: int | None) -> int:
+    """A point's ring (``kernels``): its free keys are at most its pool's ``usable``
+    blocks and at most the ``ids`` (unknown: ``None``), so a full ring compacted is at
+    most half full."""
+    return 2 * (usable if ids is None else min(usable, ids)) + 2
 
 
 def _layout(geometry: HybridGeometry) -> np.ndarray:
@@ -64,14 +72,18 @@ def _layout(geometry: HybridGeometry) -> np.ndarray:
 
 
 class _Books:
-    """Every point's pool, as ``kernels`` keeps it; grown as the dense ids grow."""
+    """Every point's pool, as ``kernels`` keeps it; grown as the dense ids grow
+    (``ids``: all of them where known ahead, which bounds the rings too)."""
 
-    def __init__(self, usable: Sequence[int], groups: int) -> None:
+    def __init__(self, usable: Sequence[int], groups: int, ids: int | None) -> None:
         points = len(usable)
         self.stamp = np.zeros((0, points), np.int32)
+        sizes = [ring_size(u, ids) for u in usable]
         # A ring's places are written before they are read: no zeros needed.
-        self.ring = np.empty((points, max(ring_size(u) for u in usable)), np.int32)
-        self.heads = np.zeros((3, points), np.int64)
+        self.ring = np.empty(sum(sizes), np.int32)
+        self.heads = np.zeros((5, points), np.int64)
+        self.heads[3] = np.cumsum([0, *sizes[:-1]])
+        self.heads[4] = sizes
         self.counts = np.zeros((points, groups), np.int64)
         self.peaks = np.zeros((points, groups), np.int64)
         self.tallies = np.zeros((points, TALLIES), np.int64)
@@ -126,9 +138,14 @@ class CompiledRuns:
         self.longest = np.array(
             [-1 if run.longest is None else run.longest for run in runs], np.int64
         )
-        self.books = _Books([run.pool.usable for run in runs], width)
+        ids = None
         if isinstance(requests, Sequence):
-            self.books.hold(_units(requests, geometry.hash_block_size) * width)
+            ids = _units(requests, geometry.hash_block_size) * width
+        self.books = _Books([run.pool.usable for run in runs], width, ids)
+        if ids is not None:
+            self.books.hold(ids)
+        # An argument, not the kernels' globals: numba's cache would freeze those.
+        self.codes = np.array([RELEASE, STATE, NULL, PRIVATE], np.int64)
         self.found = np.zeros((len(runs), 2), np.int64)
         self.failed = np.zeros(3, np.int64)
         self.slots = np.zeros((width, 0), np.int64)
@@ -220,6 +237,7 @@ class CompiledRuns:
             prompt,
             counted,
             self.failed,
+            self.codes,
         )
         if not done:
             point, asked, free = self.failed.tolist()

@@ -8,12 +8,16 @@ per[g] - 1] * width + g``): per id and point a stamp (:data:`ABSENT`,
 plus one), and per point the free queue as a ring of ids in the order they
 were freed. A key taken from the queue leaves a stale entry (its stamp no
 longer names that place), skipped by eviction and dropped when a full ring
-is compacted; a ring holds twice its pool, so compaction frees at least
-half. Sequential reads and writes, and a request's lookups read a few rows
+is compacted; a ring holds twice the keys its point can have free (its
+pool's blocks, or every id where fewer: ``compiled.ring_size``), so
+compaction frees at least half. Sequential reads and writes, and a request's lookups read a few rows
 of ids, each with every point's stamp. The lookup is ``core``'s finders and
 ``HitReconciler`` written out; every branch mirrors the Python it stands
-for, so the two replays agree exactly (``tests/replay/test_engines.py``).
-Compiled once per machine (``cache=True``); importing this needs numba.
+for (``tests/replay/test_engines.py`` compares the two replays).
+Compiled on first use and cached on disk (``cache=True``), a cache numba
+keys on this file alone: so nothing here reads another module's value,
+the plan's and the pool's codes come in as an argument (``codes``).
+Importing this needs numba.
 """
 
 from __future__ import annotations
@@ -25,14 +29,11 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from .plan import RELEASE, STATE
-from .pool import NULL, PRIVATE
-
-__all__ = ["TALLIES", "WINDOW", "lookup_all", "ring_size", "run_all"]
+__all__ = ["FULL", "MAMBA", "TALLIES", "WINDOW", "lookup_all", "run_all"]
 
 Ints = npt.NDArray[np.int64]
 Stamps = npt.NDArray[np.int32]  # [id, point]
-Rings = npt.NDArray[np.int32]  # [point, place]
+Rings = npt.NDArray[np.int32]  # every point's ring, one after another (``heads[3]``)
 
 ABSENT, HELD = 0, -1
 FULL, WINDOW, MAMBA = 0, 1, 2  # group kinds, as ``layout`` numbers them
@@ -46,13 +47,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _compiled(function: F) -> F:
     """Compiled on first call, once per machine (the cache beside this module)."""
     return cast(F, numba.njit(cache=True, nogil=True)(function))
-
-
-@_compiled
-def ring_size(usable: int) -> int:
-    """A pool of ``usable`` blocks' ring: its free keys are at most the pool, so a
-    full ring compacted is at most half full."""
-    return 2 * usable + 2
 
 
 @_compiled
@@ -181,22 +175,23 @@ def _take(stamp: Stamps, heads: Ints, point: int, key: int) -> None:
 
 
 @_compiled
-def _free(stamp: Stamps, ring: Rings, heads: Ints, point: int, key: int, size: int) -> None:
+def _free(stamp: Stamps, ring: Rings, heads: Ints, point: int, key: int) -> None:
     """A key joins the back of the free queue (an ``OrderedDict`` keeps a present
-    key in its place); a full ring is compacted first."""
+    key in its place); a full ring is compacted first. ``heads[:, point]``: the
+    queue's front and back places, its keys, the ring's start and size."""
     if stamp[key, point] > 0:
         return
-    tail = heads[1, point]
+    tail, base, size = heads[1, point], heads[3, point], heads[4, point]
     if tail == size:
         tail = 0
         for place in range(heads[0, point], size):
-            kept = ring[point, place]
+            kept = ring[base + place]
             if stamp[kept, point] == place + 1:
-                ring[point, tail] = kept
+                ring[base + tail] = kept
                 stamp[kept, point] = tail + 1
                 tail += 1
         heads[0, point] = 0
-    ring[point, tail] = key
+    ring[base + tail] = key
     stamp[key, point] = tail + 1
     heads[1, point] = tail + 1
     heads[2, point] += 1
@@ -207,7 +202,7 @@ def _evict(stamp: Stamps, ring: Rings, heads: Ints, point: int) -> int:
     """The front of the free queue leaves the cache; its key."""
     while True:
         place = heads[0, point]
-        key = ring[point, place]
+        key = ring[heads[3, point] + place]
         heads[0, point] = place + 1
         if stamp[key, point] == place + 1:
             stamp[key, point] = ABSENT
@@ -221,21 +216,21 @@ def _give(
     ring: Rings,
     heads: Ints,
     point: int,
-    size: int,
     slots: Ints,
     g: int,
     first: int,
     end: int,
+    null: int,
 ) -> int:
     """``ReplayPool._give`` of ``slots[g, first:end]`` in reverse; the blocks freed."""
     kept = 0
     for at in range(end - 1, first - 1, -1):
         key = slots[g, at]
-        if key == NULL:
+        if key == null:
             continue
         kept += 1
         if key >= 0:
-            _free(stamp, ring, heads, point, key, size)
+            _free(stamp, ring, heads, point, key)
     return kept
 
 
@@ -257,12 +252,15 @@ def run_all(
     prompt: int,
     counted: bool,
     failed: Ints,
+    codes: Ints,
 ) -> bool:
     """Admit and run the request in every point not refused: ``ReplayPool.admit``
     then ``ReplayPool.run`` of ``plans[plan_at[point]:]`` (``RequestPlan.flat``, its
-    prefill tokens just before).
+    prefill tokens just before); ``codes``: ``plan``'s RELEASE and STATE, ``pool``'s
+    NULL and PRIVATE.
     False, with ``failed`` = (point, blocks asked, blocks free), where a step asks
     for more blocks than the pool has free."""
+    release, state, null, private = codes[0], codes[1], codes[2], codes[3]
     groups = layout.shape[1]
     per = layout[2]
     lengths = np.zeros(groups, np.int64)
@@ -272,7 +270,6 @@ def run_all(
         if hit < 0:
             continue
         held = 0
-        room = ring_size(usable[point])
         for g in range(groups):  # admit: take the blocks the hit reuses
             kind, size = layout[0, g], layout[1, g]
             full = hit // size
@@ -283,7 +280,7 @@ def run_all(
                 first = max(hit - layout[10, g] + 1, 0) // size
             lengths[g] = full - first if kind == MAMBA else full
             if kind == WINDOW:
-                slots[g, :first] = NULL
+                slots[g, :first] = null
             for at in range(first, full):
                 key = _block(units, per, groups, g, at)
                 slots[g, at - first if kind == MAMBA else at] = key
@@ -295,7 +292,7 @@ def run_all(
             at += 1
             count = plans[at]
             for g in range(groups):  # a state continues in place only in a private block
-                if layout[0, g] == MAMBA and not (lengths[g] == 1 and slots[g, 0] == PRIVATE):
+                if layout[0, g] == MAMBA and not (lengths[g] == 1 and slots[g, 0] == private):
                     running[g] = True
                     count += 1
             if count:
@@ -313,33 +310,33 @@ def run_all(
             at += 1
             for _ in range(plans[at]):
                 g, more = plans[at + 1], plans[at + 2]
-                slots[g, lengths[g] : lengths[g] + more] = PRIVATE
+                slots[g, lengths[g] : lengths[g] + more] = private
                 lengths[g] += more
                 at += 2
             at += 1
             for _ in range(plans[at]):
                 kind, g, works = plans[at + 1], plans[at + 2], plans[at + 3]
                 at += 3
-                if kind == RELEASE:
+                if kind == release:
                     first, end = plans[at + 1], plans[at + 2]
-                    held -= _give(stamp, ring, heads, point, room, slots, g, first, end)
-                    slots[g, first:end] = NULL
+                    held -= _give(stamp, ring, heads, point, slots, g, first, end, null)
+                    slots[g, first:end] = null
                     at += 2 * works
                     continue
-                if kind == STATE and running[g]:  # the state moves on from its block
+                if kind == state and running[g]:  # the state moves on from its block
                     running[g] = False
                     if lengths[g]:
                         held -= 1
                         key = slots[g, 0]
                         if key >= 0:
-                            _free(stamp, ring, heads, point, key, room)
-                    slots[g, 0] = PRIVATE
+                            _free(stamp, ring, heads, point, key)
+                    slots[g, 0] = private
                     lengths[g] = 1
                 count = counts[point, g]
                 for _ in range(works):  # offer (slot, block): cached unless its key is
                     slot, block = plans[at + 1], plans[at + 2]
                     at += 2
-                    if slots[g, slot] != PRIVATE:
+                    if slots[g, slot] != private:
                         continue
                     key = _block(units, per, groups, g, block)
                     if stamp[key, point] != ABSENT:
@@ -351,7 +348,7 @@ def run_all(
                 if count > peaks[point, g]:
                     peaks[point, g] = count
         for g in range(groups):
-            held -= _give(stamp, ring, heads, point, room, slots, g, 0, lengths[g])
+            held -= _give(stamp, ring, heads, point, slots, g, 0, lengths[g], null)
         if counted:
             tallies[point, 0] += 1
             tallies[point, 1] += prompt

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from junction.core import HybridGeometry, InvalidArgument
+from junction.core import GroupSpec, HybridGeometry, InvalidArgument
 from junction.reference.replay import Point, PointResult, ReplayRequest, future_uses, replay
 from junction.reference.replay.models import catalog_model
 from junction.reference.replay.stream import hash_trace_requests
@@ -183,3 +183,31 @@ def test_auto_runs_the_python_replay_where_numba_does_not_import(
     assert replay(geometry, stream, points) == replay(geometry, stream, points, engine="python")
     with pytest.raises(InvalidArgument, match="numba does not import"):
         replay(geometry, stream, points, engine="compiled")
+
+
+def test_the_kernels_take_the_plan_and_pool_codes_as_an_argument(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """numba's on-disk cache freezes a kernel's globals and is keyed on ``kernels.py``
+    alone: the plan's and the pool's codes reach the kernels as an argument, so with
+    every code changed (as an edit of ``plan.py`` or ``pool.py`` would) the compiled
+    replay still equals the Python one, and the answers are those of the real codes."""
+    _require_numba()
+    kernels = importlib.import_module("junction.reference.replay.kernels")
+    importlib.import_module("junction.reference.replay.compiled")
+    geometry = HybridGeometry(
+        [GroupSpec.full(16), GroupSpec.sliding_window(16, 40), GroupSpec.mamba(16)], 16
+    )
+    stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=60)
+    points = [Point("junction", None, 2000), Point("dense", 0, 1000)]
+    before = replay(geometry, stream, points, engine="python")
+    changed = {"CACHE": 1, "RELEASE": 2, "STATE": 0, "PRIVATE": -2, "NULL": -1}
+    package = [m for n, m in sys.modules.items() if n.startswith(kernels.__package__)]
+    for name, value in changed.items():  # as compiled kernels from numba's cache see them
+        for module in package:
+            if module is not kernels and hasattr(module, name):
+                monkeypatch.setattr(module, name, value)
+    assert all(r.evictions for r in before)
+    assert replay(geometry, stream, points, engine="python") == before
+    assert replay(geometry, stream, points, engine="compiled") == before
+    assert not [name for name in changed if hasattr(kernels, name)]
