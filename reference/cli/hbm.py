@@ -41,6 +41,7 @@ from junction.reference.replay.layouts import SGLANG_SLOTS_PER_REQUEST
 from junction.reference.replay.models import ModelConfigError
 from junction.reference.replay.parallel import replay_in_parallel
 from junction.reference.replay.stream import answered_requests, replay_requests
+from junction.reference.replay.sweep import compiled_covers
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.result import Latency
 from junction.reference.simulator.variants import Variant, table_variants
@@ -336,6 +337,7 @@ def _requests(plan: Plan, args: argparse.Namespace) -> Trace:
         [p.num_blocks for p in points],
         min(args.jobs, shares),
         "belady" in args.evictions,
+        [p.num_blocks for p in points if compiled_covers(p)],
     )
     size = attrs.evolve(size, units=size.units + answers)
     inputs.check_replay_memory("--trace", size, geometry.hash_block_size)

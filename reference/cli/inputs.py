@@ -22,6 +22,7 @@ import attrs
 
 from junction.core import JunctionError
 from junction.reference.harness import Scenario
+from junction.reference.replay.sweep import compiled_bytes
 from junction.reference.simulator.memory import (
     TRACE_BYTES_PER_FILE_BYTE,
     SimulationSize,
@@ -39,6 +40,7 @@ from junction.reference.workloads.tracefile import (
 
 __all__ = [
     "CLOCK_SPAN_MS",
+    "REPLAY_BYTES_PER_ID",
     "REPLAY_BYTES_PER_KEY",
     "REPLAY_BYTES_PER_UNIT",
     "REPLAY_BYTES_PER_USE",
@@ -61,6 +63,7 @@ CLOCK_SPAN_MS = 2**42
 REPLAY_BYTES_PER_UNIT = 64
 REPLAY_BYTES_PER_USE = 256
 REPLAY_BYTES_PER_KEY = 400
+REPLAY_BYTES_PER_ID = 128  # the compiled replay's dense id of a key, in each process
 
 
 class InputError(JunctionError, ValueError):
@@ -133,6 +136,8 @@ class ReplaySize:
     pools: tuple[int, ...]  # each point's pool, in blocks
     workers: int  # processes replaying points: 1 is this one, more are forked
     belady: bool  # every key's future uses are kept too
+    keyed: int = 0  # units of every request to its last token: at most the compiled keys
+    compiled: tuple[int, ...] = ()  # the pools of the points the compiled replay may take
 
     @classmethod
     def of(
@@ -143,10 +148,12 @@ class ReplaySize:
         pools: Sequence[int],
         workers: int,
         belady: bool,
+        compiled: Sequence[int] = (),
     ) -> ReplaySize:
         units = sum(r.input_length // unit for r in requests)
+        keyed = sum((r.input_length + r.output_length - 1) // unit + 1 for r in requests)
         longest = max(((r.input_length + r.output_length) // unit + 1 for r in requests), default=0)
-        return cls(units, longest, groups, tuple(pools), workers, belady)
+        return cls(units, longest, groups, tuple(pools), workers, belady, keyed, tuple(compiled))
 
     @property
     def keys_bytes(self) -> int:
@@ -165,14 +172,29 @@ class ReplaySize:
         keys = (self.units + self.longest) * self.groups
         return sum(min(pool, keys) for pool in self.pools) * REPLAY_BYTES_PER_KEY
 
+    @property
+    def compiled_bytes(self) -> int:
+        """The compiled replay's books (``replay.sweep.compiled_bytes``: a stamp per key,
+        group and point, each point's ring) and, in each process, every key's dense id;
+        counted beside the Python pools, which it leaves empty, wherever numba is."""
+        if not self.compiled:
+            return 0
+        books = compiled_bytes(self.compiled, self.keyed * self.groups)
+        return books + self.keyed * REPLAY_BYTES_PER_ID * self.workers
+
 
 def check_replay_memory(option: str, size: ReplaySize, unit: int) -> None:
     """Refuse (:class:`InputError`) an ``hbm`` replay over the memory limit."""
+    compiled = ""
+    if size.compiled:
+        compiled = (
+            f"; {len(size.compiled)} points' compiled books: {size_in_words(size.compiled_bytes)}"
+        )
     check_memory(
-        size.keys_bytes + size.pools_bytes,
+        size.keys_bytes + size.pools_bytes + size.compiled_bytes,
         f"{option}: the replay ({size.units:,} hash units of {unit} tokens: "
         f"{size_in_words(size.keys_bytes)}; {len(size.pools)} points' pools: "
-        f"{size_in_words(size.pools_bytes)})",
+        f"{size_in_words(size.pools_bytes)}{compiled})",
     )
 
 

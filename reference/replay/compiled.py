@@ -27,20 +27,14 @@ from junction.reference.workloads.step_time import StepTimeModel
 from .kernels import FULL, MAMBA, TALLIES, WINDOW, lookup_all, run_all
 from .plan import RELEASE, STATE, RequestPlan
 from .pool import NULL, PRIVATE
+from .sweep import COMPILED_MIN_IDS, compiled_ring
 
 if TYPE_CHECKING:
     from .sweep import ReplayRequest, _Run
 
-__all__ = ["CompiledRuns", "ring_size"]
+__all__ = ["CompiledRuns"]
 
 _KINDS = {GroupKind.FULL: FULL, GroupKind.SLIDING_WINDOW: WINDOW, GroupKind.MAMBA: MAMBA}
-
-
-def ring_size(usable: int, ids: int | None) -> int:
-    """A point's ring (``kernels``): its free keys are at most its pool's ``usable``
-    blocks and at most the ``ids`` (unknown: ``None``), so a full ring compacted is at
-    most half full."""
-    return 2 * (usable if ids is None else min(usable, ids)) + 2
 
 
 def _layout(geometry: HybridGeometry) -> np.ndarray:
@@ -78,7 +72,7 @@ class _Books:
     def __init__(self, usable: Sequence[int], groups: int, ids: int | None) -> None:
         points = len(usable)
         self.stamp = np.zeros((0, points), np.int32)
-        sizes = [ring_size(u, ids) for u in usable]
+        sizes = [compiled_ring(u, ids) for u in usable]
         # A ring's places are written before they are read: no zeros needed.
         self.ring = np.empty(sum(sizes), np.int32)
         self.heads = np.zeros((5, points), np.int64)
@@ -94,7 +88,7 @@ class _Books:
         have, points = self.stamp.shape
         if ids <= have:
             return
-        stamp = np.zeros((max(ids, 2 * have, 1 << 16), points), np.int32)
+        stamp = np.zeros((max(ids, 2 * have, COMPILED_MIN_IDS), points), np.int32)
         stamp[:have] = self.stamp
         self.stamp = stamp
 

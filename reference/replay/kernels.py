@@ -9,7 +9,7 @@ plus one), and per point the free queue as a ring of ids in the order they
 were freed. A key taken from the queue leaves a stale entry (its stamp no
 longer names that place), skipped by eviction and dropped when a full ring
 is compacted; a ring holds twice the keys its point can have free (its
-pool's blocks, or every id where fewer: ``compiled.ring_size``), so
+pool's blocks, or every id where fewer: ``sweep.compiled_ring``), so
 compaction frees at least half. Sequential reads and writes, and a request's lookups read a few rows
 of ids, each with every point's stamp. The lookup is ``core``'s finders and
 ``HitReconciler`` written out; every branch mirrors the Python it stands

@@ -31,17 +31,44 @@ from .plan import Planner, RequestPlan
 from .pool import EVICTIONS, FutureUses, ReplayPool, Usage
 
 __all__ = [
+    "COMPILED_MIN_IDS",
     "ENGINES",
     "Point",
     "PointResult",
     "ReplayRequest",
     "RequestRecord",
+    "compiled_bytes",
+    "compiled_covers",
+    "compiled_ring",
     "future_uses",
     "replay",
 ]
 
 
 ENGINES = ("auto", "python", "compiled")
+# The compiled replay's stamp has room for at least this many ids (``compiled._Books``).
+COMPILED_MIN_IDS = 1 << 16
+
+
+def compiled_covers(point: Point) -> bool:
+    """Whether the compiled replay can take ``point`` (in a sweep without records or
+    an observer): ``lru``, the states in the blocks, caching on."""
+    return point.eviction == "lru" and point.state_slots is None and point.caching
+
+
+def compiled_ring(usable: int, ids: int | None) -> int:
+    """The compiled replay's ring of a pool of ``usable`` blocks (``kernels``): its free
+    keys are at most the pool and at most the ``ids`` (unknown: ``None``), so a full
+    ring compacted is at most half full."""
+    return 2 * (usable if ids is None else min(usable, ids)) + 2
+
+
+def compiled_bytes(pools: Sequence[int], ids: int) -> int:
+    """The compiled replay's books for points of ``pools`` blocks over ``ids`` block ids
+    (its keys, each unit once, times the groups), allocated before the first request:
+    each point's stamp (4 bytes an id) and ring (4 bytes a place)."""
+    rows = max(ids, COMPILED_MIN_IDS)
+    return 4 * (rows * len(pools) + sum(compiled_ring(pool, ids) for pool in pools))
 
 
 def _compiled_points(
@@ -58,10 +85,7 @@ def _compiled_points(
         raise InvalidArgument("engine", engine, f"expected one of {', '.join(ENGINES)}")
     if engine == "python":
         return [False] * len(points)
-    covered = [
-        p.eviction == "lru" and p.state_slots is None and p.caching and not keep_records
-        for p in points
-    ]
+    covered = [compiled_covers(p) and not keep_records for p in points]
     outside = None
     if observe is not None:
         covered = [False] * len(points)
@@ -287,7 +311,7 @@ def replay(
     measurement window, as the peer's last half of the requests). ``step_time``:
     each served request's TTFT under that model (``PointResult.ttft_ms``).
     ``engine``: ``python``, ``compiled`` (numba, equal field for field; only
-    where :func:`_compiled_engine` says it applies) or ``auto`` (compiled where
+    where :func:`_compiled_points` says it applies) or ``auto`` (compiled where
     it applies and numba imports).
     """
     if any(p.eviction == "belady" for p in points) and uses is None:
