@@ -3,13 +3,14 @@
 Where it applies (``sweep._compiled_points``: ``lru``, the states in the
 blocks, caching on, no records or observer) it keeps the same books as
 ``pool.ReplayPool`` for every point in arrays (``kernels``) and answers
-the same :class:`~.sweep.PointResult` field for field, proven so by the same
-properties as the Python replay (``tests/replay/test_engines.py``). Python
-keeps what needs the policy: each request's plans (``plan.Planner``, shared
-across points as ``sweep`` shares them) as the flat integers the planner
-writes (``RequestPlan.flat``), and the trace's prefix keys, numbered densely
-per hash unit as they first appear (a group's block is ``unit id * groups +
-group``).
+the same :class:`~.sweep.PointResult` field for field: checked against the
+Python replay's on drawn scenarios and the trace, its totals against the
+engine's (``tests/replay/test_engines.py``; it keeps no per-request records
+to compare one by one). Python keeps what needs the policy: each request's
+plans (``plan.Planner``, shared across points as ``sweep`` shares them) as
+the flat integers the planner writes (``RequestPlan.flat``), and the
+trace's prefix keys, numbered densely per hash unit as they first appear (a
+group's block is ``unit id * groups + group``).
 Per request two compiled calls: every point's lookup, then every point's run.
 """
 

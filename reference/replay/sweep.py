@@ -22,7 +22,7 @@ import attrs
 
 from junction.core import GroupKind, GroupSpec, HybridGeometry, InvalidArgument, cdiv, floor_to
 from junction.reference.engine.eviction import FlopModel
-from junction.reference.errors import one_of
+from junction.reference.errors import int_at_least, one_of
 from junction.reference.policies.registry import resolve_policy
 from junction.reference.workloads.step_time import StepTimeModel
 
@@ -104,15 +104,30 @@ def _compiled_points(
     return covered
 
 
+def _prefix_keys(instance: object, attribute: attrs.Attribute[object], value: object) -> None:
+    """A sequence of ints, each once: a prefix key names one prefix, so one length."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise InvalidArgument(attribute.name, value, "must be a sequence of int prefix keys")
+    if not all(type(key) is int for key in value):
+        at = next(i for i, key in enumerate(value) if type(key) is not int)
+        raise InvalidArgument(f"{attribute.name}[{at}]", value[at], "must be an int")
+    if len(set(value)) != len(value):
+        first = {key: i for i, key in reversed(list(enumerate(value)))}
+        at = next(i for i, key in enumerate(value) if first[key] != i)
+        raise InvalidArgument(f"{attribute.name}[{at}]", value[at], "repeats an earlier key")
+
+
 @attrs.frozen
 class ReplayRequest:
     """A request: its prompt and output lengths and the prefix key of each whole unit
     of its prompt and, where the trace tells its answer, of the units after it that
-    end by ``P + outputs``; the rest of its output is keyed afresh."""
+    end by ``P + outputs``; the rest of its output is keyed afresh. Validated as the
+    engine's ``Request`` is (a prompt token and an output token at least), so both
+    replays refuse the same requests, here, before either reads one."""
 
-    prompt_tokens: int
-    output_tokens: int
-    units: Sequence[int]
+    prompt_tokens: int = attrs.field(validator=int_at_least(1))
+    output_tokens: int = attrs.field(validator=int_at_least(1))
+    units: Sequence[int] = attrs.field(validator=_prefix_keys)
 
 
 @attrs.frozen

@@ -211,3 +211,24 @@ def test_the_kernels_take_the_plan_and_pool_codes_as_an_argument(
     assert replay(geometry, stream, points, engine="python") == before
     assert replay(geometry, stream, points, engine="compiled") == before
     assert not [name for name in changed if hasattr(kernels, name)]
+
+
+@pytest.mark.parametrize(
+    ("fields", "refusal"),
+    [
+        ((0, 3, ()), "prompt_tokens=0: must be an int >= 1"),
+        ((16, -30, (1, 2, 3, 4)), "output_tokens=-30: must be an int >= 1"),
+        ((1, 0, ()), "output_tokens=0: must be an int >= 1"),  # as the engine's Request
+        ((True, 1, ()), "prompt_tokens=True: must be an int >= 1"),
+        ((8, 1, (1, 2.0)), r"units\[1\]=2.0: must be an int"),
+        ((8, 1, (5, 6, 5)), r"units\[2\]=5: repeats an earlier key"),
+        ((8, 1, "ab"), "units='ab': must be a sequence of int prefix keys"),
+    ],
+)
+def test_a_request_outside_the_rules_is_refused_before_either_replay_reads_it(
+    fields: tuple[object, object, object], refusal: str
+) -> None:
+    """numba reads past an array unchecked, where Python raises or not: a request is
+    checked as it is made, naming the field, its value and the rule."""
+    with pytest.raises(InvalidArgument, match=refusal):
+        ReplayRequest(*fields)  # type: ignore[arg-type]
