@@ -232,3 +232,22 @@ def test_a_request_outside_the_rules_is_refused_before_either_replay_reads_it(
     checked as it is made, naming the field, its value and the rule."""
     with pytest.raises(InvalidArgument, match=refusal):
         ReplayRequest(*fields)  # type: ignore[arg-type]
+
+
+def test_a_window_with_eagle_and_blocks_of_several_units_is_equal_on_the_trace() -> None:
+    """A gpt-oss-like geometry with EAGLE and blocks of two hash units (the window scans
+    and its EAGLE need, which drawn scenarios reach rarely) on the trace's first
+    requests, pools small enough that every point evicts."""
+    _require_numba()
+    geometry = HybridGeometry(
+        [GroupSpec.full(32), GroupSpec.sliding_window(32, 128)], 16, use_eagle=True
+    )
+    stream = hash_trace_requests(TRACE, geometry.hash_block_size, first=300)
+    variants = table_variants(4 * geometry.scheduler_block_size)
+    points = [
+        Point(v.policy, v.retention_interval, blocks) for v in variants for blocks in (300, 900)
+    ]
+    python, compiled = _both(geometry, stream, points)
+    assert isinstance(python, list)
+    assert all(r.evictions for r in python) and any(r.hit_tokens for r in python)
+    assert compiled == python
