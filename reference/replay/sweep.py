@@ -277,10 +277,13 @@ class _Run:
 
     def _longest_fitting(self, chunk_limit: int) -> int | None:
         """``engine.Engine._longest_fitting_request``: the longest request the pool holds
-        (with a state pool apart, the blocks of the groups but the Mamba ones)."""
+        (with a state pool apart, the blocks of the groups but the Mamba ones: none
+        left, every request fits the blocks)."""
         usable, groups = self.point.num_blocks - 1, self.geometry.groups
         if self.point.state_slots is not None:
             groups = tuple(g for g in groups if g.kind is not GroupKind.MAMBA)
+        if not groups:
+            return None
 
         def peak(tokens: int) -> int:
             return sum(_group_peak(g, tokens, chunk_limit) for g in groups)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from junction.command import dispatch as main
-from junction.core import GroupKind, HybridGeometry
-from junction.reference.replay import Point, ReplayPool, replay
+from junction.core import GroupKind, GroupSpec, HybridGeometry
+from junction.reference.replay import Point, ReplayPool, ReplayRequest, replay
 from junction.reference.replay.config_fields import ModelConfigError
 from junction.reference.replay.layouts import Layout, layout_of, sglang_pools
 from junction.reference.replay.models import GIB, catalog_fields, memory_model
@@ -251,3 +252,15 @@ def test_each_layout_runs_and_says_so_in_its_json(tmp_path: Path) -> None:
         document = out.read_text()
         assert f'"layout": "{name}"' in document
         assert ('"state_slots": 420' in document) is (name == "sglang")
+
+
+def test_a_state_pool_apart_on_an_all_mamba_model_leaves_the_blocks_unused() -> None:
+    """Every group a Mamba one, its states in a pool of their own: no group takes a
+    block, so every request fits whatever the blocks (no longest request)."""
+    geometry = HybridGeometry([GroupSpec.mamba(16), GroupSpec.mamba(16)], 16)
+    stream = [ReplayRequest(64, 4, [1, 2, 3, 4]), ReplayRequest(80, 4, [1, 2, 3, 4, 5])]
+    small, large = (
+        replay(geometry, stream, [Point("junction", None, n, state_slots=4)])[0] for n in (2, 99)
+    )
+    assert small.refused == 0 and small.hit_tokens == 64  # the first request's state
+    assert attrs.evolve(large, point=small.point) == small
