@@ -45,7 +45,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _compiled(function: F) -> F:
-    """Compiled on first call, once per machine (the cache beside this module)."""
+    """Compiled on first call, then loaded from numba's on-disk cache (see above)."""
     return cast(F, numba.njit(cache=True, nogil=True)(function))
 
 
