@@ -41,7 +41,7 @@ from junction.reference.replay.layouts import SGLANG_SLOTS_PER_REQUEST
 from junction.reference.replay.models import ModelConfigError
 from junction.reference.replay.parallel import replay_in_parallel
 from junction.reference.replay.stream import answered_requests, replay_requests
-from junction.reference.replay.sweep import compiled_covers
+from junction.reference.replay.sweep import compiled_points
 from junction.reference.simulator.geometries import PRESETS
 from junction.reference.simulator.result import Latency
 from junction.reference.simulator.variants import Variant, table_variants
@@ -303,7 +303,8 @@ def _points(plan: Plan, args: argparse.Namespace) -> list[Point]:
     ]
 
 
-Trace = tuple[list[HashTraceRequest], list[HashArrival] | None]
+# The requests, their arrivals with answers (or None) and the replay's engine.
+Trace = tuple[list[HashTraceRequest], list[HashArrival] | None, str]
 
 
 def _requests(plan: Plan, args: argparse.Namespace) -> Trace:
@@ -329,19 +330,19 @@ def _requests(plan: Plan, args: argparse.Namespace) -> Trace:
         )
     points = _points(plan, args)
     shares = len({(p.policy, p.retention_interval) for p in points})
-    geometry = plan.geometry
-    size = inputs.ReplaySize.of(
-        requests,
-        geometry.hash_block_size,
-        len(geometry.groups),
-        [p.num_blocks for p in points],
-        min(args.jobs, shares),
-        "belady" in args.evictions,
-        [p.num_blocks for p in points if compiled_covers(p)],
-    )
-    size = attrs.evolve(size, units=size.units + answers)
-    inputs.check_replay_memory("--trace", size, geometry.hash_block_size)
-    return requests, arrivals
+
+    def size(compiled: list[bool]) -> inputs.ReplaySize:
+        """The replay's memory: the ``compiled`` points' books, the other points' pools."""
+        python = [p.num_blocks for p, c in zip(points, compiled, strict=True) if not c]
+        books = [p.num_blocks for p, c in zip(points, compiled, strict=True) if c]
+        groups, workers, belady = len(plan.geometry.groups), min(args.jobs, shares), "belady"
+        size = inputs.ReplaySize.of(
+            requests, unit, groups, python, workers, belady in args.evictions, books
+        )
+        return attrs.evolve(size, units=size.units + answers)
+
+    engine = inputs.choose_replay_engine("--trace", size, compiled_points("auto", points), unit)
+    return requests, arrivals, engine
 
 
 def _replay(plan: Plan, args: argparse.Namespace, trace: Trace) -> Replayed:
@@ -363,6 +364,7 @@ def _replay(plan: Plan, args: argparse.Namespace, trace: Trace) -> Replayed:
             flops=plan.flops,
             uses=uses,
             step_time=StepTimeModel(),
+            engine=trace[2],
         )
     variants = table_variants(plan.interval)
     return Replayed(len(requests), answered, variants, results, time.perf_counter() - started)
@@ -371,7 +373,7 @@ def _replay(plan: Plan, args: argparse.Namespace, trace: Trace) -> Replayed:
 def _keyed(trace: Trace, unit: int) -> tuple[list[ReplayRequest], int | None]:
     """The trace as the replay's requests, in arrival order, and with ``--answers
     continuations`` how many answers are keyed as their continuation resends them."""
-    requests, arrivals = trace
+    requests, arrivals, _ = trace
     if arrivals is None:
         return replay_requests(requests, unit), None
     answered = sum(arrival.continuation is not None for arrival in arrivals)

@@ -15,7 +15,8 @@ anything is built. The outputs are ``cli.outputs``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -51,6 +52,7 @@ __all__ = [
     "check_memory",
     "check_replay_memory",
     "check_scenario",
+    "choose_replay_engine",
     "load_trace",
 ]
 
@@ -133,7 +135,7 @@ class ReplaySize:
     units: int  # hash units of every request's prompt: the prefix keys held for the run
     longest: int  # units of the longest request, its output included: its keys at once
     groups: int
-    pools: tuple[int, ...]  # each point's pool, in blocks
+    pools: tuple[int, ...]  # each Python-replayed point's pool, in blocks
     workers: int  # processes replaying points: 1 is this one, more are forked
     belady: bool  # every key's future uses are kept too
     keyed: int = 0  # units of every request to its last token: at most the compiled keys
@@ -176,7 +178,7 @@ class ReplaySize:
     def compiled_bytes(self) -> int:
         """The compiled replay's books (``replay.sweep.compiled_bytes``: a stamp per key,
         group and point, each point's ring) and, in each process, every key's dense id;
-        counted beside the Python pools, which it leaves empty, wherever numba is."""
+        ``pools`` are the other points' (a compiled point's Python pool stays empty)."""
         if not self.compiled:
             return 0
         books = compiled_bytes(self.compiled, self.keyed * self.groups)
@@ -196,6 +198,24 @@ def check_replay_memory(option: str, size: ReplaySize, unit: int) -> None:
         f"{size_in_words(size.keys_bytes)}; {len(size.pools)} points' pools: "
         f"{size_in_words(size.pools_bytes)}{compiled})",
     )
+
+
+def choose_replay_engine(
+    option: str, size: Callable[[list[bool]], ReplaySize], compiled: list[bool], unit: int
+) -> str:
+    """``auto`` where the replay fits with the ``compiled`` points' books (``size`` of
+    which points compile), ``python`` where only the Python pools do (the books grow with
+    the trace's keys, a pool with its blocks only: said in one line on stderr), else
+    :class:`InputError` naming the Python replay's need."""
+    try:
+        check_replay_memory(option, size(compiled), unit)
+    except InputError as over:
+        if not any(compiled):
+            raise
+        check_replay_memory(option, size([False] * len(compiled)), unit)
+        print(f"junction hbm: replaying in Python, {over}", file=sys.stderr)
+        return "python"
+    return "auto"
 
 
 def check_scenario(where: str, scenario: Scenario) -> None:

@@ -1,6 +1,6 @@
 """The compiled replay: ``sweep.replay``'s points with lookup, admission and runs in numba.
 
-Where it applies (``sweep._compiled_points``: ``lru``, the states in the
+Where it applies (``sweep.compiled_points``: ``lru``, the states in the
 blocks, caching on, no records or observer) it keeps the same books as
 ``pool.ReplayPool`` for every point in arrays (``kernels``) and answers
 the same :class:`~.sweep.PointResult` field for field: checked against the

@@ -39,6 +39,7 @@ __all__ = [
     "RequestRecord",
     "compiled_bytes",
     "compiled_covers",
+    "compiled_points",
     "compiled_ring",
     "future_uses",
     "replay",
@@ -71,8 +72,8 @@ def compiled_bytes(pools: Sequence[int], ids: int) -> int:
     return 4 * (rows * len(pools) + sum(compiled_ring(pool, ids) for pool in pools))
 
 
-def _compiled_points(
-    engine: str, points: Sequence[Point], keep_records: bool, observe: object
+def compiled_points(
+    engine: str, points: Sequence[Point], keep_records: bool = False, observe: object = None
 ) -> list[bool]:
     """Which points ``replay`` takes the compiled path for (``compiled``): the one rule.
 
@@ -329,7 +330,7 @@ def replay(
     measurement window, as the peer's last half of the requests). ``step_time``:
     each served request's TTFT under that model (``PointResult.ttft_ms``).
     ``engine``: ``python``, ``compiled`` (numba, equal field for field; only
-    where :func:`_compiled_points` says it applies) or ``auto`` (compiled where
+    where :func:`compiled_points` says it applies) or ``auto`` (compiled where
     it applies and numba imports).
     """
     if any(p.eviction == "belady" for p in points) and uses is None:
@@ -364,7 +365,7 @@ def replay(
                 observe is not None,
             )
         )
-    chosen = _compiled_points(engine, points, keep_records, observe)
+    chosen = compiled_points(engine, points, keep_records, observe)
     stepper = None
     if any(chosen):
         from .compiled import CompiledRuns

@@ -2,10 +2,10 @@
 
 Its books (``compiled._Books``: a stamp per key, group and point, and each
 point's ring) outgrow the Python pools' estimate many times over where the
-pools are small; ``cli.inputs.ReplaySize`` counts them, so ``hbm`` refuses in
-one line, exit 2, before the run. A ring is sized by the trace's keys where
-they are fewer than its pool, so a pool far larger than the trace allocates
-no more than the trace needs.
+pools are small; ``cli.inputs.ReplaySize`` counts them, so ``hbm`` replays in
+Python where only that fits, and refuses in one line, exit 2, where neither
+does. A ring is sized by the trace's keys where they are fewer than its pool,
+so a pool far larger than the trace allocates no more than the trace needs.
 """
 
 from __future__ import annotations
@@ -52,37 +52,58 @@ def test_the_estimate_bounds_the_compiled_replays_books() -> None:
     assert peak < size.keys_bytes + size.pools_bytes + size.compiled_bytes
 
 
-def test_hbm_refuses_compiled_books_over_the_limit_before_the_run(
+def test_hbm_replays_in_python_where_only_the_python_pools_fit(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A limit above the Python replay's estimate and below the compiled books: one
-    line naming them, exit 2, and the replay never starts."""
+    line saying so, and every point replayed in Python; below both: one line naming
+    the Python replay's need, exit 2, and the replay never starts."""
+    _require_numba()
     argv = ["hbm", "--model", MODEL, "--requests", "150", "--hbm", "0.25,0.26"]
     sizes: list[inputs.ReplaySize] = []
-    check = inputs.check_replay_memory
 
     def seen(option: str, size: inputs.ReplaySize, unit: int) -> None:
         sizes.append(size)
         raise inputs.InputError("stopped")
 
-    monkeypatch.setattr(inputs, "check_replay_memory", seen)
-    assert main(argv) == 2
-    (size,) = sizes
-    assert len(size.compiled) == len(size.pools) == 8  # four variants, two pools, lru
-    python = size.keys_bytes + size.pools_bytes
-    assert size.compiled_bytes > 2 * python
+    with monkeypatch.context() as patch:
+        patch.setattr(inputs, "check_replay_memory", seen)
+        assert main(argv) == 2
+    books, pools = sizes  # with the books, then every point in Python
+    assert len(books.compiled) == 8 and not books.pools  # four variants, two pools, lru
+    assert len(pools.pools) == 8 and not pools.compiled
+    python = pools.keys_bytes + pools.pools_bytes
+    assert books.compiled_bytes > 2 * python
+    engines: list[str] = []
+    real = hbm.replay_in_parallel
 
-    def limited(option: str, size: inputs.ReplaySize, unit: int) -> None:
-        with monkeypatch.context() as patch:  # the trace's own checks keep the real limit
-            patch.setattr(inputs, "memory_limit", lambda: MemoryLimit(2 * python, "a test"))
-            check(option, size, unit)
+    def recorded(*args: object, **options: object) -> object:
+        engines.append(str(options["engine"]))
+        return real(*args, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(inputs, "check_replay_memory", limited)
-    monkeypatch.setattr(hbm, "_replay", lambda *a: pytest.fail("the replay started"))
+    monkeypatch.setattr(hbm, "replay_in_parallel", recorded)
+    check = inputs.check_replay_memory
+
+    def limited(limit: int) -> None:
+        def checked(option: str, size: inputs.ReplaySize, unit: int) -> None:
+            with monkeypatch.context() as patch:  # the trace's own checks keep the real limit
+                patch.setattr(inputs, "memory_limit", lambda: MemoryLimit(limit, "a test"))
+                check(option, size, unit)
+
+        monkeypatch.setattr(inputs, "check_replay_memory", checked)
+
+    limited(2 * python)
     capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    (note,) = [line for line in err.splitlines() if "replaying in Python" in line]
+    assert "compiled books" in note and "over the limit" in note, note
+    assert engines == ["python"]
+    limited(python // 2)
+    monkeypatch.setattr(hbm, "_replay", lambda *a: pytest.fail("the replay started"))
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "compiled books" in err and "over the limit" in err, err
+    assert "\n" not in err and "over the limit" in err and "compiled books" not in err, err
 
 
 def test_a_pool_far_larger_than_the_trace_sizes_its_ring_by_the_trace(
