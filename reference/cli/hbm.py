@@ -335,10 +335,9 @@ def _requests(plan: Plan, args: argparse.Namespace) -> Trace:
         """The replay's memory: the ``compiled`` points' books, the other points' pools."""
         python = [p.num_blocks for p, c in zip(points, compiled, strict=True) if not c]
         books = [p.num_blocks for p, c in zip(points, compiled, strict=True) if c]
-        groups, workers, belady = len(plan.geometry.groups), min(args.jobs, shares), "belady"
-        size = inputs.ReplaySize.of(
-            requests, unit, groups, python, workers, belady in args.evictions, books
-        )
+        groups, workers = len(plan.geometry.groups), min(args.jobs, shares)
+        belady = "belady" in args.evictions
+        size = inputs.ReplaySize.of(requests, unit, groups, python, workers, belady, books)
         return attrs.evolve(size, units=size.units + answers)
 
     engine = inputs.choose_replay_engine("--trace", size, compiled_points("auto", points), unit)

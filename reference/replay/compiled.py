@@ -26,9 +26,9 @@ from junction.reference.engine.eviction import FlopModel
 from junction.reference.workloads.step_time import StepTimeModel
 
 from .kernels import FULL, MAMBA, TALLIES, WINDOW, lookup_all, run_all
-from .plan import RELEASE, STATE, RequestPlan
+from .plan import RELEASE, STATE
 from .pool import NULL, PRIVATE
-from .sweep import COMPILED_MIN_IDS, compiled_ring
+from .sweep import COMPILED_MIN_IDS, Plans, _planned, compiled_ring
 
 if TYPE_CHECKING:
     from .sweep import ReplayRequest, _Run
@@ -106,9 +106,6 @@ def _units(requests: Sequence[ReplayRequest], unit: int) -> int:
     return len(known) + fresh
 
 
-Planned = dict[tuple[int, int, int], tuple[RequestPlan, float]]
-
-
 class CompiledRuns:
     """Some runs of a sweep (``sweep._Run``) replayed here, one request at a time
     (:meth:`request`), as the Python replay would replay them; :meth:`finish` puts
@@ -149,7 +146,7 @@ class CompiledRuns:
         self.saved: dict[tuple[int, int], int] = {}  # FLOPs saved by (planner, hit)
 
     def request(
-        self, request: ReplayRequest, units: Sequence[int], plans: Planned, counted: bool
+        self, request: ReplayRequest, units: Sequence[int], plans: Plans, counted: bool
     ) -> None:
         """Replay ``request``, whose prefix keys up to its last token are ``units``, in
         every run; ``plans``: the request's plans by ``(id(planner), hit, junction)``
@@ -195,13 +192,7 @@ class CompiledRuns:
             run = self.runs[point]
             memo = (id(run.planner), hit, best if best > hit else 0)
             at = placed.get(memo)
-            planned = plans.get(memo)
-            if planned is None:
-                plan = run.planner.plan(prompt, outputs, hit, memo[2])
-                ttft = 0.0
-                if step_time is not None:  # alone: each prefill step holds its one chunk
-                    ttft = sum(step_time.step_time_ms((c,), 0) for c in plan.prefill_chunks)
-                planned = plans[memo] = (plan, ttft)
+            planned = _planned(plans, run.planner, request, hit, memo[2], step_time)
             if at is None:
                 at = placed[memo] = len(buffer) + 1
                 buffer.append(planned[0].prefill_tokens)

@@ -383,7 +383,7 @@ def replay(
         extra = last // unit + 1 - len(units)
         units.extend(range(fresh, fresh + extra))
         fresh += extra
-        plans: dict[tuple[int, int, int], tuple[RequestPlan, float]] = {}
+        plans: Plans = {}
         counted = index >= measure_from
         if stepper is not None:
             stepper.request(request, units, plans, counted)
@@ -405,6 +405,31 @@ def replay(
     return [_result(run) for run in runs]
 
 
+Plans = dict[tuple[int, int, int], tuple[RequestPlan, float]]
+
+
+def _planned(
+    plans: Plans,
+    planner: Planner,
+    request: ReplayRequest,
+    hit: int,
+    junction: int,
+    step_time: StepTimeModel | None,
+) -> tuple[RequestPlan, float]:
+    """The request's plan at ``hit`` and ``junction`` and its TTFT alone (0 without a
+    step-time model), planned once per ``(planner, hit, junction)`` in ``plans``: the
+    points, Python or compiled, that find the same hit share it."""
+    memo = (id(planner), hit, junction)
+    planned = plans.get(memo)
+    if planned is None:
+        plan = planner.plan(request.prompt_tokens, request.output_tokens, hit, junction)
+        ttft = 0.0
+        if step_time is not None:  # alone: each prefill step holds its one chunk
+            ttft = sum(step_time.step_time_ms((chunk,), 0) for chunk in plan.prefill_chunks)
+        planned = plans[memo] = (plan, ttft)
+    return planned
+
+
 def _one(
     run: _Run,
     index: int,
@@ -412,7 +437,7 @@ def _one(
     keys: list[list[int]],
     lookup_keys: list[list[int]],
     parents: list[list[int]],
-    plans: dict[tuple[int, int, int], tuple[RequestPlan, float]],
+    plans: Plans,
     flops: FlopModel | None,
     step_time: StepTimeModel | None,
     counted: bool,
@@ -427,15 +452,7 @@ def _one(
         return
     found = pool.lookup(lookup_keys, prompt)
     hit, junction = found.hit_length, found.shared_prefix_boundary
-    memo = (id(run.planner), hit, junction)
-    planned = plans.get(memo)
-    if planned is None:
-        plan = run.planner.plan(prompt, outputs, hit, junction)
-        ttft = 0.0
-        if step_time is not None:  # alone: each prefill step holds its one chunk
-            ttft = sum(step_time.step_time_ms((chunk,), 0) for chunk in plan.prefill_chunks)
-        planned = plans[memo] = (plan, ttft)
-    plan, ttft = planned
+    plan, ttft = _planned(plans, run.planner, request, hit, junction, step_time)
     slots = pool.admit(keys, hit)
     pool.belady_refresh(lookup_keys)
     pool.run(plan, slots, keys, parents)
