@@ -13,7 +13,6 @@ here without numba too.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 
 import pytest
@@ -30,17 +29,14 @@ from tests import options
 
 from .engine_side import FLOPS, engine_records, token_requests
 from .test_equal_to_engine import REPLAYED, scenarios
-from .test_peer import TRACE
+from .test_peer import TRACE, require_module
 
 BUDGETS = (8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 def _require_numba() -> None:
-    if importlib.util.find_spec("numba") is None:
-        missing = "numba is not installed (the fast extra; `make setup` installs it)"
-        if options.require_numba:
-            pytest.fail(f"--require-numba is given but {missing}")
-        pytest.skip(missing)
+    missing = "numba is not installed (the fast extra; `make setup` installs it)"
+    require_module("numba", options.require_numba, "--require-numba", missing)
 
 
 def _both(

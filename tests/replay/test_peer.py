@@ -53,12 +53,18 @@ LADDER = (
 )
 
 
-def _require_peer() -> None:
-    if importlib.util.find_spec("kvcache_sim") is None:
-        missing = "kvcache-simulator is not installed (the peer extra; `make setup` installs it)"
-        if options.require_peer:
-            pytest.fail(f"--require-peer is given but {missing}")
+def require_module(module: str, required: bool, option: str, missing: str) -> None:
+    """Skip the test where ``module`` is not installed; fail it where ``option`` (given
+    as ``required``) asks for it."""
+    if importlib.util.find_spec(module) is None:
+        if required:
+            pytest.fail(f"{option} is given but {missing}")
         pytest.skip(missing)
+
+
+def _require_peer() -> None:
+    missing = "kvcache-simulator is not installed (the peer extra; `make setup` installs it)"
+    require_module("kvcache_sim", options.require_peer, "--require-peer", missing)
 
 
 def peer_run(trace: Trace, capacity: int, eviction: str) -> int:
